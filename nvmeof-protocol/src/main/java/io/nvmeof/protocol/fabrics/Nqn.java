@@ -1,0 +1,45 @@
+package io.nvmeof.protocol.fabrics;
+
+import java.nio.charset.StandardCharsets;
+import java.util.UUID;
+
+/** NVMe Qualified Names (NVMe Base, "NVMe Qualified Names"). */
+public final class Nqn {
+    private Nqn() {
+    }
+
+    public static final String DISCOVERY = "nqn.2014-08.org.nvmexpress.discovery";
+    public static final int MAX_LENGTH = 223;
+
+    /**
+     * Returns null when {@code nqn} is acceptable, else why not. Like the Linux target, names that do not follow the
+     * {@code nqn.yyyy-mm.domain} pattern (such as {@code testnqn}) are accepted; only emptiness, length, control
+     * characters and non-ASCII bytes are refused.
+     */
+    public static String validate(String nqn) {
+        if (nqn == null || nqn.isEmpty()) {
+            return "NQN is empty";
+        }
+        byte[] bytes = nqn.getBytes(StandardCharsets.UTF_8);
+        if (bytes.length > MAX_LENGTH) {
+            return "NQN is " + bytes.length + " bytes long; the limit is " + MAX_LENGTH;
+        }
+        for (byte b : bytes) {
+            if (b < 0x21 || b > 0x7E) {
+                return "NQN contains a byte that is not printable ASCII (0x" + Integer.toHexString(b & 0xFF) + ")";
+            }
+        }
+        return null;
+    }
+
+    /** True when the name follows the spec's {@code nqn.yyyy-mm.reverse-domain[:...]} or UUID form. */
+    public static boolean isConforming(String nqn) {
+        return nqn.matches("nqn\\.\\d{4}-\\d{2}\\.[A-Za-z0-9.-]+(:.*)?")
+                || nqn.matches("nqn\\.2014-08\\.org\\.nvmexpress:uuid:[0-9a-fA-F-]{36}");
+    }
+
+    /** The UUID-based host NQN form nvme-cli generates. */
+    public static String fromUuid(UUID uuid) {
+        return "nqn.2014-08.org.nvmexpress:uuid:" + uuid;
+    }
+}

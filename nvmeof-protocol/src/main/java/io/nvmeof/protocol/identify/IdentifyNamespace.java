@@ -1,0 +1,62 @@
+package io.nvmeof.protocol.identify;
+
+import io.nvmeof.protocol.Flyweight;
+
+/** Identify Namespace data structure for the NVM command set, 4096 bytes (CNS 00h). */
+public final class IdentifyNamespace extends Flyweight {
+    public static final int LENGTH = 4096;
+
+    public static final int NSZE = 0;
+    public static final int NCAP = 8;
+    public static final int NUSE = 16;
+    public static final int NSFEAT = 24;
+    public static final int NLBAF = 25;
+    public static final int FLBAS = 26;
+    public static final int DLFEAT = 33;
+    public static final int NGUID = 104;
+    public static final int EUI64 = 120;
+    public static final int LBAF0 = 128;
+
+    /** NSFEAT bit 2: deallocated blocks read as zeroes... (DLFEAT says what they read as). */
+    public static final int NSFEAT_THIN = 1;
+    /** DLFEAT: bits 2:0 = 001b deallocated blocks read as zeroes; bit 3: Write Zeroes may deallocate. */
+    public static final int DLFEAT_READ_ZEROES = 0x1 | 0x8;
+
+    @Override
+    public int length() { return LENGTH; }
+
+    /** Namespace size in logical blocks. */
+    public long nsze() { return u64(NSZE); }
+    public IdentifyNamespace nsze(long v) { u64(NSZE, v); return this; }
+    public long ncap() { return u64(NCAP); }
+    public IdentifyNamespace ncap(long v) { u64(NCAP, v); return this; }
+    public long nuse() { return u64(NUSE); }
+    public IdentifyNamespace nuse(long v) { u64(NUSE, v); return this; }
+    public int nsfeat() { return u8(NSFEAT); }
+    public IdentifyNamespace nsfeat(int v) { u8(NSFEAT, v); return this; }
+    /** Number of LBA formats, 0-based. */
+    public int nlbaf() { return u8(NLBAF); }
+    public IdentifyNamespace nlbaf(int v) { u8(NLBAF, v); return this; }
+    /** Formatted LBA size: bits 3:0 index of the LBA format in use. */
+    public int flbas() { return u8(FLBAS); }
+    public IdentifyNamespace flbas(int v) { u8(FLBAS, v); return this; }
+    public int dlfeat() { return u8(DLFEAT); }
+    public IdentifyNamespace dlfeat(int v) { u8(DLFEAT, v); return this; }
+    public void readNguid(byte[] dst16) { buffer.getBytes(offset + NGUID, dst16, 0, 16); }
+    public IdentifyNamespace nguid(byte[] src16) { buffer.putBytes(offset + NGUID, src16, 0, 16); return this; }
+    public void readEui64(byte[] dst8) { buffer.getBytes(offset + EUI64, dst8, 0, 8); }
+    public IdentifyNamespace eui64(byte[] src8) { buffer.putBytes(offset + EUI64, src8, 0, 8); return this; }
+
+    /** LBA format {@code index}: metadata size (bytes 1:0), LBA data size as log2 (byte 2), relative performance (byte 3). */
+    public int lbafMetadataSize(int index) { return u16(LBAF0 + index * 4); }
+    public int lbafDataSizeShift(int index) { return u8(LBAF0 + index * 4 + 2); }
+    public IdentifyNamespace lbaf(int index, int metadataSize, int dataSizeShift, int relativePerformance) {
+        u16(LBAF0 + index * 4, metadataSize);
+        u8(LBAF0 + index * 4 + 2, dataSizeShift);
+        u8(LBAF0 + index * 4 + 3, relativePerformance & 0x3);
+        return this;
+    }
+
+    /** Block size in bytes of the LBA format in use. */
+    public int blockSize() { return 1 << lbafDataSizeShift(flbas() & 0xF); }
+}
