@@ -43,15 +43,17 @@ public final class Status {
     public static final int HOST_ID_INCONSISTENT = 0x018;
     public static final int KEEP_ALIVE_EXPIRED = 0x019;
     public static final int KEEP_ALIVE_INVALID = 0x01A;
+    /** A transport error the host may retry (NVMe/TCP data digest mismatch, as SPDK reports it). */
+    public static final int TRANSIENT_TRANSPORT_ERROR = 0x022;
     public static final int LBA_RANGE = 0x080;
     public static final int CAPACITY_EXCEEDED = 0x081;
     public static final int NAMESPACE_NOT_READY = 0x082;
 
     // Command specific status (SCT 1)
-    public static final int INVALID_CQ = 0x101;
-    public static final int INVALID_QID = 0x102;
-    public static final int INVALID_QUEUE_SIZE = 0x103;
-    public static final int ABORT_LIMIT = 0x104;
+    public static final int INVALID_CQ = 0x100;
+    public static final int INVALID_QID = 0x101;
+    public static final int INVALID_QUEUE_SIZE = 0x102;
+    public static final int ABORT_LIMIT = 0x103;
     public static final int ASYNC_LIMIT = 0x105;
     public static final int INVALID_LOG_PAGE = 0x109;
     public static final int FEATURE_NOT_SAVEABLE = 0x10D;
@@ -99,6 +101,7 @@ public final class Status {
         NAMES.put(HOST_ID_INCONSISTENT, "HOST_ID_INCONSIST");
         NAMES.put(KEEP_ALIVE_EXPIRED, "KA_TIMEOUT_EXPIRED");
         NAMES.put(KEEP_ALIVE_INVALID, "KA_TIMEOUT_INVALID");
+        NAMES.put(TRANSIENT_TRANSPORT_ERROR, "TRANSIENT_TRANSPORT_ERROR");
         NAMES.put(LBA_RANGE, "LBA_RANGE");
         NAMES.put(CAPACITY_EXCEEDED, "CAP_EXCEEDED");
         NAMES.put(NAMESPACE_NOT_READY, "NS_NOT_READY");

@@ -28,10 +28,12 @@ public final class Crc32c {
         ByteBuffer bb = buffer.byteBuffer();
         byte[] array = buffer.byteArray();
         int base = buffer.wrapAdjustment() + index;
-        if (bb != null) {
-            crc.update(bb.duplicate().clear().position(base).limit(base + length));
-        } else if (array != null) {
+        if (array != null) {
+            // Heap memory: wrapAdjustment() is relative to the array (it includes a heap ByteBuffer's arrayOffset).
             crc.update(array, base, length);
+        } else if (bb != null) {
+            // Direct ByteBuffer: wrapAdjustment() is relative to the ByteBuffer's own index 0.
+            crc.update(bb.duplicate().clear().position(base).limit(base + length));
         } else {
             // Memory wrapped by raw address (registered regions): go through a scratch copy.
             byte[] scratch = new byte[Math.min(length, 4096)];

@@ -31,7 +31,8 @@ public final class TermReqPdu extends PduHeader {
     /** Writes a term request header for {@code errorDataLength} bytes of offending header that follow it. */
     public TermReqPdu init(int type, int fes, long fei, int errorDataLength) {
         buffer.setMemory(offset, HEADER_LENGTH, (byte) 0);
-        header(type, 0, HEADER_LENGTH, errorDataLength > 0 ? HEADER_LENGTH : 0, HEADER_LENGTH + errorDataLength);
+        // PDO is reserved in term requests (SPDK leaves it 0); the offending header simply follows at byte 24.
+        header(type, 0, HEADER_LENGTH, 0, HEADER_LENGTH + errorDataLength);
         fes(fes);
         fei(fei);
         return this;

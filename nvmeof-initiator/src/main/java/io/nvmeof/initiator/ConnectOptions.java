@@ -1,0 +1,155 @@
+package io.nvmeof.initiator;
+
+import io.nvmeof.protocol.fabrics.Nqn;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.UUID;
+
+/**
+ * Immutable connection options; build with {@link #builder()}. Defaults follow the Linux host: one I/O queue of 128
+ * entries, keep alive 5 s for I/O controllers (0 for discovery controllers unless set), no digests.
+ */
+public final class ConnectOptions {
+    /** One host id per process, as a host is one NVMe host to the subsystem however many controllers it opens. */
+    private static final UUID PROCESS_HOST_ID = UUID.randomUUID();
+
+    public static final int DEFAULT_QUEUE_DEPTH = 128;
+    public static final int DEFAULT_KATO_MS = 5000;
+    public static final int DEFAULT_MAX_INLINE_DATA = 8192;
+    /** Largest queue depth accepted: the 16-bit command id must hold the slot index. */
+    public static final int MAX_QUEUE_DEPTH = 65536;
+
+    private final String hostNqn;
+    private final UUID hostId;
+    private final int ioQueues;
+    private final int queueDepth;
+    private final int keepAliveTimeoutMs;
+    private final boolean headerDigest;
+    private final boolean dataDigest;
+    private final Duration commandTimeout;
+    private final Duration connectTimeout;
+    private final int eventLoopThreads;
+    private final int maxInlineData;
+
+    private ConnectOptions(Builder b) {
+        this.hostId = b.hostId != null ? b.hostId : PROCESS_HOST_ID;
+        this.hostNqn = b.hostNqn != null ? b.hostNqn : Nqn.fromUuid(this.hostId);
+        this.ioQueues = b.ioQueues;
+        this.queueDepth = b.queueDepth;
+        this.keepAliveTimeoutMs = b.keepAliveTimeoutMs;
+        this.headerDigest = b.headerDigest;
+        this.dataDigest = b.dataDigest;
+        this.commandTimeout = b.commandTimeout;
+        this.connectTimeout = b.connectTimeout;
+        this.eventLoopThreads = b.eventLoopThreads;
+        this.maxInlineData = b.maxInlineData;
+        String why = Nqn.validate(hostNqn);
+        if (why != null) {
+            throw new IllegalArgumentException("invalid host NQN '" + hostNqn + "': " + why);
+        }
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public static ConnectOptions defaults() {
+        return builder().build();
+    }
+
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.hostNqn = hostNqn;
+        b.hostId = hostId;
+        b.ioQueues = ioQueues;
+        b.queueDepth = queueDepth;
+        b.keepAliveTimeoutMs = keepAliveTimeoutMs;
+        b.headerDigest = headerDigest;
+        b.dataDigest = dataDigest;
+        b.commandTimeout = commandTimeout;
+        b.connectTimeout = connectTimeout;
+        b.eventLoopThreads = eventLoopThreads;
+        b.maxInlineData = maxInlineData;
+        return b;
+    }
+
+    public String hostNqn() { return hostNqn; }
+    public UUID hostId() { return hostId; }
+    public int ioQueues() { return ioQueues; }
+    /** Entries per I/O queue, 1-based; the wire carries {@code queueDepth - 1} (SQSIZE is 0-based). */
+    public int queueDepth() { return queueDepth; }
+    /** Configured keep-alive timeout in ms, or -1 when not set (then {@link #keepAliveTimeoutMs(boolean)} decides). */
+    public int keepAliveTimeoutMs() { return keepAliveTimeoutMs; }
+    /** Effective KATO: as set, else 5000 ms for I/O controllers and 0 (none) for discovery controllers. */
+    public int keepAliveTimeoutMs(boolean discovery) {
+        if (keepAliveTimeoutMs >= 0) {
+            return keepAliveTimeoutMs;
+        }
+        return discovery ? 0 : DEFAULT_KATO_MS;
+    }
+    public boolean headerDigest() { return headerDigest; }
+    public boolean dataDigest() { return dataDigest; }
+    public Duration commandTimeout() { return commandTimeout; }
+    public Duration connectTimeout() { return connectTimeout; }
+    public int eventLoopThreads() { return eventLoopThreads; }
+    /** Upper bound for in-capsule write data; the controller's IOCCSZ may lower it further. 0 disables in-capsule writes. */
+    public int maxInlineData() { return maxInlineData; }
+
+    @Override
+    public String toString() {
+        return "ConnectOptions[hostNqn=" + hostNqn + ", hostId=" + hostId + ", ioQueues=" + ioQueues + ", queueDepth="
+                + queueDepth + ", kato=" + keepAliveTimeoutMs + ", hdgst=" + headerDigest + ", ddgst=" + dataDigest
+                + ", commandTimeout=" + commandTimeout + ", connectTimeout=" + connectTimeout + ", eventLoopThreads="
+                + eventLoopThreads + ", maxInlineData=" + maxInlineData + "]";
+    }
+
+    public static final class Builder {
+        private String hostNqn;
+        private UUID hostId;
+        private int ioQueues = 1;
+        private int queueDepth = DEFAULT_QUEUE_DEPTH;
+        private int keepAliveTimeoutMs = -1;
+        private boolean headerDigest;
+        private boolean dataDigest;
+        private Duration commandTimeout = Duration.ofSeconds(30);
+        private Duration connectTimeout = Duration.ofSeconds(10);
+        private int eventLoopThreads = 1;
+        private int maxInlineData = DEFAULT_MAX_INLINE_DATA;
+
+        private Builder() {
+        }
+
+        /** Host NQN; default {@code nqn.2014-08.org.nvmexpress:uuid:<hostId>}. */
+        public Builder hostNqn(String v) { this.hostNqn = Objects.requireNonNull(v); return this; }
+        /** Host identifier sent in Connect; default: one random UUID per process. */
+        public Builder hostId(UUID v) { this.hostId = Objects.requireNonNull(v); return this; }
+        public Builder ioQueues(int v) { this.ioQueues = check(v, 1, 65535, "ioQueues"); return this; }
+        public Builder queueDepth(int v) { this.queueDepth = check(v, 2, MAX_QUEUE_DEPTH, "queueDepth"); return this; }
+        /** Keep Alive Timeout in ms; 0 disables keep alive. */
+        public Builder keepAliveTimeoutMs(int v) { this.keepAliveTimeoutMs = check(v, 0, Integer.MAX_VALUE, "keepAliveTimeoutMs"); return this; }
+        public Builder headerDigest(boolean v) { this.headerDigest = v; return this; }
+        public Builder dataDigest(boolean v) { this.dataDigest = v; return this; }
+        public Builder commandTimeout(Duration v) { this.commandTimeout = positive(v, "commandTimeout"); return this; }
+        public Builder connectTimeout(Duration v) { this.connectTimeout = positive(v, "connectTimeout"); return this; }
+        public Builder eventLoopThreads(int v) { this.eventLoopThreads = check(v, 1, 1024, "eventLoopThreads"); return this; }
+        public Builder maxInlineData(int v) { this.maxInlineData = check(v, 0, 1 << 20, "maxInlineData"); return this; }
+
+        public ConnectOptions build() {
+            return new ConnectOptions(this);
+        }
+
+        private static int check(int v, int min, int max, String name) {
+            if (v < min || v > max) {
+                throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "], got " + v);
+            }
+            return v;
+        }
+
+        private static Duration positive(Duration d, String name) {
+            if (d == null || d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(name + " must be a positive duration, got " + d);
+            }
+            return d;
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package io.nvmeof.initiator;
+
+import io.nvmeof.protocol.identify.IdentifyController;
+import java.util.Arrays;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The Identify Controller data a host needs, decoded. {@code mdts} is in bytes (0 = no limit); {@code ioccsz} and
+ * {@code iorcsz} are in 16-byte units as on the wire; {@code raw} is a copy of the whole 4096-byte structure.
+ */
+public record ControllerInfo(int vid, int ssvid, String serial, String model, String firmware, int cntlid,
+                             long version, long mdts, int maxcmd, long nn, long ioccsz, long iorcsz, int icdoff,
+                             long sgls, int kas, int oncs, String subnqn, int controllerType, byte[] raw) {
+
+    public ControllerInfo {
+        raw = raw.clone();
+    }
+
+    /** A copy of the 4096-byte Identify Controller data. */
+    @Override
+    public byte[] raw() {
+        return raw.clone();
+    }
+
+    /** Decodes Identify Controller data; {@code pageSize} is the controller's memory page size (from CAP.MPSMIN). */
+    public static ControllerInfo decode(byte[] data, long pageSize) {
+        IdentifyController id = new IdentifyController().wrap(new UnsafeBuffer(data), 0);
+        long mdtsBytes = id.mdts() == 0 ? 0 : pageSize << id.mdts();
+        return new ControllerInfo(id.vid(), id.ssvid(), id.serialNumber(), id.modelNumber(), id.firmwareRevision(),
+                id.cntlid(), id.version(), mdtsBytes, id.maxcmd(), id.nn(), id.ioccsz(), id.iorcsz(), id.icdoff(),
+                id.sgls(), id.kas(), id.oncs(), id.subnqn(), id.controllerType(), data);
+    }
+
+    /** "major.minor.tertiary" of {@link #version()}. */
+    public String versionString() {
+        return (version >>> 16) + "." + ((version >>> 8) & 0xFF) + "." + (version & 0xFF);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ControllerInfo other && Arrays.equals(raw, other.raw);
+    }
+
+    @Override
+    public int hashCode() {
+        return Arrays.hashCode(raw);
+    }
+
+    @Override
+    public String toString() {
+        return "ControllerInfo[model=" + model + ", serial=" + serial + ", firmware=" + firmware + ", cntlid=" + cntlid
+                + ", version=" + versionString() + ", mdts=" + mdts + ", maxcmd=" + maxcmd + ", nn=" + nn
+                + ", ioccsz=" + ioccsz + ", subnqn=" + subnqn + ", type=" + controllerType + "]";
+    }
+}

@@ -1,0 +1,35 @@
+package io.nvmeof.initiator;
+
+import io.nvmeof.protocol.Status;
+
+/** The controller completed a command with a non-zero NVMe status. */
+public class NvmeStatusException extends NvmeofException {
+    private static final long serialVersionUID = 1L;
+
+    private final int status;
+
+    /** @param command what was executed, e.g. {@code "Identify Controller"}; the message reads "command failed: NAME". */
+    public NvmeStatusException(String command, int status) {
+        super(command + " failed: " + Status.name(status));
+        this.status = status;
+    }
+
+    /** The status as {@link Status} represents it: SCT << 8 | SC, plus the DNR/MORE flags. */
+    public int status() {
+        return status;
+    }
+
+    /** Status with DNR/MORE stripped, comparable to the {@link Status} constants. */
+    public int statusCode() {
+        return Status.code(status);
+    }
+
+    public String statusName() {
+        return Status.name(status);
+    }
+
+    /** True when the controller says retrying the same command will fail again. */
+    public boolean doNotRetry() {
+        return Status.dnr(status);
+    }
+}
