@@ -1,0 +1,246 @@
+package io.nvmeof.conformance;
+
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.SglDescriptor;
+import io.nvmeof.protocol.fabrics.ConnectData;
+import io.nvmeof.protocol.fabrics.FabricsCommand;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.protocol.tcp.CapsuleCommandPdu;
+import io.nvmeof.protocol.tcp.Crc32c;
+import io.nvmeof.protocol.tcp.DataPdu;
+import io.nvmeof.protocol.tcp.ICReqPdu;
+import io.nvmeof.protocol.tcp.PduHeader;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * A deliberately simple NVMe/TCP host on a blocking socket, written from the spec independently of the initiator
+ * library, so tests can send exactly the bytes they mean: well-formed ones and broken ones.
+ */
+final class RawTcpHost implements AutoCloseable {
+    static final String HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:00000000-1111-2222-3333-444444444444";
+    static final byte[] HOSTID = new byte[16];
+
+    private final Socket socket;
+    private final DataInputStream in;
+    private final OutputStream out;
+    boolean headerDigest;
+    boolean dataDigest;
+    int cid;
+    private final Crc32c crc = new Crc32c();
+
+    RawTcpHost(int port) throws IOException {
+        socket = new Socket("127.0.0.1", port);
+        socket.setSoTimeout(5000);
+        socket.setTcpNoDelay(true);
+        in = new DataInputStream(socket.getInputStream());
+        out = socket.getOutputStream();
+    }
+
+    void send(byte[] pdu) throws IOException {
+        out.write(pdu);
+        out.flush();
+    }
+
+    /** Reads one whole PDU, or throws EOFException when the target closed the connection. */
+    byte[] readPdu() throws IOException {
+        byte[] ch = new byte[8];
+        in.readFully(ch);
+        long plen = new UnsafeBuffer(ch).getInt(4, ByteOrder.LITTLE_ENDIAN) & 0xFFFFFFFFL;
+        if (plen < 8 || plen > (64 << 20)) {
+            throw new IOException("target sent PLEN " + plen);
+        }
+        byte[] pdu = Arrays.copyOf(ch, (int) plen);
+        in.readFully(pdu, 8, (int) plen - 8);
+        return pdu;
+    }
+
+    /** True when the target closed the connection (EOF within the timeout). */
+    boolean closedByTarget() throws IOException {
+        try {
+            while (true) {
+                if (in.read() < 0) {
+                    return true;
+                }
+            }
+        } catch (SocketTimeoutException e) {
+            return false;
+        } catch (IOException e) {
+            return true; // reset
+        }
+    }
+
+    static byte[] icReq(int pfv, int digest) {
+        byte[] b = new byte[ICReqPdu.LENGTH];
+        new ICReqPdu().<ICReqPdu>wrap(new UnsafeBuffer(b), 0).init().pfv(pfv).hpda(0).digest(digest).maxr2t(0);
+        return b;
+    }
+
+    /** ICReq/ICResp exchange; returns the ICResp. */
+    byte[] initialize(int digest) throws IOException {
+        send(icReq(0, digest));
+        byte[] resp = readPdu();
+        headerDigest = (digest & 1) != 0;
+        dataDigest = (digest & 2) != 0;
+        return resp;
+    }
+
+    /** A command capsule PDU around {@code sqe}, with optional in-capsule data and the negotiated digests. */
+    byte[] capsule(byte[] sqe, byte[] data) {
+        int hd = headerDigest ? 4 : 0;
+        int dd = dataDigest && data != null ? 4 : 0;
+        int pdo = data != null ? CapsuleCommandPdu.HEADER_LENGTH + hd : 0;
+        int plen = CapsuleCommandPdu.HEADER_LENGTH + hd + (data != null ? data.length + dd : 0);
+        byte[] b = new byte[plen];
+        UnsafeBuffer u = new UnsafeBuffer(b);
+        new PduHeader().wrap(u, 0);
+        int flags = (headerDigest ? PduHeader.FLAG_HDGST : 0) | (dd > 0 ? PduHeader.FLAG_DDGST : 0);
+        new PduHeader().<PduHeader>wrap(u, 0).header(PduHeader.TYPE_CAPSULE_CMD, flags, CapsuleCommandPdu.HEADER_LENGTH, pdo, plen);
+        u.putBytes(8, sqe);
+        if (headerDigest) {
+            u.putInt(72, crc.of(u, 0, 72), ByteOrder.LITTLE_ENDIAN);
+        }
+        if (data != null) {
+            u.putBytes(pdo, data);
+            if (dd > 0) {
+                u.putInt(pdo + data.length, crc.of(u, pdo, data.length), ByteOrder.LITTLE_ENDIAN);
+            }
+        }
+        return b;
+    }
+
+    byte[] h2cData(int cccid, int ttag, int datao, byte[] data, boolean last) {
+        int hd = headerDigest ? 4 : 0;
+        int dd = dataDigest ? 4 : 0;
+        int pdo = 24 + hd;
+        int plen = pdo + data.length + dd;
+        byte[] b = new byte[plen];
+        UnsafeBuffer u = new UnsafeBuffer(b);
+        int flags = (last ? PduHeader.FLAG_DATA_LAST : 0) | (headerDigest ? PduHeader.FLAG_HDGST : 0)
+                | (dataDigest ? PduHeader.FLAG_DDGST : 0);
+        new DataPdu().<DataPdu>wrap(u, 0).init(PduHeader.TYPE_H2C_DATA, flags, pdo, plen).cccid(cccid).ttag(ttag).datao(datao)
+                .datal(data.length);
+        if (headerDigest) {
+            u.putInt(24, crc.of(u, 0, 24), ByteOrder.LITTLE_ENDIAN);
+        }
+        u.putBytes(pdo, data);
+        if (dataDigest) {
+            u.putInt(pdo + data.length, crc.of(u, pdo, data.length), ByteOrder.LITTLE_ENDIAN);
+        }
+        return b;
+    }
+
+    static byte[] sqe() {
+        byte[] b = new byte[64];
+        new Command().<Command>wrap(new UnsafeBuffer(b), 0).psdt(Command.PSDT_SGL);
+        return b;
+    }
+
+    static Command cmd(byte[] sqe) {
+        return new Command().wrap(new UnsafeBuffer(sqe), 0);
+    }
+
+    static SglDescriptor sgl(byte[] sqe) {
+        return new SglDescriptor().wrap(new UnsafeBuffer(sqe), Command.DPTR);
+    }
+
+    static byte[] connectSqe(int qid, int sqsize, long kato) {
+        byte[] b = sqe();
+        FabricsCommand f = new FabricsCommand().wrap(new UnsafeBuffer(b), 0);
+        f.opcode(Opcodes.FABRICS);
+        f.fctype(Opcodes.FCTYPE_CONNECT).recfmt(0).qid(qid).sqsize(sqsize).kato(kato);
+        sgl(b).inCapsule(0, ConnectData.LENGTH);
+        return b;
+    }
+
+    static byte[] connectData(int cntlid, String subnqn, String hostnqn) {
+        byte[] d = new byte[ConnectData.LENGTH];
+        new ConnectData().<ConnectData>wrap(new UnsafeBuffer(d), 0).hostId(HOSTID).cntlid(cntlid).subnqn(subnqn).hostnqn(hostnqn);
+        return d;
+    }
+
+    /** Sends a command and reads PDUs until its response capsule; returns the CQE (C2H data is dropped). */
+    Completion execute(byte[] sqe, byte[] inCapsule) throws IOException {
+        cmd(sqe).cid(++cid);
+        send(capsule(sqe, inCapsule));
+        return awaitResponse();
+    }
+
+    Completion awaitResponse() throws IOException {
+        while (true) {
+            byte[] pdu = readPdu();
+            if (pdu[0] == PduHeader.TYPE_CAPSULE_RESP) {
+                byte[] cqe = Arrays.copyOfRange(pdu, 8, 24);
+                return new Completion().wrap(new UnsafeBuffer(cqe), 0);
+            }
+            if (pdu[0] == PduHeader.TYPE_C2H_TERM_REQ) {
+                throw new IOException("target sent C2HTermReq FES " + (pdu[8] & 0xFF));
+            }
+        }
+    }
+
+    Completion connect(int qid, int sqsize, int cntlid, String subnqn, String hostnqn, long kato) throws IOException {
+        return execute(connectSqe(qid, sqsize, kato), connectData(cntlid, subnqn, hostnqn));
+    }
+
+    Completion propertySet(int offset, long value) throws IOException {
+        byte[] b = sqe();
+        new FabricsCommand().<FabricsCommand>wrap(new UnsafeBuffer(b), 0).fctype(Opcodes.FCTYPE_PROPERTY_SET)
+                .propertySize(4).propertyOffset(offset).propertyValue(value).opcode(Opcodes.FABRICS);
+        return execute(b, null);
+    }
+
+    Completion propertyGet(int offset, int size) throws IOException {
+        byte[] b = sqe();
+        new FabricsCommand().<FabricsCommand>wrap(new UnsafeBuffer(b), 0).fctype(Opcodes.FCTYPE_PROPERTY_GET)
+                .propertySize(size).propertyOffset(offset).opcode(Opcodes.FABRICS);
+        return execute(b, null);
+    }
+
+    /** Admin queue bring-up: ICReq, Connect, CC.EN; returns the controller ID. */
+    int bringUpAdmin(String subnqn) throws IOException {
+        initialize(0);
+        Completion c = connect(0, 31, 0xFFFF, subnqn, HOSTNQN, 0);
+        if (c.status() != 0) {
+            throw new IOException("admin connect failed: status 0x" + Integer.toHexString(c.status()));
+        }
+        int cntlid = c.dw0() & 0xFFFF;
+        Completion en = propertySet(ControllerRegisters.CC, ControllerRegisters.CC_ENABLE_DEFAULT);
+        if (en.status() != 0) {
+            throw new IOException("CC.EN failed");
+        }
+        return cntlid;
+    }
+
+    static byte[] identifySqe(int cns, long nsid) {
+        byte[] b = sqe();
+        cmd(b).opcode(Opcodes.ADMIN_IDENTIFY).nsid(nsid).cdw10(cns);
+        sgl(b).transportBlock(4096);
+        return b;
+    }
+
+    static byte[] rwSqe(int opcode, long nsid, long slba, int blocks, int sglLength, boolean inCapsule) {
+        byte[] b = sqe();
+        cmd(b).opcode(opcode).nsid(nsid).slba(slba).blockCount(blocks);
+        if (inCapsule) {
+            sgl(b).inCapsule(0, sglLength);
+        } else {
+            sgl(b).transportBlock(sglLength);
+        }
+        return b;
+    }
+
+    @Override
+    public void close() throws IOException {
+        socket.close();
+    }
+}
