@@ -24,7 +24,7 @@ public record ControllerInfo(int vid, int ssvid, String serial, String model, St
 
     /** Decodes Identify Controller data; {@code pageSize} is the controller's memory page size (from CAP.MPSMIN). */
     public static ControllerInfo decode(byte[] data, long pageSize) {
-        IdentifyController id = new IdentifyController().wrap(new UnsafeBuffer(data), 0);
+        IdentifyController id = new IdentifyController().<IdentifyController>wrap(new UnsafeBuffer(data), 0);
         long mdtsBytes = id.mdts() == 0 ? 0 : pageSize << id.mdts();
         return new ControllerInfo(id.vid(), id.ssvid(), id.serialNumber(), id.modelNumber(), id.firmwareRevision(),
                 id.cntlid(), id.version(), mdtsBytes, id.maxcmd(), id.nn(), id.ioccsz(), id.iorcsz(), id.icdoff(),

@@ -27,7 +27,7 @@ final class Request {
 
     final byte[] sqeBytes = new byte[Command.LENGTH];
     final UnsafeBuffer sqe = new UnsafeBuffer(sqeBytes);
-    final Command cmd = new Command().wrap(sqe, 0);
+    final Command cmd = new Command().<Command>wrap(sqe, 0);
     final SglDescriptor sgl = new SglDescriptor().wrap(sqe, Command.DPTR);
 
     int dir;

@@ -1,0 +1,249 @@
+package io.nvmeof.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.target.config.TargetConfig;
+import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * A closed-loop load generator on the zero-allocation callback API: every queue keeps {@code --qd} commands in flight;
+ * each completion records its latency and submits the next command from the completion thread.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Measure IOPS, bandwidth and latency percentiles against a namespace (fio-style JSON with --json).")
+final class BenchCommand implements Callable<Integer> {
+    @Mixin
+    ConnectionOptions conn;
+
+    @Option(names = {"-n", "--nqn"}, required = true, description = "Subsystem NQN")
+    String nqn;
+
+    @Option(names = {"-N", "--namespace-id"}, defaultValue = "1", description = "Namespace ID. Default: ${DEFAULT-VALUE}")
+    long nsid;
+
+    @Option(names = "--rw", defaultValue = "randread", description = "randread, randwrite, read or write. Default: ${DEFAULT-VALUE}")
+    String rw;
+
+    @Option(names = "--bs", defaultValue = "4k", description = "Block size of each I/O. Default: ${DEFAULT-VALUE}")
+    String bs;
+
+    @Option(names = "--qd", defaultValue = "32", description = "Commands in flight per queue. Default: ${DEFAULT-VALUE}")
+    int qd;
+
+    @Option(names = "--queues", defaultValue = "1", description = "I/O queues (connections). Default: ${DEFAULT-VALUE}")
+    int queues;
+
+    @Option(names = "--time", defaultValue = "10", description = "Seconds to measure. Default: ${DEFAULT-VALUE}")
+    int seconds;
+
+    @Option(names = "--ramp", defaultValue = "1", description = "Seconds of warm-up not measured. Default: ${DEFAULT-VALUE}")
+    int rampSeconds;
+
+    @Option(names = "--size", description = "Bytes of the namespace to address (default: all of it)")
+    String size;
+
+    @Option(names = "--json", description = "Print fio-compatible JSON on stdout")
+    boolean json;
+
+    private volatile boolean stop;
+    private volatile boolean measuring;
+
+    @Override
+    public Integer call() throws Exception {
+        boolean write = rw.endsWith("write");
+        boolean random = rw.startsWith("rand");
+        if (!rw.equals("randread") && !rw.equals("randwrite") && !rw.equals("read") && !rw.equals("write")) {
+            throw new IllegalArgumentException("--rw must be randread, randwrite, read or write");
+        }
+        long ioBytes = TargetConfig.parseSize(bs);
+        if (qd < 1 || queues < 1 || seconds < 1) {
+            throw new IllegalArgumentException("--qd, --queues and --time must be at least 1");
+        }
+        try (NvmeofController c = conn.connect(nqn, conn.builder().ioQueues(queues).queueDepth(Math.min(qd + 1, 1024)).build())) {
+            NamespaceHandle ns = c.namespace(nsid);
+            if (ioBytes % ns.blockSize() != 0 || ioBytes <= 0) {
+                throw new IllegalArgumentException("--bs " + bs + " is not a multiple of the block size " + ns.blockSize());
+            }
+            int blocks = (int) (ioBytes / ns.blockSize());
+            if (blocks > ns.maxBlocksPerIo()) {
+                throw new IllegalArgumentException("--bs " + bs + " exceeds the controller's transfer limit of "
+                        + (long) ns.maxBlocksPerIo() * ns.blockSize() + " bytes");
+            }
+            long span = size != null ? Math.min(TargetConfig.parseSize(size) / ns.blockSize(), ns.blockCount()) : ns.blockCount();
+            long slots = span / blocks;
+            if (slots < 1) {
+                throw new IllegalArgumentException("the namespace region is smaller than one I/O");
+            }
+            int inflight = qd * c.ioQueueCount();
+            ByteBuffer[] buffers = new ByteBuffer[inflight];
+            long[] started = new long[inflight];
+            for (int i = 0; i < inflight; i++) {
+                buffers[i] = ByteBuffer.allocateDirect((int) ioBytes);
+                if (write) {
+                    byte[] pattern = new byte[(int) ioBytes];
+                    ThreadLocalRandom.current().nextBytes(pattern);
+                    buffers[i].put(pattern).clear();
+                }
+            }
+            Recorder recorder = new Recorder(3);
+            LongAdder completed = new LongAdder();
+            LongAdder submitted = new LongAdder();
+            AtomicReference<String> failure = new AtomicReference<>();
+            long[] sequential = new long[inflight];
+            for (int i = 0; i < inflight; i++) {
+                sequential[i] = (long) i;
+            }
+            IoCallback[] self = new IoCallback[1];
+            self[0] = (context, status) -> {
+                int slot = (int) context;
+                long now = System.nanoTime();
+                completed.increment();
+                if (status != Status.SUCCESS) {
+                    failure.compareAndSet(null, status < 0 ? "transport error " + status : Status.name(status));
+                    return;
+                }
+                if (measuring) {
+                    recorder.recordValue(Math.max(1, now - started[slot]));
+                }
+                if (!stop) {
+                    submit(ns, write, random, slot, blocks, slots, inflight, buffers, started, sequential, submitted, self[0]);
+                }
+            };
+            double cpuBefore = cpuSeconds();
+            for (int i = 0; i < inflight; i++) {
+                submit(ns, write, random, i, blocks, slots, inflight, buffers, started, sequential, submitted, self[0]);
+            }
+            Thread.sleep(rampSeconds * 1000L);
+            recorder.getIntervalHistogram(); // discard warm-up
+            measuring = true;
+            long t0 = System.nanoTime();
+            double cpu0 = cpuSeconds();
+            Histogram total = new Histogram(3);
+            for (int s = 1; s <= seconds && failure.get() == null; s++) {
+                Thread.sleep(1000);
+                Histogram h = recorder.getIntervalHistogram();
+                total.add(h);
+                if (!json || System.console() != null) {
+                    System.err.printf(Locale.ROOT, "\r[%3d/%ds] %s %.1fk IOPS, %.1f MiB/s, p99 %.1f us   ", s, seconds, rw,
+                            h.getTotalCount() / 1000.0, h.getTotalCount() * ioBytes / 1048576.0,
+                            h.getValueAtPercentile(99) / 1000.0);
+                }
+            }
+            measuring = false;
+            long elapsedNs = System.nanoTime() - t0;
+            double cpu = cpuSeconds() - cpu0;
+            total.add(recorder.getIntervalHistogram());
+            stop = true;
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (completed.sum() < submitted.sum() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(10);
+            }
+            System.err.println();
+            if (failure.get() != null) {
+                throw new IllegalStateException("an I/O failed during the benchmark: " + failure.get());
+            }
+            report(total, elapsedNs, ioBytes, write, cpu, cpuBefore, c);
+            return 0;
+        }
+    }
+
+    private static void submit(NamespaceHandle ns, boolean write, boolean random, int slot, int blocks, long slots, int inflight,
+            ByteBuffer[] buffers, long[] started, long[] sequential, LongAdder submitted, IoCallback cb) {
+        long index;
+        if (random) {
+            index = ThreadLocalRandom.current().nextLong(slots);
+        } else {
+            index = sequential[slot] % slots;
+            sequential[slot] += inflight;
+        }
+        long lba = index * blocks;
+        started[slot] = System.nanoTime();
+        submitted.increment();
+        if (write) {
+            ns.write(lba, blocks, buffers[slot], cb, slot);
+        } else {
+            ns.read(lba, blocks, buffers[slot], cb, slot);
+        }
+    }
+
+    private static double cpuSeconds() {
+        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
+            return sun.getProcessCpuTime() / 1e9;
+        }
+        return Double.NaN;
+    }
+
+    private void report(Histogram h, long elapsedNs, long ioBytes, boolean write, double cpu, double cpuBefore,
+            NvmeofController c) throws Exception {
+        long ios = h.getTotalCount();
+        double secs = elapsedNs / 1e9;
+        double iops = ios / secs;
+        double mibs = ios * ioBytes / 1048576.0 / secs;
+        double cpuPerMillion = ios > 0 ? cpu / (ios / 1e6) : Double.NaN;
+        if (json) {
+            Map<String, Object> pct = new LinkedHashMap<>();
+            for (double p : new double[] {1, 5, 10, 50, 90, 95, 99, 99.5, 99.9, 99.99}) {
+                pct.put(String.format(Locale.ROOT, "%.6f", p), h.getValueAtPercentile(p));
+            }
+            Map<String, Object> clat = new LinkedHashMap<>();
+            clat.put("min", h.getMinValue());
+            clat.put("max", h.getMaxValue());
+            clat.put("mean", h.getMean());
+            clat.put("stddev", h.getStdDeviation());
+            clat.put("N", ios);
+            clat.put("percentile", pct);
+            Map<String, Object> active = new LinkedHashMap<>();
+            active.put("io_bytes", ios * ioBytes);
+            active.put("bw", (long) (ios * ioBytes / 1024.0 / secs));
+            active.put("bw_bytes", (long) (ios * ioBytes / secs));
+            active.put("iops", iops);
+            active.put("runtime", elapsedNs / 1_000_000);
+            active.put("total_ios", ios);
+            active.put("clat_ns", clat);
+            active.put("lat_ns", clat);
+            Map<String, Object> idle = new LinkedHashMap<>();
+            idle.put("io_bytes", 0);
+            idle.put("bw", 0);
+            idle.put("iops", 0.0);
+            idle.put("total_ios", 0);
+            Map<String, Object> job = new LinkedHashMap<>();
+            job.put("jobname", rw);
+            job.put("job options", Map.of("rw", rw, "bs", bs, "iodepth", qd, "numjobs", c.ioQueueCount(), "runtime", seconds));
+            job.put("read", write ? idle : active);
+            job.put("write", write ? active : idle);
+            job.put("cpu_seconds", cpu);
+            job.put("cpu_seconds_per_million_ios", cpuPerMillion);
+            Map<String, Object> root = new LinkedHashMap<>();
+            root.put("fio version", "nvmeof-java-0.1.0");
+            root.put("timestamp", System.currentTimeMillis() / 1000);
+            root.put("jobs", java.util.List.of(job));
+            System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(root));
+            return;
+        }
+        System.out.printf(Locale.ROOT, "%s bs=%s qd=%d queues=%d time=%.1fs (%s)%n", rw, bs, qd, c.ioQueueCount(), secs, conn.where());
+        System.out.printf(Locale.ROOT, "  IOPS      %,.0f%n", iops);
+        System.out.printf(Locale.ROOT, "  bandwidth %.1f MiB/s%n", mibs);
+        System.out.printf(Locale.ROOT, "  latency   mean %.1f us, p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us%n",
+                h.getMean() / 1000, h.getValueAtPercentile(50) / 1000.0, h.getValueAtPercentile(99) / 1000.0,
+                h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0);
+        System.out.printf(Locale.ROOT, "  initiator CPU %.2f s per million I/Os%n", cpuPerMillion);
+    }
+}

@@ -1,0 +1,53 @@
+package io.nvmeof.cli;
+
+import io.nvmeof.initiator.NvmeStatusException;
+import io.nvmeof.initiator.NvmeofException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code nvmeof}: run a target, or talk to any NVMe-oF target in the style of nvme-cli. */
+@Command(name = "nvmeof", mixinStandardHelpOptions = true, version = "nvmeof-java 0.1.0",
+        description = "User-space NVMe-over-Fabrics target and initiator.",
+        subcommands = {TargetCommand.class, DiscoverCommand.class, IdentifyCommand.class, ReadCommand.class,
+                WriteCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+public final class Main {
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** Runs a command line and returns its exit code (tests call this). */
+    public static int run(String... args) {
+        CommandLine cl = new CommandLine(new Main());
+        cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            cmd.getErr().println("nvmeof " + cmd.getCommandName() + ": " + describe(e));
+            return e instanceof NvmeStatusException ? 2 : 1;
+        });
+        return cl.execute(args);
+    }
+
+    /** One clear line: what failed, the NVMe status name where there is one, what to try. */
+    static String describe(Exception e) {
+        if (e instanceof NvmeStatusException s) {
+            return s.getMessage() + hint(s.status());
+        }
+        if (e instanceof NvmeofException || e instanceof java.io.IOException || e instanceof IllegalArgumentException) {
+            return e.getMessage();
+        }
+        return e.toString();
+    }
+
+    private static String hint(int status) {
+        switch (io.nvmeof.protocol.Status.code(status)) {
+            case io.nvmeof.protocol.Status.CONNECT_INVALID_HOST:
+                return "; this host NQN is not on the subsystem's allowed list (pass -q HOSTNQN or ask the admin to allow it)";
+            case io.nvmeof.protocol.Status.CONNECT_INVALID_PARAMETERS:
+                return "; check the subsystem NQN (-n) with 'nvmeof discover'";
+            case io.nvmeof.protocol.Status.LBA_RANGE:
+                return "; the LBA range runs past the namespace's end ('nvmeof identify' shows its size)";
+            case io.nvmeof.protocol.Status.INVALID_NAMESPACE:
+                return "; no such namespace ('nvmeof identify' lists them)";
+            default:
+                return "";
+        }
+    }
+}

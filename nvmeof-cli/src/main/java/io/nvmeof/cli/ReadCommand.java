@@ -1,0 +1,74 @@
+package io.nvmeof.cli;
+
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.WritableByteChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** Reads logical blocks to a file or standard output. */
+@Command(name = "read", mixinStandardHelpOptions = true, description = "Read blocks from a namespace to a file or stdout.")
+final class ReadCommand implements Callable<Integer> {
+    @Mixin
+    ConnectionOptions conn;
+
+    @Option(names = {"-n", "--nqn"}, required = true, description = "Subsystem NQN")
+    String nqn;
+
+    @Option(names = {"-N", "--namespace-id"}, defaultValue = "1", description = "Namespace ID. Default: ${DEFAULT-VALUE}")
+    long nsid;
+
+    @Option(names = {"-l", "--lba", "--start-block"}, defaultValue = "0", description = "First LBA. Default: ${DEFAULT-VALUE}")
+    long lba;
+
+    @Option(names = {"-c", "--count"}, required = true, description = "Number of blocks (1-based)")
+    long count;
+
+    @Option(names = {"-o", "--output"}, defaultValue = "-", description = "Output file, or - for stdout. Default: ${DEFAULT-VALUE}")
+    String output;
+
+    @Override
+    public Integer call() throws Exception {
+        if (count <= 0) {
+            throw new IllegalArgumentException("--count must be at least 1 block");
+        }
+        try (NvmeofController c = conn.connect(nqn, conn.builder().ioQueues(1).queueDepth(4).build())) {
+            NamespaceHandle ns = c.namespace(nsid);
+            if (lba < 0 || lba + count > ns.blockCount()) {
+                throw new IllegalArgumentException("LBAs " + lba + ".." + (lba + count - 1) + " are outside namespace " + nsid
+                        + " (" + ns.blockCount() + " blocks)");
+            }
+            int perIo = Math.max(1, ns.maxBlocksPerIo());
+            ByteBuffer buf = ByteBuffer.allocateDirect(perIo * ns.blockSize());
+            OutputStream os = "-".equals(output) ? System.out : Files.newOutputStream(Path.of(output));
+            try (WritableByteChannel ch = Channels.newChannel(os)) {
+                long done = 0;
+                while (done < count) {
+                    int n = (int) Math.min(perIo, count - done);
+                    buf.clear();
+                    ns.read(lba + done, n, buf).get(conn.timeoutSeconds, TimeUnit.SECONDS);
+                    buf.limit(n * ns.blockSize());
+                    while (buf.hasRemaining()) {
+                        ch.write(buf);
+                    }
+                    done += n;
+                }
+            }
+            if (!"-".equals(output)) {
+                System.err.printf("read %d blocks (%d bytes) from LBA %d of namespace %d to %s%n", count,
+                        count * ns.blockSize(), lba, nsid, output);
+            }
+            return 0;
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof Exception ex ? ex : e;
+        }
+    }
+}

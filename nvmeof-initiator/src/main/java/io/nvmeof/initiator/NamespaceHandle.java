@@ -1,0 +1,199 @@
+package io.nvmeof.initiator;
+
+import io.nvmeof.initiator.tcp.CompletionListener;
+import io.nvmeof.initiator.tcp.TcpQueue;
+import io.nvmeof.protocol.DatasetRange;
+import io.nvmeof.protocol.Opcodes;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * Block I/O on one namespace. Thread-safe; each call picks an I/O queue round-robin.
+ *
+ * <p>Buffers: data moves directly between the socket and the caller's buffer (direct or heap). The transfer covers
+ * {@code blocks * blockSize()} bytes starting at the buffer's current <em>position</em>; position and limit are never
+ * modified, and the buffer must not be touched until the operation completes.
+ *
+ * <p>Completion runs on a Netty event loop thread (futures complete there too): do not block in callbacks or
+ * {@code thenAccept} stages. When every slot of the chosen queue is busy the request waits, in submission order, in a
+ * bounded overflow queue; it never blocks the caller.
+ */
+public final class NamespaceHandle {
+    private static final int MAX_BLOCKS = 65536; // NLB is a 16-bit 0-based field
+
+    private final NvmeofController ctrl;
+    private final long nsid;
+    private final long blockCount;
+    private final int blockSize;
+
+    NamespaceHandle(NvmeofController ctrl, long nsid, long blockCount, int blockSize) {
+        this.ctrl = ctrl;
+        this.nsid = nsid;
+        this.blockCount = blockCount;
+        this.blockSize = blockSize;
+    }
+
+    public long nsid() { return nsid; }
+
+    /** Namespace size in logical blocks (NSZE). */
+    public long blockCount() { return blockCount; }
+
+    public int blockSize() { return blockSize; }
+
+    public long sizeBytes() { return blockCount * blockSize; }
+
+    /** Largest {@code blocks} one read or write may carry (MDTS / block size, at most 65536). */
+    public int maxBlocksPerIo() {
+        return (int) Math.min(MAX_BLOCKS, ctrl.maxTransfer() / blockSize);
+    }
+
+    public NvmeofController controller() { return ctrl; }
+
+    // ------------------------------------------------------------------------------------ CompletableFuture flavour
+
+    public CompletableFuture<Void> read(long lba, int blocks, ByteBuffer dst) {
+        int len = checkData(blocks, dst, true);
+        IoFuture f = new IoFuture(this, "Read", lba, blocks);
+        submitRw(Opcodes.IO_READ, lba, blocks, TcpQueue.DIR_C2H, dst, len, null, 0, f);
+        return f;
+    }
+
+    public CompletableFuture<Void> write(long lba, int blocks, ByteBuffer src) {
+        int len = checkData(blocks, src, false);
+        IoFuture f = new IoFuture(this, "Write", lba, blocks);
+        submitRw(Opcodes.IO_WRITE, lba, blocks, TcpQueue.DIR_H2C, src, len, null, 0, f);
+        return f;
+    }
+
+    /** Compare: completes exceptionally with {@link NvmeStatusException} COMPARE_FAILED when the data differ. */
+    public CompletableFuture<Void> compare(long lba, int blocks, ByteBuffer src) {
+        int len = checkData(blocks, src, false);
+        IoFuture f = new IoFuture(this, "Compare", lba, blocks);
+        submitRw(Opcodes.IO_COMPARE, lba, blocks, TcpQueue.DIR_H2C, src, len, null, 0, f);
+        return f;
+    }
+
+    public CompletableFuture<Void> flush() {
+        IoFuture f = new IoFuture(this, "Flush", -1, 0);
+        TcpQueue q = ctrl.pickQueue();
+        f.queue = q;
+        q.submit(Opcodes.IO_FLUSH, nsid, 0, 0, 0, 0, 0, 0, TcpQueue.DIR_NONE, null, 0, 0, null, 0, f);
+        return f;
+    }
+
+    public CompletableFuture<Void> writeZeroes(long lba, int blocks) {
+        checkBlocks(blocks);
+        IoFuture f = new IoFuture(this, "Write Zeroes", lba, blocks);
+        TcpQueue q = ctrl.pickQueue();
+        f.queue = q;
+        q.submit(Opcodes.IO_WRITE_ZEROES, nsid, (int) lba, (int) (lba >>> 32), blocks - 1, 0, 0, 0,
+                TcpQueue.DIR_NONE, null, 0, 0, null, 0, f);
+        return f;
+    }
+
+    /** Dataset Management with one range and AD=1 (deallocate / TRIM). */
+    public CompletableFuture<Void> deallocate(long lba, int blocks) {
+        if (blocks <= 0) {
+            throw new IllegalArgumentException("blocks must be positive, got " + blocks);
+        }
+        byte[] range = new byte[DatasetRange.LENGTH];
+        new DatasetRange().<DatasetRange>wrap(new UnsafeBuffer(range), 0).set(lba, blocks & 0xFFFF_FFFFL);
+        IoFuture f = new IoFuture(this, "Deallocate", lba, blocks);
+        TcpQueue q = ctrl.pickQueue();
+        f.queue = q;
+        // CDW10 NR = 0 (one range, 0-based); CDW11 bit 2 = AD.
+        q.submit(Opcodes.IO_DATASET_MANAGEMENT, nsid, 0, 0x4, 0, 0, 0, 0, TcpQueue.DIR_H2C,
+                ByteBuffer.wrap(range), 0, range.length, null, 0, f);
+        return f;
+    }
+
+    // ------------------------------------------------------------------------------------ zero-allocation flavour
+
+    /** Read into {@code dst}; {@code cb} gets {@code context} and the status (0 = success, negative = transport error). */
+    public void read(long lba, int blocks, ByteBuffer dst, IoCallback cb, long context) {
+        int len = checkData(blocks, dst, true);
+        submitRw(Opcodes.IO_READ, lba, blocks, TcpQueue.DIR_C2H, dst, len, requireCallback(cb), context, null);
+    }
+
+    /** Write from {@code src}; {@code cb} gets {@code context} and the status (0 = success, negative = transport error). */
+    public void write(long lba, int blocks, ByteBuffer src, IoCallback cb, long context) {
+        int len = checkData(blocks, src, false);
+        submitRw(Opcodes.IO_WRITE, lba, blocks, TcpQueue.DIR_H2C, src, len, requireCallback(cb), context, null);
+    }
+
+    // ------------------------------------------------------------------------------------ internals
+
+    private void submitRw(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int len, IoCallback cb, long ctx,
+                          IoFuture f) {
+        TcpQueue q = ctrl.pickQueue();
+        if (f != null) {
+            f.queue = q;
+        }
+        // SLBA in CDW10-11, NLB (0-based) in CDW12 15:0.
+        q.submit(opcode, nsid, (int) lba, (int) (lba >>> 32), blocks - 1, 0, 0, 0, dir, buf, buf.position(), len,
+                cb, ctx, f);
+    }
+
+    private static IoCallback requireCallback(IoCallback cb) {
+        if (cb == null) {
+            throw new NullPointerException("callback");
+        }
+        return cb;
+    }
+
+    private void checkBlocks(int blocks) {
+        if (blocks <= 0 || blocks > MAX_BLOCKS) {
+            throw new IllegalArgumentException("blocks must be in [1, " + MAX_BLOCKS + "], got " + blocks);
+        }
+    }
+
+    private int checkData(int blocks, ByteBuffer buf, boolean intoBuffer) {
+        checkBlocks(blocks);
+        long len = (long) blocks * blockSize;
+        if (len > ctrl.maxTransfer()) {
+            throw new IllegalArgumentException(blocks + " blocks (" + len + " bytes) exceed the controller's maximum"
+                    + " transfer of " + ctrl.maxTransfer() + " bytes; split the I/O (maxBlocksPerIo() = " + maxBlocksPerIo() + ")");
+        }
+        if (buf.position() + len > buf.capacity()) {
+            throw new IllegalArgumentException("buffer has " + (buf.capacity() - buf.position()) + " bytes from its position "
+                    + buf.position() + ", the I/O needs " + len);
+        }
+        if (intoBuffer && buf.isReadOnly()) {
+            throw new IllegalArgumentException("cannot read into a read-only buffer");
+        }
+        return (int) len;
+    }
+
+    @Override
+    public String toString() {
+        return "NamespaceHandle[nsid " + nsid + ", " + blockCount + " x " + blockSize + " B]";
+    }
+
+    /** The future handed to callers; it is its own completion listener, so one object per I/O. */
+    private static final class IoFuture extends CompletableFuture<Void> implements CompletionListener {
+        private final NamespaceHandle ns;
+        private final String op;
+        private final long lba;
+        private final int blocks;
+        volatile TcpQueue queue;
+
+        IoFuture(NamespaceHandle ns, String op, long lba, int blocks) {
+            this.ns = ns;
+            this.op = op;
+            this.lba = lba;
+            this.blocks = blocks;
+        }
+
+        @Override
+        public void onCompletion(int status, long result) {
+            if (status == 0) {
+                complete(null);
+            } else {
+                String what = lba < 0 ? op + " (nsid " + ns.nsid + ")"
+                        : op + " (nsid " + ns.nsid + ", lba " + lba + ", " + blocks + " blocks)";
+                completeExceptionally(Errors.failure(what, status, queue, ns.ctrl.commandTimeout()));
+            }
+        }
+    }
+}

@@ -1,0 +1,631 @@
+package io.nvmeof.initiator;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.nvmeof.initiator.tcp.CompletionListener;
+import io.nvmeof.initiator.tcp.TcpQueue;
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Features;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.fabrics.ConnectData;
+import io.nvmeof.protocol.fabrics.FabricsCommand;
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.protocol.identify.IdentifyController;
+import io.nvmeof.protocol.identify.IdentifyNamespace;
+import io.nvmeof.protocol.log.DiscoveryLogEntry;
+import io.nvmeof.protocol.log.DiscoveryLogHeader;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A connection to one NVMe-oF controller over NVMe/TCP: the admin queue plus {@link #ioQueueCount()} I/O queues, all
+ * served by one Netty event loop group. Create with {@link #connect}; thread-safe; close when done.
+ *
+ * <p>The synchronous admin methods block the caller up to {@link ConnectOptions#commandTimeout()}; they must not be
+ * called from an I/O completion callback (the event loop), and throw {@link IllegalStateException} if they are.
+ */
+public final class NvmeofController implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(NvmeofController.class);
+
+    /** Admin queue: 32 entries, SQSIZE 31 on the wire, as the Linux host (NVME_AQ_DEPTH). */
+    static final int ADMIN_QUEUE_DEPTH = 32;
+    /** Our cap on one command's data when the controller reports MDTS 0 (no limit). */
+    static final long UNLIMITED_TRANSFER_CAP = 32L << 20;
+    /** Room for PDU headers, digests and padding on top of the data in one PDU. */
+    private static final long PDU_OVERHEAD = 1024;
+    private static final int IDENTIFY_LENGTH = 4096;
+    private static final int MAX_DISCOVERY_RETRIES = 10;
+    private static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(5);
+
+    private final TransportId id;
+    private final ConnectOptions options;
+    private final boolean discovery;
+    private final int kato;
+    private final EventLoopGroup group;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicInteger nextQueue = new AtomicInteger();
+
+    private TcpQueue admin;
+    private volatile TcpQueue[] ioQueues = new TcpQueue[0];
+    private int cntlid;
+    private long cap;
+    private long vs;
+    private long cc;
+    private ControllerInfo info;
+    private long maxTransfer;
+    private int queueDepth;
+    private List<NamespaceHandle> namespaces = List.of();
+    private Map<Long, NamespaceHandle> byNsid = Map.of();
+    private ScheduledFuture<?> keepAliveTask;
+    private volatile boolean connected;
+
+    private NvmeofController(TransportId id, ConnectOptions options) {
+        this.id = id;
+        this.options = options;
+        this.discovery = Nqn.DISCOVERY.equals(id.subnqn());
+        this.kato = options.keepAliveTimeoutMs(discovery);
+        // Daemon threads: a forgotten close() must not keep the JVM alive.
+        this.group = new MultiThreadIoEventLoopGroup(options.eventLoopThreads(),
+                new DefaultThreadFactory("nvmeof-initiator", true), NioIoHandler.newFactory());
+    }
+
+    /**
+     * Connects the admin queue, enables the controller, identifies it and its namespaces, and connects the I/O queues
+     * (none for discovery controllers).
+     *
+     * @throws NvmeStatusException when the controller refuses a step (e.g. Connect: CONNECT_INVALID_HOST)
+     * @throws NvmeofException     on connection failures and timeouts
+     */
+    public static NvmeofController connect(TransportId id, ConnectOptions options) throws NvmeofException {
+        if (!"tcp".equalsIgnoreCase(id.trtype())) {
+            throw new NvmeofException("transport type '" + id.trtype() + "' is not supported by this initiator; use \"tcp\"");
+        }
+        String why = Nqn.validate(id.subnqn());
+        if (why != null) {
+            throw new IllegalArgumentException("invalid subsystem NQN '" + id.subnqn() + "': " + why);
+        }
+        NvmeofController c = new NvmeofController(id, options);
+        try {
+            c.start();
+            return c;
+        } catch (RuntimeException | Error e) {
+            c.abort();
+            throw e;
+        }
+    }
+
+    private void start() {
+        LOG.debug("connecting to {} as {}", id, options.hostNqn());
+        admin = new TcpQueue(id.traddr(), id.trsvcid(), 0, ADMIN_QUEUE_DEPTH - 1, options.headerDigest(),
+                options.dataDigest(), options.commandTimeout(), TcpQueue.FABRICS_IN_CAPSULE,
+                UNLIMITED_TRANSFER_CAP + PDU_OVERHEAD);
+        admin.failureListener(q -> onAdminFailure());
+        admin.connect(group, options.connectTimeout());
+
+        int dw0 = fabricsConnect(admin, 0, ADMIN_QUEUE_DEPTH - 1, kato, ConnectData.CNTLID_DYNAMIC);
+        cntlid = dw0 & 0xFFFF;
+        int authreq = (dw0 >>> 16) & 0x3;
+        if (authreq != 0) {
+            throw new NvmeofException("controller " + id + " requires in-band authentication (AUTHREQ=" + authreq
+                    + "), which this initiator does not implement; allow the host without DH-HMAC-CHAP on the target");
+        }
+        cap = propertyGet(ControllerRegisters.CAP, 8);
+        vs = propertyGet(ControllerRegisters.VS, 4);
+        enable();
+
+        long pageSize = 1L << (12 + ((cap >>> 48) & 0xF));
+        info = ControllerInfo.decode(identify(Opcodes.CNS_CONTROLLER, 0), pageSize);
+        maxTransfer = info.mdts() > 0 ? Math.min(info.mdts(), UNLIMITED_TRANSFER_CAP) : UNLIMITED_TRANSFER_CAP;
+        if (info.mdts() > UNLIMITED_TRANSFER_CAP) {
+            LOG.info("{}: MDTS {} bytes capped to {} bytes per command", id, info.mdts(), UNLIMITED_TRANSFER_CAP);
+        }
+        admin.maxPduLength(maxTransfer + PDU_OVERHEAD);
+        LOG.info("connected to {}: cntlid {}, {} {} fw {}, NVMe {}", id, cntlid, info.model(), info.serial(),
+                info.firmware(), info.versionString());
+        if (kato > 0) {
+            // Linux sends Keep Alive every KATO/2 (without Traffic Based Keep Alive); so do we.
+            long period = Math.max(1, kato / 2);
+            keepAliveTask = admin.eventLoop().scheduleAtFixedRate(this::sendKeepAlive, period, period, TimeUnit.MILLISECONDS);
+        }
+
+        boolean discoveryController = discovery || info.controllerType() == IdentifyController.CNTRLTYPE_DISCOVERY;
+        if (!discoveryController) {
+            int count = negotiateQueueCount();
+            identifyNamespaces();
+            connectIoQueues(count);
+        }
+        connected = true;
+    }
+
+    /** Fabrics Connect on {@code q}; returns completion DW0 (CNTLID in bits 15:0). */
+    private int fabricsConnect(TcpQueue q, int qid, int sqsize, int katoMs, int wantCntlid) {
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
+        c.opcode(Opcodes.FABRICS);
+        c.fctype(Opcodes.FCTYPE_CONNECT).recfmt(0).qid(qid).sqsize(sqsize).cattr(0).kato(katoMs);
+        byte[] data = new byte[ConnectData.LENGTH];
+        ConnectData cd = new ConnectData().wrap(new UnsafeBuffer(data), 0);
+        cd.hostId(uuidBytes(options.hostId())).cntlid(wantCntlid).subnqn(id.subnqn()).hostnqn(options.hostNqn());
+        String what = "Fabrics Connect (qid " + qid + ", sqsize " + sqsize + ") to " + id;
+        return (int) execute(q, what, sqe, TcpQueue.DIR_H2C, ByteBuffer.wrap(data), data.length);
+    }
+
+    private void enable() {
+        // CC: EN=1, CSS=NVM (0), MPS=0 (4 KiB), AMS round robin, IOSQES=6 (64 B), IOCQES=4 (16 B), as Linux.
+        cc = ControllerRegisters.CC_ENABLE_DEFAULT;
+        propertySet(ControllerRegisters.CC, 4, cc);
+        long timeoutMs = (ControllerRegisters.capTimeout500ms(cap) + 1) * 500;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        long sleep = 1;
+        while (true) {
+            long csts = propertyGet(ControllerRegisters.CSTS, 4);
+            if ((csts & ControllerRegisters.CSTS_CFS) != 0) {
+                throw new NvmeofException("controller " + id + " reports Controller Fatal Status (CSTS=0x"
+                        + Long.toHexString(csts) + ") while enabling");
+            }
+            if (ControllerRegisters.cstsReady(csts)) {
+                return;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new NvmeofTimeoutException("controller " + id + " did not become ready (CSTS.RDY) within "
+                        + timeoutMs + " ms (CAP.TO) after CC.EN=1");
+            }
+            sleepMs(sleep);
+            sleep = Math.min(50, sleep * 2);
+        }
+    }
+
+    private void identifyNamespaces() {
+        List<Long> nsids = new ArrayList<>();
+        long after = 0;
+        while (true) {
+            // CNS 02h lists active NSIDs greater than the given one, 1024 per page, zero-terminated.
+            ByteBuffer list = ByteBuffer.wrap(identify(Opcodes.CNS_ACTIVE_NAMESPACE_LIST, after)).order(ByteOrder.LITTLE_ENDIAN);
+            int n = 0;
+            for (int i = 0; i < IDENTIFY_LENGTH / 4; i++) {
+                long nsid = list.getInt(i * 4) & 0xFFFF_FFFFL;
+                if (nsid == 0) {
+                    break;
+                }
+                nsids.add(nsid);
+                n++;
+            }
+            if (n < IDENTIFY_LENGTH / 4) {
+                break;
+            }
+            after = nsids.get(nsids.size() - 1);
+        }
+        Map<Long, NamespaceHandle> map = new LinkedHashMap<>();
+        for (long nsid : nsids) {
+            IdentifyNamespace ns = new IdentifyNamespace().<IdentifyNamespace>wrap(new UnsafeBuffer(identify(Opcodes.CNS_NAMESPACE, nsid)), 0);
+            if (ns.nsze() == 0) {
+                LOG.debug("{}: namespace {} reports size 0, skipped", id, nsid);
+                continue;
+            }
+            int format = ns.flbas() & 0xF;
+            int shift = ns.lbafDataSizeShift(format);
+            if (shift < 9 || shift > 30) {
+                LOG.warn("{}: namespace {} has an unusable LBA data size 2^{}, skipped", id, nsid, shift);
+                continue;
+            }
+            if (ns.lbafMetadataSize(format) != 0 && (ns.flbas() & 0x10) != 0) {
+                LOG.warn("{}: namespace {} uses extended LBAs with {} bytes of metadata; this initiator transfers data only",
+                        id, nsid, ns.lbafMetadataSize(format));
+            }
+            map.put(nsid, new NamespaceHandle(this, nsid, ns.nsze(), 1 << shift));
+        }
+        byNsid = Collections.unmodifiableMap(map);
+        namespaces = List.copyOf(map.values());
+    }
+
+    /** Set Features Number of Queues: asks for {@code ioQueues} SQs and CQs, uses min(granted, asked). */
+    private int negotiateQueueCount() {
+        int asked = options.ioQueues();
+        int dw0 = setFeature(Opcodes.FEAT_NUMBER_OF_QUEUES, Features.numberOfQueues(asked, asked));
+        int granted = Math.min(Features.submissionQueues(dw0), Features.completionQueues(dw0));
+        int count = Math.min(asked, granted);
+        if (count < asked) {
+            LOG.info("{}: asked for {} I/O queues, controller grants {}", id, asked, granted);
+        }
+        return count;
+    }
+
+    private void connectIoQueues(int count) {
+        // Depth: as asked, but within CAP.MQES (0-based) and MAXCMD, as the Linux host clamps it.
+        int depth = options.queueDepth();
+        long mqes = ControllerRegisters.capMqes(cap) + 1;
+        if (depth > mqes) {
+            LOG.info("{}: queue depth {} clamped to CAP.MQES+1 = {}", id, depth, mqes);
+            depth = (int) mqes;
+        }
+        if (info.maxcmd() > 0 && depth > info.maxcmd()) {
+            LOG.info("{}: queue depth {} clamped to MAXCMD {}", id, depth, info.maxcmd());
+            depth = info.maxcmd();
+        }
+        if (depth < 2) {
+            throw new NvmeofException("controller " + id + " allows a queue depth of " + depth + "; at least 2 is needed");
+        }
+        queueDepth = depth;
+        // In-capsule data: IOCCSZ counts the 64-byte SQE in 16-byte units. A non-zero ICDOFF is refused for
+        // in-capsule use, as the Linux host does; such writes go through R2T instead.
+        long capsuleData = Math.max(0, info.ioccsz() * 16 - Command.LENGTH);
+        int inline = info.icdoff() != 0 ? 0 : (int) Math.min(capsuleData, options.maxInlineData());
+        TcpQueue[] queues = new TcpQueue[count];
+        try {
+            for (int qid = 1; qid <= count; qid++) {
+                // depth - 1 slots: one SQ entry stays empty so a full SQ is distinguishable from an empty one.
+                TcpQueue q = new TcpQueue(id.traddr(), id.trsvcid(), qid, depth - 1, options.headerDigest(),
+                        options.dataDigest(), options.commandTimeout(), inline, maxTransfer + PDU_OVERHEAD);
+                queues[qid - 1] = q;
+                q.connect(group, options.connectTimeout());
+                // I/O queue Connect: same host id/NQN, the admin queue's CNTLID, KATO 0 (keep alive is per controller).
+                fabricsConnect(q, qid, depth - 1, 0, cntlid);
+            }
+        } catch (RuntimeException e) {
+            for (TcpQueue q : queues) {
+                if (q != null) {
+                    q.close();
+                }
+            }
+            throw e;
+        }
+        ioQueues = queues;
+        LOG.debug("{}: {} I/O queues of depth {}, in-capsule limit {} bytes", id, count, depth, inline);
+    }
+
+    private void sendKeepAlive() {
+        if (closed.get() || !admin.isOpen()) {
+            return;
+        }
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_KEEP_ALIVE);
+        admin.submit(sqe, TcpQueue.DIR_NONE, null, 0, 0, null, 0, (status, result) -> {
+            if (status != 0 && !closed.get()) {
+                LOG.warn("{}: Keep Alive failed: {}", id, IoCallback.describe(status));
+            }
+        });
+    }
+
+    private void onAdminFailure() {
+        // The association dies with the admin queue: the target tears down the controller and its I/O queues.
+        connected = false;
+        if (!closed.get()) {
+            LOG.error("{}: admin queue failed ({}); the controller is no longer usable", id, admin.failure());
+        }
+        for (TcpQueue q : ioQueues) {
+            q.close();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------- public API
+
+    public int cntlid() { return cntlid; }
+
+    public ControllerInfo info() { return info; }
+
+    public TransportId transportId() { return id; }
+
+    public ConnectOptions options() { return options; }
+
+    /** The effective Keep Alive Timeout sent in Connect, in ms (0 = keep alive disabled). */
+    public int keepAliveTimeoutMs() { return kato; }
+
+    /** CAP as read at connect. */
+    public long capabilities() { return cap; }
+
+    /** Largest data transfer of one command, in bytes (MDTS, or our own cap when the controller has none). */
+    public long maxTransferBytes() { return maxTransfer; }
+
+    public List<NamespaceHandle> namespaces() { return namespaces; }
+
+    /** @throws IllegalArgumentException when {@code nsid} is not an active namespace of this controller */
+    public NamespaceHandle namespace(long nsid) {
+        NamespaceHandle ns = byNsid.get(nsid);
+        if (ns == null) {
+            throw new IllegalArgumentException("namespace " + nsid + " is not active on " + id + " (active: "
+                    + byNsid.keySet() + ")");
+        }
+        return ns;
+    }
+
+    public int ioQueueCount() { return ioQueues.length; }
+
+    /** I/O queue depth in use (1-based, after clamping to CAP.MQES and MAXCMD); 0 for discovery controllers. */
+    public int queueDepth() { return queueDepth; }
+
+    public boolean isConnected() {
+        return connected && !closed.get() && admin != null && admin.isOpen();
+    }
+
+    /** Raw 4096-byte Identify data for {@code cns} (CDW10 bits 7:0) and {@code nsid}. */
+    public byte[] identify(int cns, long nsid) {
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_IDENTIFY).nsid(nsid).cdw10(cns & 0xFF);
+        byte[] data = new byte[IDENTIFY_LENGTH];
+        execute(admin, "Identify (CNS 0x" + Integer.toHexString(cns) + ", nsid " + nsid + ")", sqe,
+                TcpQueue.DIR_C2H, ByteBuffer.wrap(data), data.length);
+        return data;
+    }
+
+    /**
+     * Get Log Page: {@code length} bytes of log {@code lid} from byte {@code offset} (dword aligned). Transfers larger
+     * than MDTS are split.
+     */
+    public byte[] getLogPage(int lid, long nsid, int length, long offset) {
+        if (length <= 0) {
+            throw new IllegalArgumentException("log page length must be positive, got " + length);
+        }
+        if ((offset & 3) != 0 || offset < 0) {
+            throw new IllegalArgumentException("log page offset must be a non-negative multiple of 4, got " + offset);
+        }
+        int padded = (length + 3) & ~3;
+        byte[] data = new byte[padded];
+        ByteBuffer buf = ByteBuffer.wrap(data);
+        int chunkMax = (int) Math.min(Integer.MAX_VALUE & ~3, maxTransfer > 0 ? maxTransfer : UNLIMITED_TRANSFER_CAP);
+        for (int done = 0; done < padded; ) {
+            int n = Math.min(chunkMax, padded - done);
+            UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+            new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_GET_LOG_PAGE).nsid(nsid).logPage(lid, n, offset + done);
+            execute(admin, "Get Log Page (LID 0x" + Integer.toHexString(lid) + ", " + n + " bytes at " + (offset + done) + ")",
+                    sqe, TcpQueue.DIR_C2H, buf, done, n);
+            done += n;
+        }
+        return padded == length ? data : Arrays.copyOf(data, length);
+    }
+
+    /** Get Features (current value, SEL 0); returns completion DW0. */
+    public int getFeature(int fid) {
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_GET_FEATURES).cdw10(fid & 0xFF);
+        return (int) execute(admin, "Get Features (FID 0x" + Integer.toHexString(fid) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+    }
+
+    /** Set Features (not saved); returns completion DW0. */
+    public int setFeature(int fid, int cdw11) {
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_SET_FEATURES).cdw10(fid & 0xFF).cdw11(cdw11);
+        return (int) execute(admin, "Set Features (FID 0x" + Integer.toHexString(fid) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+    }
+
+    /**
+     * Reads the whole discovery log (LID 70h): the header for NUMREC, then header and records together; if GENCTR
+     * moved in between, the log changed under us and is read again (bounded).
+     */
+    public List<DiscoveryEntry> discoveryLog() {
+        for (int attempt = 0; attempt < MAX_DISCOVERY_RETRIES; attempt++) {
+            UnsafeBuffer header = new UnsafeBuffer(getLogPage(Opcodes.LOG_DISCOVERY, 0, DiscoveryLogHeader.LENGTH, 0));
+            DiscoveryLogHeader h = new DiscoveryLogHeader().wrap(header, 0);
+            long genctr = h.genctr();
+            long numrec = h.numrec();
+            if (numrec == 0) {
+                return List.of();
+            }
+            long total = DiscoveryLogHeader.LENGTH + numrec * DiscoveryLogEntry.LENGTH;
+            if (total > Integer.MAX_VALUE - 8) {
+                throw new NvmeofException("discovery log of " + id + " claims " + numrec + " records; refusing to read it");
+            }
+            UnsafeBuffer log = new UnsafeBuffer(getLogPage(Opcodes.LOG_DISCOVERY, 0, (int) total, 0));
+            DiscoveryLogHeader h2 = new DiscoveryLogHeader().wrap(log, 0);
+            if (h2.genctr() != genctr || h2.numrec() != numrec) {
+                LOG.debug("{}: discovery log changed while reading (genctr {} -> {}), retrying", id, genctr, h2.genctr());
+                continue;
+            }
+            List<DiscoveryEntry> entries = new ArrayList<>((int) numrec);
+            DiscoveryLogEntry e = new DiscoveryLogEntry();
+            for (int i = 0; i < numrec; i++) {
+                e.wrap(log, DiscoveryLogHeader.entryOffset(i));
+                entries.add(new DiscoveryEntry(e.trtype(), e.adrfam(), e.subtype(), e.treq(), e.portid(), e.cntlid(),
+                        e.asqsz(), e.trsvcid(), e.subnqn(), e.traddr()));
+            }
+            return entries;
+        }
+        throw new NvmeofException("discovery log of " + id + " kept changing (GENCTR) over " + MAX_DISCOVERY_RETRIES
+                + " reads; try again later");
+    }
+
+    /** Fabrics Property Get; {@code size} 4 or 8 bytes. */
+    public long propertyGet(int offset, int size) {
+        checkPropertySize(size);
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
+        c.opcode(Opcodes.FABRICS);
+        c.fctype(Opcodes.FCTYPE_PROPERTY_GET).propertySize(size).propertyOffset(offset);
+        long v = execute(admin, "Property Get (offset 0x" + Integer.toHexString(offset) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+        return size == 4 ? v & 0xFFFF_FFFFL : v;
+    }
+
+    /** Fabrics Property Set; {@code size} 4 or 8 bytes. */
+    public void propertySet(int offset, int size, long value) {
+        checkPropertySize(size);
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
+        c.opcode(Opcodes.FABRICS);
+        c.fctype(Opcodes.FCTYPE_PROPERTY_SET).propertySize(size).propertyOffset(offset)
+                .propertyValue(size == 4 ? value & 0xFFFF_FFFFL : value);
+        execute(admin, "Property Set (offset 0x" + Integer.toHexString(offset) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+    }
+
+    private static void checkPropertySize(int size) {
+        if (size != 4 && size != 8) {
+            throw new IllegalArgumentException("property size must be 4 or 8 bytes, got " + size);
+        }
+    }
+
+    /**
+     * Orderly shutdown: I/O queues are closed (outstanding I/O completes with {@link IoCallback#ERR_CLOSED}), then
+     * CC.SHN = normal and CSTS.SHST polled until complete (bounded), then the admin queue and the event loops go.
+     * Idempotent. Called from an event loop thread it skips the shutdown handshake (it would deadlock).
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        boolean onLoop = onEventLoop();
+        connected = false;
+        if (keepAliveTask != null) {
+            keepAliveTask.cancel(false);
+        }
+        for (TcpQueue q : ioQueues) {
+            q.close();
+        }
+        if (admin != null && admin.isOpen() && !onLoop) {
+            try {
+                shutdownController();
+            } catch (RuntimeException e) {
+                LOG.warn("{}: orderly shutdown failed: {}", id, e.getMessage());
+            }
+        }
+        if (admin != null) {
+            admin.close();
+        }
+        var f = group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        if (!onLoop) {
+            f.awaitUninterruptibly(5, TimeUnit.SECONDS);
+        }
+        LOG.debug("{}: closed", id);
+    }
+
+    private void shutdownController() {
+        long shn = (cc & ~(0x3L << 14)) | ((long) ControllerRegisters.SHN_NORMAL << 14);
+        propertySet(ControllerRegisters.CC, 4, shn);
+        Duration limit = options.commandTimeout().compareTo(SHUTDOWN_TIMEOUT) < 0 ? options.commandTimeout() : SHUTDOWN_TIMEOUT;
+        long deadline = System.nanoTime() + limit.toNanos();
+        long sleep = 1;
+        while (System.nanoTime() - deadline < 0) {
+            long csts = propertyGet(ControllerRegisters.CSTS, 4);
+            if (ControllerRegisters.cstsShst(csts) == ControllerRegisters.SHST_COMPLETE) {
+                return;
+            }
+            sleepMs(sleep);
+            sleep = Math.min(50, sleep * 2);
+        }
+        LOG.warn("{}: shutdown did not complete within {} ms", id, limit.toMillis());
+    }
+
+    /** Connect failed half way: drop whatever exists, without the shutdown handshake. */
+    private void abort() {
+        closed.set(true);
+        if (keepAliveTask != null) {
+            keepAliveTask.cancel(false);
+        }
+        for (TcpQueue q : ioQueues) {
+            q.close();
+        }
+        if (admin != null) {
+            admin.close();
+        }
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+
+    // ---------------------------------------------------------------------------------------------- internals
+
+    /** Picks an I/O queue round-robin, skipping failed ones while a live one exists. */
+    TcpQueue pickQueue() {
+        TcpQueue[] qs = ioQueues;
+        if (qs.length == 0) {
+            throw new IllegalStateException(discovery ? "a discovery controller has no I/O queues"
+                    : "controller " + id + " has no I/O queues");
+        }
+        int start = nextQueue.getAndIncrement();
+        for (int i = 0; i < qs.length; i++) {
+            TcpQueue q = qs[Math.floorMod(start + i, qs.length)];
+            if (q.isOpen()) {
+                return q;
+            }
+        }
+        return qs[Math.floorMod(start, qs.length)]; // fails the request with the queue's error
+    }
+
+    long maxTransfer() { return maxTransfer; }
+
+    Duration commandTimeout() { return options.commandTimeout(); }
+
+    private long execute(TcpQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int length) {
+        return execute(q, what, sqe, dir, data, 0, length);
+    }
+
+    /** Runs one command synchronously; returns CQE DW0|DW1<<32 or throws. */
+    private long execute(TcpQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int start, int length) {
+        if (onEventLoop()) {
+            throw new IllegalStateException(what + ": synchronous admin commands cannot run on the I/O event loop"
+                    + " (e.g. inside an I/O callback); hand the work to another thread");
+        }
+        Sync sync = new Sync();
+        q.submit(sqe, dir, data, start, length, null, 0, sync);
+        long waitMs = options.commandTimeout().toMillis() + 5000; // the queue's timeout scan normally answers first
+        try {
+            if (!sync.latch.await(waitMs, TimeUnit.MILLISECONDS)) {
+                throw new NvmeofTimeoutException(what + " on " + q.label() + " got no answer within " + waitMs + " ms");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NvmeofException(what + " interrupted", e);
+        }
+        if (sync.status != 0) {
+            throw Errors.failure(what, sync.status, q, options.commandTimeout());
+        }
+        return sync.result;
+    }
+
+    /** True on any of this controller's event loop threads, where blocking would stall or deadlock I/O. */
+    private boolean onEventLoop() {
+        for (var executor : group) {
+            if (executor.inEventLoop()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void sleepMs(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NvmeofException("interrupted", e);
+        }
+    }
+
+    private static byte[] uuidBytes(UUID u) {
+        // Host ID: the UUID's 16 bytes in network (big-endian) order, as nvme-cli writes /etc/nvme/hostid.
+        return ByteBuffer.allocate(16).putLong(u.getMostSignificantBits()).putLong(u.getLeastSignificantBits()).array();
+    }
+
+    private static final class Sync implements CompletionListener {
+        final CountDownLatch latch = new CountDownLatch(1);
+        volatile int status;
+        volatile long result;
+
+        @Override
+        public void onCompletion(int status, long result) {
+            this.status = status;
+            this.result = result;
+            latch.countDown();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "NvmeofController[" + id + ", cntlid " + cntlid + (isConnected() ? "" : ", disconnected") + "]";
+    }
+}

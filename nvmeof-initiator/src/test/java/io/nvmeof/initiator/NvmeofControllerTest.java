@@ -1,0 +1,373 @@
+package io.nvmeof.initiator;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.protocol.log.DiscoveryLogEntry;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(30)
+class NvmeofControllerTest {
+    private FakeTarget target;
+
+    @BeforeEach
+    void start() throws Exception {
+        target = new FakeTarget();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        target.close();
+        assertEquals(List.of(), target.errors, "the fake target saw protocol violations");
+    }
+
+    private TransportId tid() {
+        return TransportId.tcp("127.0.0.1", target.port(), FakeTarget.NQN);
+    }
+
+    private static ConnectOptions.Builder opts() {
+        return ConnectOptions.builder().connectTimeout(Duration.ofSeconds(5)).commandTimeout(Duration.ofSeconds(5));
+    }
+
+    private static ByteBuffer pattern(int len, long seed, boolean direct) {
+        byte[] b = new byte[len];
+        new Random(seed).nextBytes(b);
+        ByteBuffer buf = direct ? ByteBuffer.allocateDirect(len) : ByteBuffer.allocate(len);
+        buf.put(b).clear();
+        return buf;
+    }
+
+    private static byte[] bytes(ByteBuffer b, int from, int len) {
+        byte[] out = new byte[len];
+        b.duplicate().clear().get(from, out);
+        return out;
+    }
+
+    @Test
+    void connectSequenceFollowsTheSpec() throws Exception {
+        UUID hostId = UUID.fromString("11111111-2222-3333-4444-555555555555");
+        ConnectOptions o = opts().hostId(hostId).ioQueues(2).queueDepth(64).build();
+        assertEquals("nqn.2014-08.org.nvmexpress:uuid:" + hostId, o.hostNqn());
+        try (NvmeofController c = NvmeofController.connect(tid(), o)) {
+            assertTrue(c.isConnected());
+            assertEquals(1, c.cntlid());
+            assertEquals("Fake NVMe", c.info().model());
+            assertEquals("FAKE123", c.info().serial());
+            assertEquals(128 * 1024, c.info().mdts());
+            assertEquals(4096, c.info().raw().length);
+            assertEquals(2, c.ioQueueCount());
+            assertEquals(64, c.queueDepth());
+            assertEquals(1, c.namespaces().size());
+            NamespaceHandle ns = c.namespace(1);
+            assertEquals(FakeTarget.BLOCKS, ns.blockCount());
+            assertEquals(512, ns.blockSize());
+            assertEquals(FakeTarget.BLOCKS * 512L, ns.sizeBytes());
+            assertThrows(IllegalArgumentException.class, () -> c.namespace(7));
+
+            List<FakeTarget.Sqe> admin = target.commands(0);
+            FakeTarget.Sqe connect = admin.get(0);
+            assertEquals(0x7F, connect.opcode());
+            assertEquals(0x01, connect.fctype());
+            assertEquals(31, connect.cdw11() & 0xFFFF, "admin SQSIZE");
+            assertEquals(5000, connect.cdw12(), "KATO");
+            assertEquals(0x01, connect.sglId(), "Connect data goes in-capsule");
+            assertEquals(1024, connect.sglLen());
+            assertEquals(0xFFFF, FakeTarget.le(connect.data()).getShort(16) & 0xFFFF, "dynamic CNTLID");
+            assertEquals(o.hostNqn(), FakeTarget.cstr(connect.data(), 512));
+            assertEquals(FakeTarget.NQN, FakeTarget.cstr(connect.data(), 256));
+            assertEquals(0x11111111_22223333L, java.nio.ByteBuffer.wrap(connect.data()).getLong(0), "host id, big endian");
+
+            // Property Get CAP (8 bytes), VS, then Property Set CC with EN=1 IOSQES=6 IOCQES=4.
+            assertEquals(0x04, admin.get(1).fctype());
+            assertEquals(ControllerRegisters.CAP, admin.get(1).cdw11());
+            assertEquals(1, admin.get(1).cdw10() & 0x7, "CAP is read as 8 bytes");
+            assertEquals(ControllerRegisters.VS, admin.get(2).cdw11());
+            assertEquals(0x00, admin.get(3).fctype());
+            assertEquals(ControllerRegisters.CC, admin.get(3).cdw11());
+            assertEquals(0x00460001L, admin.get(3).value());
+            List<Integer> opcodes = admin.stream().filter(s -> s.opcode() != 0x7F).map(FakeTarget.Sqe::opcode).toList();
+            assertEquals(List.of(0x06, 0x09, 0x06, 0x06), opcodes.subList(0, 4), "Identify, Set Features, Identify x2");
+            FakeTarget.Sqe setFeatures = admin.stream().filter(s -> s.opcode() == 0x09).findFirst().orElseThrow();
+            assertEquals(0x07, setFeatures.cdw10() & 0xFF);
+            assertEquals(0x00010001, setFeatures.cdw11(), "two queues asked, 0-based");
+
+            for (int qid = 1; qid <= 2; qid++) {
+                FakeTarget.Sqe io = target.commands(qid).get(0);
+                assertEquals(0x01, io.fctype());
+                assertEquals(qid, (io.cdw10() >>> 16) & 0xFFFF);
+                assertEquals(63, io.cdw11() & 0xFFFF, "I/O SQSIZE = depth - 1");
+                assertEquals(0, io.cdw12(), "KATO only on the admin queue");
+                assertEquals(1, FakeTarget.le(io.data()).getShort(16) & 0xFFFF, "CNTLID from the admin Connect");
+            }
+        }
+        assertTrue(ControllerRegisters.ccShn(target.cc) == ControllerRegisters.SHN_NORMAL, "CC.SHN=01b at close");
+    }
+
+    @Test
+    void inCapsuleWriteAndReadIntoBufferPosition() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+            NamespaceHandle ns = c.namespace(1);
+            ByteBuffer src = pattern(4096, 1, true);
+            ns.write(10, 8, src).get(5, TimeUnit.SECONDS);
+            FakeTarget.Sqe w = target.commands(1).stream().filter(s -> s.opcode() == 0x01).findFirst().orElseThrow();
+            assertTrue(w.inCapsule());
+            assertEquals(0x01, w.sglId());
+            assertEquals(4096, w.sglLen());
+            assertEquals(10, w.cdw10());
+            assertEquals(7, w.cdw12() & 0xFFFF);
+            assertTrue(target.h2c.isEmpty(), "no R2T for in-capsule data");
+            assertArrayEquals(bytes(src, 0, 4096), java.util.Arrays.copyOfRange(target.disk, 10 * 512, 10 * 512 + 4096));
+
+            ByteBuffer dst = ByteBuffer.allocate(5000);
+            dst.position(100).limit(200);
+            ns.read(10, 8, dst).get(5, TimeUnit.SECONDS);
+            assertEquals(100, dst.position(), "position untouched");
+            assertEquals(200, dst.limit(), "limit untouched");
+            assertArrayEquals(bytes(src, 0, 4096), bytes(dst, 100, 4096));
+        }
+    }
+
+    @Test
+    void largeWriteUsesR2TAndH2CDataSplitAtMaxH2CData() throws Exception {
+        target.maxh2cdata = 8192;
+        target.readSuccessFlag = true; // reads complete by C2HData SUCCESS, without a CapsuleResp
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+            NamespaceHandle ns = c.namespace(1);
+            ByteBuffer src = pattern(64 * 512, 2, false);
+            ns.write(100, 64, src).get(5, TimeUnit.SECONDS);
+            FakeTarget.Sqe w = target.commands(1).stream().filter(s -> s.opcode() == 0x01).findFirst().orElseThrow();
+            assertFalse(w.inCapsule());
+            assertEquals(0x5A, w.sglId(), "transport SGL for R2T data");
+            assertEquals(32768, w.sglLen());
+            List<FakeTarget.H2C> pdus = new ArrayList<>(target.h2c);
+            assertEquals(4, pdus.size());
+            for (int i = 0; i < 4; i++) {
+                assertEquals(i * 8192L, pdus.get(i).datao());
+                assertEquals(8192L, pdus.get(i).datal());
+                assertEquals(0x77, pdus.get(i).ttag());
+                assertEquals(i == 3, (pdus.get(i).flags() & 0x04) != 0, "LAST only on the last PDU of the R2T");
+            }
+            assertArrayEquals(bytes(src, 0, 32768), java.util.Arrays.copyOfRange(target.disk, 100 * 512, 100 * 512 + 32768));
+
+            ByteBuffer dst = ByteBuffer.allocateDirect(32768);
+            ns.read(100, 64, dst).get(5, TimeUnit.SECONDS);
+            assertArrayEquals(bytes(src, 0, 32768), bytes(dst, 0, 32768));
+            // Admin data works with the SUCCESS flag too.
+            assertEquals(4096, c.identify(1, 0).length);
+        }
+    }
+
+    @Test
+    void errorStatusBecomesNvmeStatusException() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+            assertEquals(0x1234, c.getFeature(0x07));
+            NvmeStatusException e = assertThrows(NvmeStatusException.class, () -> c.getFeature(0x42));
+            assertEquals(Status.INVALID_FIELD, e.statusCode());
+            assertTrue(e.doNotRetry());
+            assertEquals("Get Features (FID 0x42) failed: " + Status.name(Status.INVALID_FIELD | Status.DNR), e.getMessage());
+
+            ExecutionException ee = assertThrows(ExecutionException.class,
+                    () -> c.namespace(1).read(FakeTarget.BLOCKS - 1, 2, ByteBuffer.allocate(1024)).get(5, TimeUnit.SECONDS));
+            NvmeStatusException io = assertInstanceOf(NvmeStatusException.class, ee.getCause());
+            assertEquals(Status.LBA_RANGE, io.statusCode());
+            assertTrue(io.getMessage().startsWith("Read (nsid 1, lba 2047, 2 blocks) failed: LBA_RANGE"), io.getMessage());
+            assertTrue(c.isConnected(), "an error status does not hurt the connection");
+        }
+    }
+
+    @Test
+    void commandTimeoutFailsTheCommandButNotTheQueue() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().commandTimeout(Duration.ofMillis(300)).build())) {
+            NamespaceHandle ns = c.namespace(1);
+            long t0 = System.nanoTime();
+            ExecutionException ee = assertThrows(ExecutionException.class,
+                    () -> ns.read(FakeTarget.BLACKHOLE_LBA, 1, ByteBuffer.allocate(512)).get(5, TimeUnit.SECONDS));
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertInstanceOf(NvmeofTimeoutException.class, ee.getCause());
+            assertTrue(ee.getCause().getMessage().contains("timed out"), ee.getCause().getMessage());
+            assertTrue(ms >= 250 && ms < 3000, "timed out after " + ms + " ms");
+
+            AtomicInteger status = new AtomicInteger(1);
+            CountDownLatch done = new CountDownLatch(1);
+            ns.read(FakeTarget.BLACKHOLE_LBA, 1, ByteBuffer.allocate(512), (ctx, st) -> {
+                status.set(st);
+                done.countDown();
+            }, 0);
+            assertTrue(done.await(5, TimeUnit.SECONDS));
+            assertEquals(IoCallback.ERR_TIMEOUT, status.get());
+
+            // The queue keeps working.
+            ns.write(0, 1, pattern(512, 3, true)).get(5, TimeUnit.SECONDS);
+            assertTrue(c.isConnected());
+        }
+    }
+
+    @Test
+    void zeroAllocationCallbacksAndOverflowBeyondQueueDepth() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().queueDepth(4).build())) {
+            NamespaceHandle ns = c.namespace(1);
+            int n = 40;
+            ByteBuffer src = pattern(n * 512, 4, true);
+            CountDownLatch done = new CountDownLatch(n);
+            AtomicLong failures = new AtomicLong();
+            AtomicLong contexts = new AtomicLong();
+            IoCallback cb = (ctx, st) -> {
+                if (st != 0) {
+                    failures.incrementAndGet();
+                }
+                contexts.addAndGet(ctx);
+                done.countDown();
+            };
+            for (int i = 0; i < n; i++) {
+                // 3 slots (depth 4): most of these wait in the overflow queue.
+                ns.write(i, 1, src.duplicate().position(i * 512), cb, i);
+            }
+            assertTrue(done.await(10, TimeUnit.SECONDS));
+            assertEquals(0, failures.get());
+            assertEquals((long) n * (n - 1) / 2, contexts.get());
+
+            ByteBuffer dst = ByteBuffer.allocateDirect(n * 512);
+            CountDownLatch read = new CountDownLatch(1);
+            AtomicInteger st = new AtomicInteger(-99);
+            ns.read(0, n, dst, (ctx, s) -> {
+                st.set(s);
+                read.countDown();
+            }, 42);
+            assertTrue(read.await(5, TimeUnit.SECONDS));
+            assertEquals(0, st.get());
+            assertArrayEquals(bytes(src, 0, n * 512), bytes(dst, 0, n * 512));
+
+            ns.flush().get(5, TimeUnit.SECONDS);
+            ns.deallocate(0, 8).get(5, TimeUnit.SECONDS);
+            FakeTarget.Sqe dsm = target.commands(1).stream().filter(s -> s.opcode() == 0x09).findFirst().orElseThrow();
+            assertEquals(0, dsm.cdw10() & 0xFF, "one range");
+            assertEquals(4, dsm.cdw11(), "AD=1");
+            assertEquals(8, FakeTarget.le(dsm.data()).getInt(4));
+        }
+    }
+
+    @Test
+    void digestsAreNegotiatedAndCarried() throws Exception {
+        target.maxh2cdata = 4096;
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().headerDigest(true).dataDigest(true).build())) {
+            assertEquals(3, target.negotiatedDigest);
+            NamespaceHandle ns = c.namespace(1);
+            ByteBuffer small = pattern(1024, 5, true);
+            ns.write(0, 2, small).get(5, TimeUnit.SECONDS);
+            ByteBuffer big = pattern(16384, 6, false);
+            ns.write(8, 32, big).get(5, TimeUnit.SECONDS);
+            ByteBuffer dst = ByteBuffer.allocateDirect(16384);
+            ns.read(8, 32, dst).get(5, TimeUnit.SECONDS);
+            assertArrayEquals(bytes(big, 0, 16384), bytes(dst, 0, 16384));
+            assertEquals(4, target.h2c.size());
+        }
+    }
+
+    @Test
+    void discoveryControllerReadsTheLogWithoutIoQueues() throws Exception {
+        target.discovery = true;
+        TransportId d = TransportId.tcp("127.0.0.1", target.port(), Nqn.DISCOVERY);
+        try (NvmeofController c = NvmeofController.connect(d, opts().build())) {
+            assertEquals(0, c.ioQueueCount());
+            assertEquals(0, c.keepAliveTimeoutMs());
+            assertEquals(0, target.commands(0).get(0).cdw12(), "discovery Connect sends KATO 0");
+            assertEquals(1, target.connections.get(), "no I/O queue connections");
+            List<DiscoveryEntry> log = c.discoveryLog();
+            assertEquals(2, log.size());
+            DiscoveryEntry nvm = log.get(1);
+            assertEquals(DiscoveryLogEntry.TRTYPE_TCP, nvm.trtype());
+            assertEquals(DiscoveryLogEntry.SUBTYPE_NVM, nvm.subtype());
+            assertEquals("4420", nvm.trsvcid());
+            assertEquals("127.0.0.1", nvm.traddr());
+            assertEquals(FakeTarget.NQN, nvm.subnqn());
+            assertEquals(4420, nvm.toTransportId().trsvcid());
+            assertThrows(IllegalStateException.class, () -> c.pickQueue());
+        }
+    }
+
+    @Test
+    void keepAliveIsSentEveryHalfKato() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().keepAliveTimeoutMs(200).build())) {
+            Thread.sleep(700);
+            assertTrue(target.keepAlives.get() >= 3, "keep alives: " + target.keepAlives.get());
+            assertEquals(200, target.commands(0).get(0).cdw12());
+        }
+    }
+
+    @Test
+    void closeFailsOutstandingIoAndIsIdempotent() throws Exception {
+        NvmeofController c = NvmeofController.connect(tid(), opts().build());
+        CompletableFuture<Void> stuck = c.namespace(1).read(FakeTarget.BLACKHOLE_LBA, 1, ByteBuffer.allocate(512));
+        c.close();
+        c.close();
+        assertFalse(c.isConnected());
+        ExecutionException ee = assertThrows(ExecutionException.class, () -> stuck.get(5, TimeUnit.SECONDS));
+        assertTrue(ee.getCause().getMessage().contains("closed"), ee.getCause().getMessage());
+        // Submitting after close fails at once instead of hanging.
+        ExecutionException after = assertThrows(ExecutionException.class,
+                () -> c.namespace(1).read(0, 1, ByteBuffer.allocate(512)).get(1, TimeUnit.SECONDS));
+        assertInstanceOf(NvmeofException.class, after.getCause());
+    }
+
+    @Test
+    void connectionRefusedGivesAClearError() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        NvmeofException e = assertThrows(NvmeofException.class,
+                () -> NvmeofController.connect(TransportId.tcp("127.0.0.1", port, FakeTarget.NQN), opts().build()));
+        assertTrue(e.getMessage().contains("TCP connect"), e.getMessage());
+    }
+
+    @Test
+    void rejectedConnectIsAStatusException() {
+        NvmeStatusException e = assertThrows(NvmeStatusException.class, () -> NvmeofController.connect(
+                TransportId.tcp("127.0.0.1", target.port(), "nqn.2024-01.io.nvmeof:other"), opts().build()));
+        assertEquals(Status.CONNECT_INVALID_PARAMETERS, e.statusCode());
+        assertTrue(e.getMessage().startsWith("Fabrics Connect (qid 0, sqsize 31)"), e.getMessage());
+    }
+
+    @Test
+    void badPduSendsH2CTermReqAndFailsTheQueue() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+            NamespaceHandle ns = c.namespace(1);
+            CompletableFuture<Void> outstanding = ns.read(FakeTarget.BLACKHOLE_LBA, 1, ByteBuffer.allocate(512));
+            ExecutionException ee = assertThrows(ExecutionException.class,
+                    () -> ns.read(FakeTarget.CORRUPT_LBA, 1, ByteBuffer.allocate(512)).get(5, TimeUnit.SECONDS));
+            assertTrue(ee.getCause().getMessage().contains("protocol error"), ee.getCause().getMessage());
+            ExecutionException other = assertThrows(ExecutionException.class, () -> outstanding.get(5, TimeUnit.SECONDS));
+            assertInstanceOf(NvmeofException.class, other.getCause());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (target.termReqs.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(List.of(io.nvmeof.protocol.tcp.TermReqPdu.FES_DATA_OUT_OF_RANGE), target.termReqs);
+            assertTrue(c.isConnected(), "the admin queue is unaffected");
+            assertEquals(0x1234, c.getFeature(0x07));
+        }
+    }
+}
