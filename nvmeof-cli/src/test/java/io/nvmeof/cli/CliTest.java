@@ -1,0 +1,118 @@
+package io.nvmeof.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.config.TargetConfig;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The command line against an in-process target: what a user types, what they get back, and the exit codes. */
+class CliTest {
+    static NvmeTarget target;
+    static String port;
+    static final String NQN = TargetConfig.DEFAULT_NQN;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void start() throws Exception {
+        target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "64MiB", 512, null));
+        port = Integer.toString(target.tcpPort(0));
+    }
+
+    @AfterAll
+    static void stop() {
+        target.close();
+    }
+
+    /** Runs the CLI capturing standard output and error. */
+    static String[] run(int expectedExit, String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream o = new ByteArrayOutputStream();
+        ByteArrayOutputStream e = new ByteArrayOutputStream();
+        int code;
+        try {
+            System.setOut(new PrintStream(o, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(e, true, StandardCharsets.UTF_8));
+            code = Main.run(args);
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+        String[] result = {o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8)};
+        assertEquals(expectedExit, code, "exit code of " + Arrays.toString(args) + "\nstdout: " + result[0] + "\nstderr: " + result[1]);
+        return result;
+    }
+
+    @Test
+    void identifyPrintsControllerAndNamespace() throws Exception {
+        String out = run(0, "identify", "-t", "tcp", "-a", "127.0.0.1", "-s", port, "-n", NQN)[0];
+        assertTrue(out.contains("subnqn    : " + NQN), out);
+        assertTrue(out.contains("nsze      : 131072"), out);
+        JsonNode json = new ObjectMapper().readTree(run(0, "identify", "-s", port, "-n", NQN, "--json")[0]);
+        assertEquals(NQN, json.at("/controller/subnqn").asText());
+        assertEquals(512, json.at("/namespaces/0/block_size").asInt());
+    }
+
+    @Test
+    void writeThenReadRoundTripsAFile() throws Exception {
+        byte[] data = new byte[100_000];
+        new Random(1).nextBytes(data);
+        Path in = dir.resolve("in.bin");
+        Path out = dir.resolve("out.bin");
+        Files.write(in, data);
+        String err = run(0, "write", "-s", port, "-n", NQN, "--lba", "40", "-i", in.toString())[1];
+        assertTrue(err.contains("wrote 100000 bytes as 196 blocks at LBA 40"), err);
+        run(0, "read", "-s", port, "-n", NQN, "--lba", "40", "-c", "196", "-o", out.toString());
+        byte[] back = Files.readAllBytes(out);
+        assertEquals(196 * 512, back.length);
+        assertArrayEquals(data, Arrays.copyOf(back, data.length));
+        assertArrayEquals(new byte[196 * 512 - data.length], Arrays.copyOfRange(back, data.length, back.length), "zero padding");
+    }
+
+    @Test
+    void discoverListsTheSubsystem() {
+        String out = run(0, "discover", "-t", "tcp", "-a", "127.0.0.1", "-s", port)[0];
+        assertTrue(out.contains("subnqn:  " + NQN), out);
+        assertTrue(out.contains("trsvcid: " + port), out);
+    }
+
+    @Test
+    void benchReportsFioCompatibleJson() throws Exception {
+        String out = run(0, "bench", "-s", port, "-n", NQN, "--rw", "randwrite", "--bs", "4k", "--qd", "4", "--time", "1",
+                "--ramp", "0", "--json")[0];
+        JsonNode job = new ObjectMapper().readTree(out).at("/jobs/0");
+        assertTrue(job.at("/write/iops").asDouble() > 0, out);
+        assertTrue(job.at("/write/total_ios").asLong() > 0, out);
+        assertTrue(job.at("/write/clat_ns/percentile/99.000000").asLong() > 0, out);
+        assertEquals(0, job.at("/read/total_ios").asLong());
+    }
+
+    @Test
+    void failuresAreOneClearLineAndNonZeroExit() {
+        String err = run(2, "read", "-s", port, "-n", "nqn.2026-11.io.nvmeof:missing", "-c", "1", "-o", "-")[1];
+        // The in-process target logs to the same stderr; the CLI's own output is the lines it prefixes.
+        java.util.List<String> mine = err.lines().filter(l -> l.startsWith("nvmeof ")).toList();
+        assertEquals(1, mine.size(), err);
+        assertTrue(mine.get(0).startsWith("nvmeof read: ") && mine.get(0).contains("CONNECT_INVALID_PARAM"), err);
+        err = run(1, "read", "-s", port, "-n", NQN, "--lba", "131071", "-c", "2", "-o", "-")[1];
+        assertTrue(err.contains("outside namespace 1"), err);
+        run(1, "bench", "-s", port, "-n", NQN, "--rw", "sideways");
+    }
+}
