@@ -1,0 +1,190 @@
+package io.nvmeof.target;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.nvmeof.target.backend.BlockBackend;
+import io.nvmeof.target.backend.FileBackend;
+import io.nvmeof.target.backend.RamBackend;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Controller;
+import io.nvmeof.target.core.Namespace;
+import io.nvmeof.target.core.Subsystem;
+import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.target.core.TargetLimits;
+import io.nvmeof.target.tcp.TcpOptions;
+import io.nvmeof.target.tcp.TcpTransport;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running target: the engine, its poll groups (a fixed set of event-loop threads, each serving many queues) and its
+ * listeners, built from a {@link TargetConfig}.
+ */
+public final class NvmeTarget implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(NvmeTarget.class);
+
+    private final TargetCore core;
+    private final EventLoopGroup pollGroups;
+    private final List<TcpTransport> tcpListeners = new ArrayList<>();
+    private final List<BlockBackend> backends = new ArrayList<>();
+
+    private NvmeTarget(TargetCore core, EventLoopGroup pollGroups) {
+        this.core = core;
+        this.pollGroups = pollGroups;
+    }
+
+    /** Builds the target described by {@code config} and starts listening. */
+    public static NvmeTarget start(TargetConfig config) throws IOException {
+        TargetLimits d = TargetLimits.defaults();
+        TargetLimits limits = new TargetLimits(
+                config.maxIoQueues() != null ? config.maxIoQueues() : d.maxIoQueues(),
+                config.maxQueueSize() != null ? config.maxQueueSize() : d.maxQueueSize(),
+                config.maxTransferSize() != null ? config.maxTransferSize() : d.maxTransferSize());
+        int threads = config.pollGroups() != null && config.pollGroups() > 0 ? config.pollGroups()
+                : Runtime.getRuntime().availableProcessors();
+        TargetCore core = new TargetCore(limits);
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("nvmeof-poll", true),
+                NioIoHandler.newFactory());
+        NvmeTarget target = new NvmeTarget(core, group);
+        try {
+            if (config.subsystems() != null) {
+                for (SubsystemConfig s : config.subsystems()) {
+                    target.addSubsystem(s);
+                }
+            }
+            if (config.listeners() == null || config.listeners().isEmpty()) {
+                throw new IllegalArgumentException("the configuration has no listeners");
+            }
+            int portId = 1;
+            for (ListenerConfig l : config.listeners()) {
+                target.addListener(l, l.id() != null ? l.id() : portId);
+                portId++;
+            }
+        } catch (IOException | RuntimeException e) {
+            target.close();
+            throw e;
+        }
+        group.next().scheduleAtFixedRate(core::checkKeepAlive, 100, 100, TimeUnit.MILLISECONDS);
+        LOG.info("target started: {} poll group(s), {} subsystem(s)", threads, core.subsystems().size() - 1);
+        return target;
+    }
+
+    private void addSubsystem(SubsystemConfig s) throws IOException {
+        if (s.nqn() == null) {
+            throw new IllegalArgumentException("a subsystem has no nqn");
+        }
+        String serial = s.serial() != null ? s.serial() : defaultSerial(s.nqn());
+        String model = s.model() != null ? s.model() : "nvmeof-java";
+        int maxNs = s.maxNamespaces() != null ? s.maxNamespaces() : 1024;
+        Subsystem sub = new Subsystem(s.nqn(), Subsystem.Type.NVM, serial, model, maxNs,
+                s.allowAnyHost() == null || s.allowAnyHost());
+        if (s.hosts() != null) {
+            sub.allowedHosts().addAll(s.hosts());
+            if (s.allowAnyHost() == null && !s.hosts().isEmpty()) {
+                sub.allowAnyHost(false);
+            }
+        }
+        if (s.namespaces() != null) {
+            long next = 1;
+            for (NamespaceConfig n : s.namespaces()) {
+                long nsid = n.nsid() != null ? n.nsid() : next;
+                sub.addNamespace(openNamespace(s.nqn(), nsid, n));
+                next = nsid + 1;
+            }
+        }
+        core.addSubsystem(sub);
+        for (Namespace ns : sub.namespaces()) {
+            LOG.info("subsystem {} namespace {}: {} x {} B blocks ({} MiB) on {}", sub.nqn(), ns.nsid(), ns.blockCount(),
+                    ns.blockSize(), ns.sizeBytes() >> 20, ns.backend().describe());
+        }
+    }
+
+    private Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
+        int blockSize = n.blockSize() != null ? n.blockSize() : 512;
+        String kind = n.backend() != null ? n.backend() : (n.path() != null ? "file" : "ram");
+        BlockBackend backend;
+        switch (kind) {
+            case "ram":
+                backend = new RamBackend(TargetConfig.parseSize(n.size() != null ? n.size() : "1GiB"));
+                break;
+            case "file":
+                if (n.path() == null) {
+                    throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": a file backend needs a path");
+                }
+                backend = new FileBackend(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);
+                break;
+            default:
+                throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": unknown backend '" + kind
+                        + "' (use ram or file)");
+        }
+        backends.add(backend);
+        UUID uuid = n.uuid() != null ? UUID.fromString(n.uuid())
+                : UUID.nameUUIDFromBytes((nqn + "/" + nsid).getBytes(StandardCharsets.UTF_8));
+        return new Namespace(nsid, backend, blockSize, uuid);
+    }
+
+    private static String defaultSerial(String nqn) {
+        return String.format("%016x", UUID.nameUUIDFromBytes(nqn.getBytes(StandardCharsets.UTF_8)).getMostSignificantBits())
+                .substring(0, 16);
+    }
+
+    private void addListener(ListenerConfig l, int portId) throws IOException {
+        String transport = l.transport() != null ? l.transport() : "tcp";
+        if (!"tcp".equals(transport)) {
+            throw new IllegalArgumentException("transport '" + transport + "' is not available; this build serves tcp");
+        }
+        TcpOptions d = TcpOptions.defaults();
+        TcpOptions options = new TcpOptions(l.inlineDataSize() != null ? l.inlineDataSize() : d.inlineDataSize(),
+                l.maxH2CData() != null ? l.maxH2CData() : d.maxH2CData());
+        TcpTransport t = new TcpTransport(core, pollGroups);
+        t.listen(portId, l.address() != null ? l.address() : "127.0.0.1", l.port() != null ? l.port() : 4420, options,
+                l.subsystems() != null ? new HashSet<>(l.subsystems()) : new HashSet<>());
+        tcpListeners.add(t);
+    }
+
+    public TargetCore core() {
+        return core;
+    }
+
+    /** The TCP port of the {@code index}th listener (useful when the configuration asked for port 0). */
+    public int tcpPort(int index) {
+        return tcpListeners.get(index).port();
+    }
+
+    public List<TcpTransport> tcpListeners() {
+        return tcpListeners;
+    }
+
+    @Override
+    public void close() {
+        for (TcpTransport t : tcpListeners) {
+            t.close();
+        }
+        for (Controller c : core.controllers()) {
+            c.teardown("target shutting down");
+        }
+        pollGroups.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        for (BlockBackend b : backends) {
+            try {
+                b.flush();
+                b.close();
+            } catch (IOException e) {
+                LOG.warn("closing {}: {}", b.describe(), e.toString());
+            }
+        }
+        LOG.info("target stopped");
+    }
+}

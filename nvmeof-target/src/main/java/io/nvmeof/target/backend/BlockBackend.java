@@ -1,0 +1,33 @@
+package io.nvmeof.target.backend;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * Storage behind a namespace, addressed in bytes. Calls come from poll-group threads, several at once for different
+ * queues, so implementations are thread-safe without a lock per I/O. Buffers are read from or filled between their
+ * position and limit.
+ */
+public interface BlockBackend extends AutoCloseable {
+    long sizeBytes();
+
+    /** Fills {@code dst} (position to limit) with bytes from {@code offset}. */
+    void read(long offset, ByteBuffer dst) throws IOException;
+
+    /** Stores {@code src} (position to limit) at {@code offset}. */
+    void write(long offset, ByteBuffer src) throws IOException;
+
+    /** Makes every completed write durable. */
+    void flush() throws IOException;
+
+    void writeZeroes(long offset, long length) throws IOException;
+
+    /** Deallocates a range; afterwards it reads as zeroes (Identify Namespace DLFEAT says so). */
+    void deallocate(long offset, long length) throws IOException;
+
+    /** A short description for logs and the CLI, e.g. {@code ram} or the file path. */
+    String describe();
+
+    @Override
+    void close() throws IOException;
+}

@@ -1,0 +1,102 @@
+package io.nvmeof.target.backend;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * A namespace backed by a regular file (or block device) with positional I/O, so concurrent queues never share a file
+ * position. A missing file is created sparse at the given size; an existing one is grown to it, never shrunk.
+ * Flush is {@code fdatasync}: data written before it is durable when it completes.
+ */
+public final class FileBackend implements BlockBackend {
+    private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
+
+    private final Path path;
+    private final FileChannel channel;
+    private final long size;
+
+    public FileBackend(Path path, long sizeBytes) throws IOException {
+        this.path = path;
+        this.channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        long existing = channel.size();
+        if (sizeBytes <= 0) {
+            if (existing == 0) {
+                channel.close();
+                throw new IOException("file " + path + " is empty; give the namespace a size to create it");
+            }
+            sizeBytes = existing;
+        } else if (existing < sizeBytes) {
+            // Grow sparse: write the last byte.
+            channel.write(ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
+        }
+        this.size = sizeBytes;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    @Override
+    public long sizeBytes() {
+        return size;
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer dst) throws IOException {
+        while (dst.hasRemaining()) {
+            int n = channel.read(dst, offset);
+            if (n < 0) {
+                // Past the end of a file shorter than the namespace: reads as zeroes.
+                while (dst.hasRemaining()) {
+                    dst.put((byte) 0);
+                }
+                return;
+            }
+            offset += n;
+        }
+    }
+
+    @Override
+    public void write(long offset, ByteBuffer src) throws IOException {
+        while (src.hasRemaining()) {
+            offset += channel.write(src, offset);
+        }
+    }
+
+    @Override
+    public void flush() throws IOException {
+        channel.force(false);
+    }
+
+    @Override
+    public void writeZeroes(long offset, long length) throws IOException {
+        while (length > 0) {
+            ByteBuffer z = ZEROES.duplicate();
+            z.limit((int) Math.min(length, z.capacity()));
+            int n = z.remaining();
+            write(offset, z);
+            offset += n;
+            length -= n;
+        }
+    }
+
+    @Override
+    public void deallocate(long offset, long length) throws IOException {
+        // Java has no portable hole punch; zeroes keep the "deallocated reads as zero" promise.
+        writeZeroes(offset, length);
+    }
+
+    @Override
+    public String describe() {
+        return "file " + path;
+    }
+
+    @Override
+    public void close() throws IOException {
+        channel.close();
+    }
+}

@@ -1,0 +1,148 @@
+package io.nvmeof.target.backend;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * A namespace held in off-heap memory, in chunks allocated on first write so that a large, mostly empty namespace
+ * costs only what is written. Unwritten chunks read as zeroes; deallocating a whole chunk frees it.
+ */
+public final class RamBackend implements BlockBackend {
+    static final int CHUNK_SHIFT = 21; // 2 MiB
+    static final int CHUNK_SIZE = 1 << CHUNK_SHIFT;
+
+    private final long size;
+    private final AtomicReferenceArray<ByteBuffer> chunks;
+
+    public RamBackend(long sizeBytes) {
+        if (sizeBytes <= 0) {
+            throw new IllegalArgumentException("RAM namespace size must be positive, got " + sizeBytes);
+        }
+        long count = (sizeBytes + CHUNK_SIZE - 1) >>> CHUNK_SHIFT;
+        if (count > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("RAM namespace too large: " + sizeBytes);
+        }
+        this.size = sizeBytes;
+        this.chunks = new AtomicReferenceArray<>((int) count);
+    }
+
+    @Override
+    public long sizeBytes() {
+        return size;
+    }
+
+    /** Number of bytes of chunk memory allocated now (for tests and the admin view). */
+    public long allocatedBytes() {
+        long n = 0;
+        for (int i = 0; i < chunks.length(); i++) {
+            if (chunks.get(i) != null) {
+                n += CHUNK_SIZE;
+            }
+        }
+        return n;
+    }
+
+    private ByteBuffer chunkForWrite(int index) {
+        ByteBuffer c = chunks.get(index);
+        if (c == null) {
+            ByteBuffer fresh = ByteBuffer.allocateDirect(CHUNK_SIZE);
+            c = chunks.compareAndExchange(index, null, fresh);
+            if (c == null) {
+                c = fresh;
+            }
+        }
+        return c;
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer dst) {
+        int pos = dst.position();
+        int remaining = dst.remaining();
+        while (remaining > 0) {
+            int index = (int) (offset >>> CHUNK_SHIFT);
+            int within = (int) (offset & (CHUNK_SIZE - 1));
+            int n = Math.min(remaining, CHUNK_SIZE - within);
+            ByteBuffer c = chunks.get(index);
+            if (c == null) {
+                for (int i = 0; i < n; i++) {
+                    dst.put(pos + i, (byte) 0);
+                }
+            } else {
+                dst.put(pos, c, within, n);
+            }
+            pos += n;
+            offset += n;
+            remaining -= n;
+        }
+        dst.position(pos);
+    }
+
+    @Override
+    public void write(long offset, ByteBuffer src) {
+        int pos = src.position();
+        int remaining = src.remaining();
+        while (remaining > 0) {
+            int index = (int) (offset >>> CHUNK_SHIFT);
+            int within = (int) (offset & (CHUNK_SIZE - 1));
+            int n = Math.min(remaining, CHUNK_SIZE - within);
+            chunkForWrite(index).put(within, src, pos, n);
+            pos += n;
+            offset += n;
+            remaining -= n;
+        }
+        src.position(pos);
+    }
+
+    @Override
+    public void flush() {
+        // Memory is as durable as it gets; nothing to do.
+    }
+
+    @Override
+    public void writeZeroes(long offset, long length) {
+        zero(offset, length, false);
+    }
+
+    @Override
+    public void deallocate(long offset, long length) {
+        zero(offset, length, true);
+    }
+
+    private void zero(long offset, long length, boolean release) {
+        while (length > 0) {
+            int index = (int) (offset >>> CHUNK_SHIFT);
+            int within = (int) (offset & (CHUNK_SIZE - 1));
+            int n = (int) Math.min(length, CHUNK_SIZE - within);
+            ByteBuffer c = chunks.get(index);
+            if (c != null) {
+                if (release && n == CHUNK_SIZE) {
+                    chunks.set(index, null);
+                } else {
+                    for (int i = 0; i < n; i += 8) {
+                        if (n - i >= 8) {
+                            c.putLong(within + i, 0L);
+                        } else {
+                            for (int j = i; j < n; j++) {
+                                c.put(within + j, (byte) 0);
+                            }
+                        }
+                    }
+                }
+            }
+            offset += n;
+            length -= n;
+        }
+    }
+
+    @Override
+    public String describe() {
+        return "ram";
+    }
+
+    @Override
+    public void close() {
+        for (int i = 0; i < chunks.length(); i++) {
+            chunks.set(i, null);
+        }
+    }
+}

@@ -1,0 +1,369 @@
+package io.nvmeof.target.cmd;
+
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Features;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.identify.IdentifyController;
+import io.nvmeof.protocol.identify.IdentifyNamespace;
+import io.nvmeof.protocol.identify.NamespaceDescriptor;
+import io.nvmeof.protocol.log.ChangedNamespaceList;
+import io.nvmeof.protocol.log.ErrorLogEntry;
+import io.nvmeof.protocol.log.SmartHealthLog;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.target.core.Controller;
+import io.nvmeof.target.core.Namespace;
+import io.nvmeof.target.core.Request;
+import io.nvmeof.target.core.Subsystem;
+import java.nio.ByteBuffer;
+import java.util.UUID;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/** The admin command set of an NVM subsystem's controller (Linux nvmet admin-cmd.c). */
+public final class AdminCommands {
+    private AdminCommands() {
+    }
+
+    static final String FIRMWARE_REVISION = "0.1.0";
+    /** Keep Alive Support granularity: 1 s, in 100 ms units (as the Linux target). */
+    static final int KAS_100MS = 10;
+    /** Error log page entries (ELPE is 0-based). */
+    static final int ELPE = Controller.ERROR_LOG_ENTRIES - 1;
+
+    public static int parse(Request req) {
+        Command cmd = req.cmd;
+        switch (cmd.opcode()) {
+            case Opcodes.ADMIN_IDENTIFY:
+                return identify(req);
+            case Opcodes.ADMIN_GET_LOG_PAGE:
+                return logPage(req, AdminCommands::executeGetLogPage);
+            case Opcodes.ADMIN_GET_FEATURES:
+                req.execute = AdminCommands::executeGetFeatures;
+                return Status.SUCCESS;
+            case Opcodes.ADMIN_SET_FEATURES:
+                req.execute = AdminCommands::executeSetFeatures;
+                return Status.SUCCESS;
+            case Opcodes.ADMIN_KEEP_ALIVE:
+                req.execute = AdminCommands::executeKeepAlive;
+                return Status.SUCCESS;
+            case Opcodes.ADMIN_ASYNC_EVENT_REQUEST:
+                req.execute = AdminCommands::executeAsyncEventRequest;
+                return Status.SUCCESS;
+            case Opcodes.ADMIN_ABORT:
+                req.execute = AdminCommands::executeAbort;
+                return Status.SUCCESS;
+            default:
+                req.errorLocation = Command.OPCODE;
+                return Status.INVALID_OPCODE | Status.DNR;
+        }
+    }
+
+    static int identify(Request req) {
+        req.transferLength = IdentifyController.LENGTH;
+        req.direction = Request.DIR_CONTROLLER_TO_HOST;
+        req.execute = AdminCommands::executeIdentify;
+        return Status.SUCCESS;
+    }
+
+    /** Get Log Page: the length asked for, bounded by MDTS, with a dword-aligned offset. */
+    static int logPage(Request req, io.nvmeof.target.core.RequestHandler handler) {
+        long length = req.cmd.logPageLength();
+        if (length > req.sq().core().limits().maxTransferSize()) {
+            req.errorLocation = Command.CDW10;
+            return Status.INVALID_FIELD | Status.DNR;
+        }
+        if ((req.cmd.logPageOffset() & 3) != 0) {
+            req.errorLocation = Command.CDW12;
+            return Status.INVALID_FIELD | Status.DNR;
+        }
+        req.transferLength = (int) length;
+        req.direction = Request.DIR_CONTROLLER_TO_HOST;
+        req.execute = handler;
+        return Status.SUCCESS;
+    }
+
+    // ---- Identify ----
+
+    static void executeIdentify(Request req) {
+        Controller c = req.sq().controller();
+        Subsystem s = c.subsystem();
+        req.allocateData(true);
+        MutableDirectBuffer out = req.dataView();
+        long nsid = req.cmd.nsid();
+        switch (req.cmd.cns()) {
+            case Opcodes.CNS_CONTROLLER:
+                fillIdentifyController(req, new IdentifyController().wrap(out, 0));
+                req.complete(Status.SUCCESS);
+                return;
+            case Opcodes.CNS_NAMESPACE: {
+                if (nsid == 0 || nsid > s.maxNamespaces()) {
+                    req.errorLocation = Command.NSID;
+                    req.complete(Status.INVALID_NAMESPACE | Status.DNR);
+                    return;
+                }
+                Namespace ns = s.namespace(nsid);
+                if (ns != null) {
+                    fillIdentifyNamespace(ns, new IdentifyNamespace().wrap(out, 0));
+                }
+                // An allocated but inactive NSID reads as zeroes.
+                req.complete(Status.SUCCESS);
+                return;
+            }
+            case Opcodes.CNS_ACTIVE_NAMESPACE_LIST: {
+                if (nsid >= 0xFFFF_FFFEL) {
+                    req.errorLocation = Command.NSID;
+                    req.complete(Status.INVALID_NAMESPACE | Status.DNR);
+                    return;
+                }
+                int i = 0;
+                for (Long id : s.namespaceMap().tailMap(nsid, false).keySet()) {
+                    if (i == 1024) {
+                        break;
+                    }
+                    out.putInt(i++ * 4, (int) (long) id, java.nio.ByteOrder.LITTLE_ENDIAN);
+                }
+                req.complete(Status.SUCCESS);
+                return;
+            }
+            case Opcodes.CNS_NAMESPACE_DESCRIPTORS: {
+                Namespace ns = s.namespace(nsid);
+                if (ns == null) {
+                    req.errorLocation = Command.NSID;
+                    req.complete(Status.INVALID_NAMESPACE | Status.DNR);
+                    return;
+                }
+                NamespaceDescriptor d = new NamespaceDescriptor();
+                int at = 0;
+                at += d.<NamespaceDescriptor>wrap(out, at).write(NamespaceDescriptor.TYPE_NGUID, ns.nguid());
+                at += d.<NamespaceDescriptor>wrap(out, at).write(NamespaceDescriptor.TYPE_UUID, uuidBytes(ns.uuid()));
+                d.<NamespaceDescriptor>wrap(out, at).write(NamespaceDescriptor.TYPE_CSI, new byte[] {0});
+                req.complete(Status.SUCCESS);
+                return;
+            }
+            default:
+                req.errorLocation = Command.CDW10;
+                req.complete(Status.INVALID_FIELD | Status.DNR);
+        }
+    }
+
+    static byte[] uuidBytes(UUID u) {
+        return ByteBuffer.allocate(16).putLong(u.getMostSignificantBits()).putLong(u.getLeastSignificantBits()).array();
+    }
+
+    /** Identify Controller fields common to NVM and discovery controllers. */
+    static void fillIdentifyController(Request req, IdentifyController id) {
+        Controller c = req.sq().controller();
+        Subsystem s = c.subsystem();
+        int inline = req.sq().transport().inlineDataSize();
+        id.vid(0).ssvid(0)
+                .serialNumber(s.serial())
+                .modelNumber(s.model())
+                .firmwareRevision(FIRMWARE_REVISION)
+                .rab(6)
+                .cmic(1 << 1) // may have several controllers
+                .mdts(c.core().limits().mdtsField())
+                .cntlid(c.cntlid())
+                .version(ControllerRegisters.VERSION_1_3)
+                .acl(3)
+                .aerl(Controller.AER_LIMIT - 1)
+                .frmw(1 << 1 | 1) // one slot, read only
+                .lpa(IdentifyController.LPA_EXTENDED)
+                .elpe(ELPE)
+                .kas(KAS_100MS)
+                .sqes(0x66)
+                .cqes(0x44)
+                .maxcmd(c.core().limits().maxQueueSize())
+                .sgls(IdentifyController.SGLS_SUPPORTED
+                        | (req.sq().transport().keyedSgls() ? IdentifyController.SGLS_KEYED : 0)
+                        | (inline > 0 ? IdentifyController.SGLS_OFFSET : 0))
+                .subnqn(s.nqn())
+                .ioccsz((64 + inline) / 16)
+                .iorcsz(1)
+                .icdoff(0)
+                .fcatt(0) // dynamic controller model
+                .msdbd(1)
+                .psd0MaxPower(0x9c4);
+        if (c.isDiscovery()) {
+            id.controllerType(IdentifyController.CNTRLTYPE_DISCOVERY).nn(0);
+        } else {
+            id.controllerType(IdentifyController.CNTRLTYPE_IO)
+                    .oaes(IdentifyController.OAES_NS_ATTR)
+                    .nn(s.maxNamespaces())
+                    .mnan(s.maxNamespaces())
+                    .oncs(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DSM | IdentifyController.ONCS_WRITE_ZEROES)
+                    .vwc(1);
+        }
+    }
+
+    static void fillIdentifyNamespace(Namespace ns, IdentifyNamespace id) {
+        id.nsze(ns.blockCount()).ncap(ns.blockCount()).nuse(ns.blockCount())
+                .nsfeat(0)
+                .nlbaf(0)
+                .flbas(0)
+                .dlfeat(IdentifyNamespace.DLFEAT_READ_ZEROES)
+                .lbaf(0, 0, ns.blockShift(), 0)
+                .nguid(ns.nguid())
+                .eui64(ns.eui64());
+    }
+
+    // ---- Log pages ----
+
+    static void executeGetLogPage(Request req) {
+        Controller c = req.sq().controller();
+        byte[] log;
+        switch (req.cmd.logPageId()) {
+            case Opcodes.LOG_ERROR_INFORMATION:
+                log = errorLog(c);
+                break;
+            case Opcodes.LOG_SMART_HEALTH:
+                log = smartLog(c);
+                break;
+            case Opcodes.LOG_CHANGED_NAMESPACE_LIST:
+                log = changedNamespaceLog(c, req.cmd.retainAsyncEvent());
+                break;
+            default:
+                req.errorLocation = Command.CDW10;
+                req.complete(Status.INVALID_LOG_PAGE | Status.DNR);
+                return;
+        }
+        copyLog(req, log);
+    }
+
+    /** Copies the part of a log the command asked for; bytes past the log's end read as zero. */
+    static void copyLog(Request req, byte[] log) {
+        long offset = req.cmd.logPageOffset();
+        if (offset > log.length) {
+            req.errorLocation = Command.CDW12;
+            req.complete(Status.INVALID_FIELD | Status.DNR);
+            return;
+        }
+        req.allocateData(true);
+        int n = (int) Math.min(req.transferLength, log.length - offset);
+        req.data.setBytes(0, log, (int) offset, n);
+        req.complete(Status.SUCCESS);
+    }
+
+    static byte[] errorLog(Controller c) {
+        byte[] log = new byte[Controller.ERROR_LOG_ENTRIES * ErrorLogEntry.LENGTH];
+        UnsafeBuffer b = new UnsafeBuffer(log);
+        ErrorLogEntry e = new ErrorLogEntry();
+        int i = 0;
+        for (long[] r : c.errorLogNewestFirst()) {
+            e.<ErrorLogEntry>wrap(b, i++ * ErrorLogEntry.LENGTH)
+                    .errorCount(r[0]).sqid((int) r[1]).cid((int) r[2]).status((int) r[3])
+                    .parameterErrorLocation((int) r[4]).lba(r[5]).nsid(r[6]).trtype(c.adminQueue().transport().trtype());
+        }
+        return log;
+    }
+
+    static byte[] smartLog(Controller c) {
+        byte[] log = new byte[SmartHealthLog.LENGTH];
+        long[] io = c.ioCounters();
+        new SmartHealthLog().<SmartHealthLog>wrap(new UnsafeBuffer(log), 0)
+                .compositeTemperature(273 + 25)
+                .availableSpare(100)
+                .availableSpareThreshold(10)
+                .hostReadCommands(io[0])
+                .hostWriteCommands(io[1])
+                .dataUnitsRead(SmartHealthLog.dataUnits(io[2]))
+                .dataUnitsWritten(SmartHealthLog.dataUnits(io[3]))
+                .powerOnHours(c.core().uptimeHours())
+                .errorLogEntries(c.errorCount());
+        return log;
+    }
+
+    static byte[] changedNamespaceLog(Controller c, boolean retain) {
+        byte[] log = new byte[ChangedNamespaceList.LENGTH];
+        ChangedNamespaceList l = new ChangedNamespaceList().wrap(new UnsafeBuffer(log), 0);
+        long[] ids = c.takeChangedNamespaces(retain);
+        for (int i = 0; i < ids.length && i < ChangedNamespaceList.MAX_ENTRIES; i++) {
+            l.nsid(i, ids[i]);
+        }
+        return log;
+    }
+
+    // ---- Features ----
+
+    static void executeGetFeatures(Request req) {
+        Controller c = req.sq().controller();
+        switch (req.cmd.featureId()) {
+            case Opcodes.FEAT_NUMBER_OF_QUEUES:
+                req.completeWithResult(Features.numberOfQueues(c.grantedIoQueues(), c.grantedIoQueues()) & 0xFFFF_FFFFL);
+                return;
+            case Opcodes.FEAT_KEEP_ALIVE_TIMER:
+                req.completeWithResult(c.kato());
+                return;
+            case Opcodes.FEAT_ASYNC_EVENT_CONFIG:
+                req.completeWithResult(c.asyncEventConfig() & 0xFFFF_FFFFL);
+                return;
+            default:
+                req.errorLocation = Command.CDW10;
+                req.complete(Status.INVALID_FIELD | Status.DNR);
+        }
+    }
+
+    static void executeSetFeatures(Request req) {
+        Controller c = req.sq().controller();
+        if (req.cmd.saveFeature()) {
+            req.errorLocation = Command.CDW10;
+            req.complete(Status.FEATURE_NOT_SAVEABLE | Status.DNR);
+            return;
+        }
+        int cdw11 = req.cmd.cdw11();
+        switch (req.cmd.featureId()) {
+            case Opcodes.FEAT_NUMBER_OF_QUEUES: {
+                int nsqr = cdw11 & 0xFFFF;
+                int ncqr = (cdw11 >>> 16) & 0xFFFF;
+                if (nsqr == 0xFFFF || ncqr == 0xFFFF) {
+                    req.errorLocation = Command.CDW11;
+                    req.complete(Status.INVALID_FIELD | Status.DNR);
+                    return;
+                }
+                if (c.connectedIoQueues() > 0) {
+                    // The count is fixed once I/O queues exist.
+                    req.complete(Status.COMMAND_SEQUENCE_ERROR | Status.DNR);
+                    return;
+                }
+                int granted = Math.min(Math.min(nsqr, ncqr) + 1, c.maxIoQueues());
+                c.grantedIoQueues(granted);
+                req.completeWithResult(Features.numberOfQueues(granted, granted) & 0xFFFF_FFFFL);
+                return;
+            }
+            case Opcodes.FEAT_KEEP_ALIVE_TIMER:
+                c.kato(cdw11 & 0xFFFF_FFFFL);
+                req.complete(Status.SUCCESS);
+                return;
+            case Opcodes.FEAT_ASYNC_EVENT_CONFIG:
+                c.asyncEventConfig(cdw11 & Features.AEC_NS_ATTRIBUTE);
+                req.complete(Status.SUCCESS);
+                return;
+            default:
+                req.errorLocation = Command.CDW10;
+                req.complete(Status.INVALID_FIELD | Status.DNR);
+        }
+    }
+
+    // ---- Keep Alive, AER, Abort ----
+
+    static void executeKeepAlive(Request req) {
+        // The timer was reset when the command arrived (traffic based keep alive).
+        if (req.sq().controller().kato() == 0) {
+            req.complete(Status.KEEP_ALIVE_INVALID | Status.DNR);
+            return;
+        }
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeAsyncEventRequest(Request req) {
+        if (!req.sq().controller().parkAer(req)) {
+            req.complete(Status.ASYNC_LIMIT | Status.DNR);
+        }
+        // Otherwise it completes when an event occurs.
+    }
+
+    static void executeAbort(Request req) {
+        // Commands run to completion quickly here; report "not aborted" (DW0 bit 0), as the Linux target does.
+        req.completeWithResult(1);
+    }
+}

@@ -1,0 +1,222 @@
+package io.nvmeof.target.cmd;
+
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.fabrics.ConnectData;
+import io.nvmeof.protocol.fabrics.FabricsCommand;
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.target.core.Controller;
+import io.nvmeof.target.core.Request;
+import io.nvmeof.target.core.SubmissionQueue;
+import io.nvmeof.target.core.Subsystem;
+import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.target.core.TargetLimits;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Fabrics commands (opcode 7Fh): Connect, Property Get/Set, Disconnect (Linux nvmet fabrics-cmd.c). */
+public final class FabricsCommands {
+    private static final Logger LOG = LoggerFactory.getLogger(FabricsCommands.class);
+
+    private FabricsCommands() {
+    }
+
+    /** IATTR/IPO result of a Connect that failed with Invalid Parameters: a field of the SQE... */
+    static long invalidSqeField(int offset) {
+        return offset;
+    }
+
+    /** ... or of the Connect data. */
+    static long invalidDataField(int offset) {
+        return 1L << 16 | offset;
+    }
+
+    public static int parse(Request req) {
+        FabricsCommand f = req.fabrics;
+        SubmissionQueue sq = req.sq();
+        switch (f.fctype()) {
+            case Opcodes.FCTYPE_CONNECT:
+                if (sq.connected()) {
+                    return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
+                }
+                req.transferLength = ConnectData.LENGTH;
+                req.direction = Request.DIR_HOST_TO_CONTROLLER;
+                req.execute = FabricsCommands::executeConnect;
+                return Status.SUCCESS;
+            case Opcodes.FCTYPE_PROPERTY_GET:
+            case Opcodes.FCTYPE_PROPERTY_SET:
+                if (!sq.connected()) {
+                    return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
+                }
+                if (sq.qid() != 0) {
+                    req.errorLocation = FabricsCommand.FCTYPE;
+                    return Status.INVALID_FIELD | Status.DNR;
+                }
+                req.execute = f.fctype() == Opcodes.FCTYPE_PROPERTY_GET ? FabricsCommands::executePropertyGet
+                        : FabricsCommands::executePropertySet;
+                return Status.SUCCESS;
+            case Opcodes.FCTYPE_DISCONNECT:
+                if (!sq.connected()) {
+                    return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
+                }
+                req.execute = FabricsCommands::executeDisconnect;
+                return Status.SUCCESS;
+            default:
+                req.errorLocation = FabricsCommand.FCTYPE;
+                return Status.INVALID_OPCODE | Status.DNR;
+        }
+    }
+
+    private static void fail(Request req, int status, long result, String why) {
+        LOG.warn("Connect from {} refused: {} ({})", req.sq().transport().peer(), why, Status.name(status));
+        req.result = result;
+        req.complete(status);
+    }
+
+    static void executeConnect(Request req) {
+        FabricsCommand f = req.fabrics;
+        ConnectData d = new ConnectData().wrap(req.dataView(), 0);
+        SubmissionQueue sq = req.sq();
+        TargetCore core = sq.core();
+        if (f.recfmt() != 0) {
+            req.errorLocation = FabricsCommand.RECFMT;
+            fail(req, Status.CONNECT_INCOMPATIBLE_FORMAT | Status.DNR, 0, "record format " + f.recfmt());
+            return;
+        }
+        if (!d.nqnTerminated(ConnectData.SUBNQN)) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.SUBNQN), "SUBNQN not terminated");
+            return;
+        }
+        if (!d.nqnTerminated(ConnectData.HOSTNQN)) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.HOSTNQN), "HOSTNQN not terminated");
+            return;
+        }
+        String subnqn = d.subnqn();
+        String hostnqn = d.hostnqn();
+        String bad = Nqn.validate(hostnqn);
+        if (bad != null) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.HOSTNQN), "host NQN: " + bad);
+            return;
+        }
+        Subsystem subsystem = core.subsystem(subnqn);
+        if (subsystem == null) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.SUBNQN),
+                    "no subsystem " + subnqn);
+            return;
+        }
+        if (!subsystem.hostAllowed(hostnqn)) {
+            fail(req, Status.CONNECT_INVALID_HOST | Status.DNR, invalidDataField(ConnectData.HOSTNQN),
+                    "host " + hostnqn + " is not allowed to use " + subnqn);
+            return;
+        }
+        int qid = f.qid();
+        int sqsize = f.sqsize();
+        byte[] hostId = new byte[16];
+        d.readHostId(hostId);
+        if (qid == 0) {
+            if (sqsize == 0 || sqsize >= TargetLimits.ADMIN_QUEUE_SIZE) {
+                fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.SQSIZE),
+                        "admin SQSIZE " + sqsize);
+                return;
+            }
+            if (d.cntlid() != ConnectData.CNTLID_DYNAMIC) {
+                fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.CNTLID),
+                        "static controller ID " + d.cntlid() + " asked for; this target has dynamic controllers");
+                return;
+            }
+            long kato = f.kato();
+            if (kato == 0 && subsystem.isDiscovery()) {
+                kato = TargetCore.DISCOVERY_DEFAULT_KATO_MS;
+            }
+            Controller c = core.createController(subsystem, hostnqn, hostId, sq, kato);
+            if (c == null) {
+                fail(req, Status.CONNECT_CONTROLLER_BUSY | Status.DNR, 0, "no controller ID left");
+                return;
+            }
+            core.bindQueue(sq, c, 0, sqsize + 1, f.sqFlowControlDisabled());
+            LOG.info("controller {} of {} created for host {} from {} (KATO {} ms)", c.cntlid(), subnqn, hostnqn,
+                    sq.transport().peer(), kato);
+            req.completeWithResult(c.cntlid());
+            return;
+        }
+        Controller c = subsystem.controller(d.cntlid());
+        if (c == null || c.isDead() || !c.hostNqn().equals(hostnqn)) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.CNTLID),
+                    "I/O queue for controller " + d.cntlid() + " that this host does not have");
+            return;
+        }
+        if (!java.util.Arrays.equals(c.hostId(), hostId)) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.HOSTID),
+                    "host ID differs from the admin queue's");
+            return;
+        }
+        if (c.isDiscovery()) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.QID),
+                    "discovery controllers have no I/O queues");
+            return;
+        }
+        if (!c.ready()) {
+            fail(req, Status.COMMAND_SEQUENCE_ERROR | Status.DNR, 0, "controller " + c.cntlid() + " is not enabled");
+            return;
+        }
+        if (qid > c.grantedIoQueues()) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.QID),
+                    "QID " + qid + " beyond the " + c.grantedIoQueues() + " I/O queues granted");
+            return;
+        }
+        if (sqsize == 0 || sqsize >= core.limits().maxQueueSize() || sqsize >= sq.poolSize()) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.SQSIZE),
+                    "I/O SQSIZE " + sqsize + " (0-based) beyond MQES " + (core.limits().maxQueueSize() - 1));
+            return;
+        }
+        int status = core.attachIoQueue(c, qid, sq);
+        if (status != Status.SUCCESS) {
+            fail(req, status, invalidSqeField(FabricsCommand.QID), "QID " + qid + " already connected");
+            return;
+        }
+        core.bindQueue(sq, c, qid, sqsize + 1, f.sqFlowControlDisabled());
+        req.completeWithResult(c.cntlid());
+    }
+
+    static void executePropertyGet(Request req) {
+        FabricsCommand f = req.fabrics;
+        Controller c = req.sq().controller();
+        long offset = f.propertyOffset();
+        if (f.propertySize() == 8) {
+            if (offset == ControllerRegisters.CAP) {
+                req.completeWithResult(c.cap());
+                return;
+            }
+        } else {
+            if (offset == ControllerRegisters.VS) {
+                req.completeWithResult(ControllerRegisters.VERSION_1_3);
+                return;
+            } else if (offset == ControllerRegisters.CC) {
+                req.completeWithResult(c.cc() & 0xFFFF_FFFFL);
+                return;
+            } else if (offset == ControllerRegisters.CSTS) {
+                req.completeWithResult(c.csts() & 0xFFFF_FFFFL);
+                return;
+            }
+        }
+        req.errorLocation = FabricsCommand.OFST;
+        req.complete(Status.INVALID_FIELD | Status.DNR);
+    }
+
+    static void executePropertySet(Request req) {
+        FabricsCommand f = req.fabrics;
+        if (f.propertySize() == 4 && f.propertyOffset() == ControllerRegisters.CC) {
+            req.sq().controller().writeCc(f.propertyValue() & 0xFFFF_FFFFL);
+            req.complete(Status.SUCCESS);
+            return;
+        }
+        req.errorLocation = FabricsCommand.OFST;
+        req.complete(Status.INVALID_FIELD | Status.DNR);
+    }
+
+    static void executeDisconnect(Request req) {
+        req.closeQueueAfterResponse = true;
+        req.complete(Status.SUCCESS);
+    }
+}

@@ -1,0 +1,206 @@
+package io.nvmeof.target.cmd;
+
+import io.netty.buffer.ByteBuf;
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.DatasetRange;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.target.core.Namespace;
+import io.nvmeof.target.core.Request;
+import io.nvmeof.target.core.SubmissionQueue;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The NVM command set on block backends (Linux nvmet io-cmd-file.c / io-cmd-bdev.c): parse checks the namespace,
+ * the LBA range and the transfer size; the execute steps run the backend I/O on the queue's thread.
+ */
+public final class IoCommands {
+    private static final Logger LOG = LoggerFactory.getLogger(IoCommands.class);
+    private static final long NSID_ALL = 0xFFFF_FFFFL;
+
+    private IoCommands() {
+    }
+
+    public static int parse(Request req) {
+        Command cmd = req.cmd;
+        int opcode = cmd.opcode();
+        if (opcode == Opcodes.IO_FLUSH && cmd.nsid() == NSID_ALL) {
+            req.execute = IoCommands::executeFlushAll;
+            return Status.SUCCESS;
+        }
+        Namespace ns = req.sq().controller().subsystem().namespace(cmd.nsid());
+        if (ns == null) {
+            req.errorLocation = Command.NSID;
+            return Status.INVALID_NAMESPACE | Status.DNR;
+        }
+        req.ns = ns;
+        switch (opcode) {
+            case Opcodes.IO_READ:
+                req.execute = IoCommands::executeRead;
+                return blockRange(req, ns, Request.DIR_CONTROLLER_TO_HOST);
+            case Opcodes.IO_WRITE:
+                req.execute = IoCommands::executeWrite;
+                return blockRange(req, ns, Request.DIR_HOST_TO_CONTROLLER);
+            case Opcodes.IO_COMPARE:
+                req.execute = IoCommands::executeCompare;
+                return blockRange(req, ns, Request.DIR_HOST_TO_CONTROLLER);
+            case Opcodes.IO_WRITE_ZEROES:
+                req.execute = IoCommands::executeWriteZeroes;
+                return blockRange(req, ns, Request.DIR_NONE);
+            case Opcodes.IO_FLUSH:
+                req.execute = IoCommands::executeFlush;
+                return Status.SUCCESS;
+            case Opcodes.IO_DATASET_MANAGEMENT: {
+                // Like Linux, accept an SGL longer than the ranges (hosts may send a whole page).
+                int needed = cmd.rangeCount() * DatasetRange.LENGTH;
+                long sgl = req.sglLength();
+                req.transferLength = sgl > needed && sgl <= 4096 ? (int) sgl : needed;
+                req.direction = Request.DIR_HOST_TO_CONTROLLER;
+                req.execute = IoCommands::executeDatasetManagement;
+                return Status.SUCCESS;
+            }
+            default:
+                req.errorLocation = Command.OPCODE;
+                return Status.INVALID_OPCODE | Status.DNR;
+        }
+    }
+
+    /** Checks SLBA + NLB against the namespace and the transfer size against MDTS. */
+    private static int blockRange(Request req, Namespace ns, int direction) {
+        long slba = req.cmd.slba();
+        int blocks = req.cmd.blockCount();
+        if (slba < 0 || slba > ns.blockCount() - blocks) {
+            req.errorLocation = Command.CDW10;
+            return Status.LBA_RANGE | Status.DNR;
+        }
+        if (direction == Request.DIR_NONE) {
+            return Status.SUCCESS;
+        }
+        long bytes = (long) blocks << ns.blockShift();
+        if (bytes > req.sq().core().limits().maxTransferSize()) {
+            req.errorLocation = Command.CDW12;
+            return Status.INVALID_FIELD | Status.DNR;
+        }
+        req.transferLength = (int) bytes;
+        req.direction = direction;
+        return Status.SUCCESS;
+    }
+
+    private static long byteOffset(Request req) {
+        return req.cmd.slba() << req.ns.blockShift();
+    }
+
+    static void executeRead(Request req) {
+        req.allocateData(false);
+        try {
+            req.ns.backend().read(byteOffset(req), req.dataNio());
+        } catch (IOException e) {
+            LOG.warn("read of namespace {} failed: {}", req.ns.nsid(), e.toString());
+            req.complete(Status.UNRECOVERED_READ_ERROR);
+            return;
+        }
+        SubmissionQueue sq = req.sq();
+        sq.countRead(req.transferLength);
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeWrite(Request req) {
+        try {
+            req.ns.backend().write(byteOffset(req), req.dataNio());
+            if (req.cmd.fua()) {
+                req.ns.backend().flush();
+            }
+        } catch (IOException e) {
+            LOG.warn("write to namespace {} failed: {}", req.ns.nsid(), e.toString());
+            req.complete(Status.WRITE_FAULT);
+            return;
+        }
+        req.sq().countWrite(req.transferLength);
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeCompare(Request req) {
+        ByteBuf stored = req.sq().transport().allocator().directBuffer(req.transferLength, req.transferLength);
+        try {
+            ByteBuffer nio = stored.internalNioBuffer(0, req.transferLength);
+            req.ns.backend().read(byteOffset(req), nio);
+            stored.writerIndex(req.transferLength);
+            boolean same = io.netty.buffer.ByteBufUtil.equals(stored, 0, req.data, req.data.readerIndex(), req.transferLength);
+            req.complete(same ? Status.SUCCESS : Status.COMPARE_FAILED | Status.DNR);
+        } catch (IOException e) {
+            req.complete(Status.UNRECOVERED_READ_ERROR);
+        } finally {
+            stored.release();
+        }
+    }
+
+    static void executeWriteZeroes(Request req) {
+        long length = (long) req.cmd.blockCount() << req.ns.blockShift();
+        try {
+            if (req.cmd.deallocateHint()) {
+                req.ns.backend().deallocate(byteOffset(req), length);
+            } else {
+                req.ns.backend().writeZeroes(byteOffset(req), length);
+            }
+        } catch (IOException e) {
+            req.complete(Status.WRITE_FAULT);
+            return;
+        }
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeFlush(Request req) {
+        try {
+            req.ns.backend().flush();
+        } catch (IOException e) {
+            req.complete(Status.WRITE_FAULT);
+            return;
+        }
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeFlushAll(Request req) {
+        try {
+            for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
+                ns.backend().flush();
+            }
+        } catch (IOException e) {
+            req.complete(Status.WRITE_FAULT);
+            return;
+        }
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeDatasetManagement(Request req) {
+        if (!req.cmd.deallocateAttribute()) {
+            // Only the deallocate attribute changes anything; hints are accepted and ignored.
+            req.complete(Status.SUCCESS);
+            return;
+        }
+        Namespace ns = req.ns;
+        UnsafeBuffer view = req.dataView();
+        DatasetRange range = new DatasetRange();
+        int count = req.cmd.rangeCount();
+        try {
+            for (int i = 0; i < count; i++) {
+                range.wrap(view, i * DatasetRange.LENGTH);
+                long slba = range.slba();
+                long blocks = range.blocks();
+                if (slba < 0 || blocks > ns.blockCount() || slba > ns.blockCount() - blocks) {
+                    req.errorLocation = Command.DPTR;
+                    req.complete(Status.LBA_RANGE | Status.DNR);
+                    return;
+                }
+                ns.backend().deallocate(slba << ns.blockShift(), blocks << ns.blockShift());
+            }
+        } catch (IOException e) {
+            req.complete(Status.WRITE_FAULT);
+            return;
+        }
+        req.complete(Status.SUCCESS);
+    }
+}

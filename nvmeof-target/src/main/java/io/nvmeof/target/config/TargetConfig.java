@@ -1,0 +1,111 @@
+package io.nvmeof.target.config;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The target's one configuration document: listeners, subsystems, their namespaces and allowed hosts. The CLI reads
+ * it with {@code --config}; the admin API will export, import and persist the same document.
+ *
+ * <pre>{@code
+ * {
+ *   "pollGroups": 2,
+ *   "listeners": [ {"transport": "tcp", "address": "127.0.0.1", "port": 4420} ],
+ *   "subsystems": [ {
+ *       "nqn": "nqn.2026-11.io.nvmeof:default", "allowAnyHost": true, "hosts": [],
+ *       "namespaces": [ {"nsid": 1, "backend": "ram", "size": "1GiB", "blockSize": 512} ] } ]
+ * }
+ * }</pre>
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+        List<ListenerConfig> listeners, List<SubsystemConfig> subsystems) {
+
+    public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";
+
+    private static final ObjectMapper MAPPER = new ObjectMapper()
+            .enable(SerializationFeature.INDENT_OUTPUT)
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+
+    /** @param subsystems NQNs exported on this listener; null or empty exports all. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record ListenerConfig(Integer id, String transport, String address, Integer port, Integer inlineDataSize,
+            Integer maxH2CData, List<String> subsystems) {
+    }
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
+            List<String> hosts, List<NamespaceConfig> namespaces) {
+    }
+
+    /** @param backend {@code ram} or {@code file}; @param size bytes or with a unit (512MiB, 1GiB, 4k). */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid) {
+    }
+
+    /** The embedded default: one 1 GiB RAM namespace on NVMe/TCP 127.0.0.1:4420. */
+    public static TargetConfig defaults(String address, int port, String size, int blockSize, String file) {
+        NamespaceConfig ns = file == null ? new NamespaceConfig(1L, "ram", size, blockSize, null, null)
+                : new NamespaceConfig(1L, "file", size, blockSize, file, null);
+        return new TargetConfig(null, null, null, null,
+                List.of(new ListenerConfig(1, "tcp", address, port, null, null, null)),
+                List.of(new SubsystemConfig(DEFAULT_NQN, null, null, null, true, null, List.of(ns))));
+    }
+
+    public static TargetConfig load(Path file) throws IOException {
+        try {
+            return MAPPER.readValue(Files.readAllBytes(file), TargetConfig.class);
+        } catch (com.fasterxml.jackson.core.JacksonException e) {
+            throw new IOException("config " + file + " is not valid: " + e.getOriginalMessage()
+                    + (e.getLocation() != null ? " at line " + e.getLocation().getLineNr() : ""), e);
+        }
+    }
+
+    public static TargetConfig parse(String json) throws IOException {
+        return MAPPER.readValue(json, TargetConfig.class);
+    }
+
+    public String toJson() {
+        try {
+            return MAPPER.writeValueAsString(this);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgtp]?)(i?b?)", Pattern.CASE_INSENSITIVE);
+
+    /** Parses {@code 4096}, {@code 4k}, {@code 512MiB}, {@code 1GiB}, {@code 2G} (binary units). */
+    public static long parseSize(String text) {
+        if (text == null) {
+            throw new IllegalArgumentException("size is missing");
+        }
+        Matcher m = SIZE.matcher(text.trim());
+        if (!m.matches()) {
+            throw new IllegalArgumentException("size '" + text + "' is not a number with an optional unit (k, M, G, T, KiB, MiB, GiB)");
+        }
+        long n = Long.parseLong(m.group(1));
+        int shift;
+        switch (m.group(2).toLowerCase(Locale.ROOT)) {
+            case "k": shift = 10; break;
+            case "m": shift = 20; break;
+            case "g": shift = 30; break;
+            case "t": shift = 40; break;
+            case "p": shift = 50; break;
+            default: shift = 0;
+        }
+        if (shift > 0 && n > (Long.MAX_VALUE >> shift)) {
+            throw new IllegalArgumentException("size '" + text + "' is too large");
+        }
+        return n << shift;
+    }
+}

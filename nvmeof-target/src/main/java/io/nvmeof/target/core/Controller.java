@@ -1,0 +1,287 @@
+package io.nvmeof.target.core;
+
+import io.nvmeof.protocol.Features;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import java.util.ArrayDeque;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A controller of the dynamic model: created by an admin-queue Connect, bound to one host, torn down when its admin
+ * queue goes away, when the host shuts it down or resets it, or when its keep-alive timer expires.
+ *
+ * <p>Registers and features change only on the admin queue's thread; I/O queues read them. Asynchronous events may be
+ * raised from any thread and are delivered on the admin queue's thread.
+ */
+public final class Controller {
+    private static final Logger LOG = LoggerFactory.getLogger(Controller.class);
+
+    public static final int AER_LIMIT = 4;
+    public static final int ERROR_LOG_ENTRIES = 64;
+
+    private final TargetCore core;
+    private final Subsystem subsystem;
+    private final int cntlid;
+    private final String hostNqn;
+    private final byte[] hostId;
+    private final SubmissionQueue adminQueue;
+    private final AtomicReferenceArray<SubmissionQueue> queues;
+    private final AtomicBoolean dead = new AtomicBoolean();
+
+    private volatile long kato;
+    private volatile long lastTrafficNanos = System.nanoTime();
+    private volatile long cc;
+    private volatile long csts;
+    private volatile int grantedIoQueues;
+    private int asyncEventConfig;
+
+    // Asynchronous events: admin-queue thread only.
+    private final ArrayDeque<Request> parkedAers = new ArrayDeque<>();
+    private boolean nsChangePending;
+    private boolean nsChangeMasked;
+    private final TreeSet<Long> changedNamespaces = new TreeSet<>();
+
+    // Error log: rare, so a lock is fine here.
+    private final long[][] errorLog = new long[ERROR_LOG_ENTRIES][];
+    private long errorCount;
+
+    Controller(TargetCore core, Subsystem subsystem, int cntlid, String hostNqn, byte[] hostId, SubmissionQueue adminQueue,
+            long kato, int maxIoQueues) {
+        this.core = core;
+        this.subsystem = subsystem;
+        this.cntlid = cntlid;
+        this.hostNqn = hostNqn;
+        this.hostId = hostId.clone();
+        this.adminQueue = adminQueue;
+        this.kato = kato;
+        this.queues = new AtomicReferenceArray<>(maxIoQueues + 1);
+        this.queues.set(0, adminQueue);
+        this.grantedIoQueues = maxIoQueues;
+    }
+
+    public int cntlid() { return cntlid; }
+    public Subsystem subsystem() { return subsystem; }
+    public String hostNqn() { return hostNqn; }
+    public byte[] hostId() { return hostId.clone(); }
+    public boolean isDiscovery() { return subsystem.isDiscovery(); }
+    public TargetCore core() { return core; }
+    public boolean isDead() { return dead.get(); }
+    public SubmissionQueue adminQueue() { return adminQueue; }
+
+    public long kato() { return kato; }
+    public void kato(long ms) { kato = ms; }
+    void touch() { lastTrafficNanos = System.nanoTime(); }
+    long idleNanos(long now) { return now - lastTrafficNanos; }
+
+    public long cc() { return cc; }
+    public long csts() { return csts; }
+    public boolean ready() { return ControllerRegisters.cstsReady(csts) && ControllerRegisters.ccEnabled(cc); }
+
+    public int grantedIoQueues() { return grantedIoQueues; }
+    public void grantedIoQueues(int n) { grantedIoQueues = n; }
+    public int maxIoQueues() { return queues.length() - 1; }
+    public int asyncEventConfig() { return asyncEventConfig; }
+    public void asyncEventConfig(int v) { asyncEventConfig = v; }
+
+    /** CAP as this controller reports it. */
+    public long cap() {
+        return ControllerRegisters.cap(core.limits().maxQueueSize(), TargetCore.READY_TIMEOUT_500MS);
+    }
+
+    /**
+     * Applies a host write to CC (Linux {@code nvmet_update_cc}): enable sets CSTS.RDY (or CFS for an unsupported
+     * configuration), disable resets the controller, a shutdown notification completes at once.
+     */
+    public void writeCc(long value) {
+        long old = cc;
+        cc = value;
+        boolean wasEnabled = ControllerRegisters.ccEnabled(old);
+        boolean enabled = ControllerRegisters.ccEnabled(value);
+        if (enabled && !wasEnabled) {
+            if (ControllerRegisters.ccIosqes(value) != 6 || ControllerRegisters.ccIocqes(value) != 4
+                    || ControllerRegisters.ccMps(value) != 0 || ControllerRegisters.ccCss(value) != 0
+                    || ((value >>> 11) & 0x7) != 0) {
+                LOG.warn("controller {}: host enabled with unsupported CC {}; reporting controller fatal status", cntlid,
+                        Long.toHexString(value));
+                csts = ControllerRegisters.CSTS_CFS;
+                return;
+            }
+            csts = ControllerRegisters.CSTS_RDY;
+        } else if (!enabled && wasEnabled) {
+            LOG.info("controller {}: reset by host (CC.EN 1 -> 0)", cntlid);
+            closeIoQueues("controller reset");
+            csts = 0;
+        }
+        int shn = ControllerRegisters.ccShn(value);
+        if (shn != ControllerRegisters.SHN_NONE && ControllerRegisters.ccShn(old) == ControllerRegisters.SHN_NONE) {
+            LOG.info("controller {}: shutdown notification from {}", cntlid, hostNqn);
+            closeIoQueues("controller shutdown");
+            try {
+                flushNamespaces();
+            } catch (Exception e) {
+                LOG.warn("controller {}: flush on shutdown failed: {}", cntlid, e.toString());
+            }
+            csts = (csts & ~0xCL) | (long) ControllerRegisters.SHST_COMPLETE << 2;
+        } else if (shn == ControllerRegisters.SHN_NONE && ControllerRegisters.ccShn(old) != ControllerRegisters.SHN_NONE) {
+            csts &= ~0xCL;
+        }
+    }
+
+    private void flushNamespaces() throws Exception {
+        for (Namespace ns : subsystem.namespaces()) {
+            ns.backend().flush();
+        }
+    }
+
+    /** Binds an I/O queue; returns a status (the caller has checked the QID's range). */
+    int attachQueue(int qid, SubmissionQueue sq) {
+        if (!queues.compareAndSet(qid, null, sq)) {
+            return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
+        }
+        if (dead.get()) {
+            queues.compareAndSet(qid, sq, null);
+            return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
+        }
+        return Status.SUCCESS;
+    }
+
+    void detachQueue(SubmissionQueue sq) {
+        int qid = sq.qid();
+        if (qid > 0 && qid < queues.length()) {
+            queues.compareAndSet(qid, sq, null);
+        }
+    }
+
+    public SubmissionQueue queue(int qid) {
+        return qid >= 0 && qid < queues.length() ? queues.get(qid) : null;
+    }
+
+    public int connectedIoQueues() {
+        int n = 0;
+        for (int i = 1; i < queues.length(); i++) {
+            if (queues.get(i) != null) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private void closeIoQueues(String reason) {
+        for (int i = 1; i < queues.length(); i++) {
+            SubmissionQueue q = queues.get(i);
+            if (q != null) {
+                q.transport().close(reason);
+            }
+        }
+    }
+
+    /** Tears the controller down: closes every queue, frees the controller ID. Idempotent, any thread. */
+    public void teardown(String reason) {
+        if (!dead.compareAndSet(false, true)) {
+            return;
+        }
+        LOG.info("controller {} of {} (host {}) torn down: {}", cntlid, subsystem.nqn(), hostNqn, reason);
+        for (int i = queues.length() - 1; i >= 0; i--) {
+            SubmissionQueue q = queues.get(i);
+            if (q != null) {
+                q.transport().close(reason);
+            }
+        }
+        core.controllerGone(this);
+    }
+
+    // ---- Asynchronous events ----
+
+    /** Parks an Asynchronous Event Request until an event occurs; returns false past the limit. Admin thread. */
+    public boolean parkAer(Request r) {
+        if (parkedAers.size() >= AER_LIMIT) {
+            return false;
+        }
+        parkedAers.add(r);
+        deliverEvents();
+        return true;
+    }
+
+    /** Records a namespace change and raises a Namespace Attribute Changed notice if enabled. Any thread. */
+    public void namespaceChanged(long nsid) {
+        adminQueue.transport().execute(() -> {
+            if (changedNamespaces.size() < 1024) {
+                changedNamespaces.add(nsid);
+            } else {
+                changedNamespaces.clear();
+                changedNamespaces.add(0xFFFF_FFFFL);
+            }
+            if ((asyncEventConfig & Features.AEC_NS_ATTRIBUTE) != 0 && !nsChangeMasked) {
+                nsChangePending = true;
+                deliverEvents();
+            }
+        });
+    }
+
+    private void deliverEvents() {
+        if (nsChangePending && !parkedAers.isEmpty()) {
+            nsChangePending = false;
+            nsChangeMasked = true;
+            Request r = parkedAers.poll();
+            r.completeWithResult(Features.asyncEvent(Features.AER_TYPE_NOTICE, Features.AER_INFO_NS_ATTRIBUTE_CHANGED,
+                    Opcodes.LOG_CHANGED_NAMESPACE_LIST) & 0xFFFF_FFFFL);
+        }
+    }
+
+    /** Returns and (unless {@code retain}) clears the changed namespace list, unmasking the notice. Admin thread. */
+    public long[] takeChangedNamespaces(boolean retain) {
+        long[] list = changedNamespaces.stream().mapToLong(Long::longValue).toArray();
+        if (!retain) {
+            changedNamespaces.clear();
+            nsChangeMasked = false;
+        }
+        return list;
+    }
+
+    /** Drops parked AERs without completing them (their queue is closing; the requests are released with it). */
+    void dropAers() {
+        parkedAers.clear();
+    }
+
+    // ---- Error log ----
+
+    /** Records a failed command: {error count, sqid, cid, status, location, lba, nsid}. */
+    public synchronized void recordError(int sqid, int cid, int status, int location, long lba, long nsid) {
+        errorCount++;
+        errorLog[(int) ((errorCount - 1) % ERROR_LOG_ENTRIES)] = new long[] {errorCount, sqid, cid, status, location, lba, nsid};
+    }
+
+    /** Error log entries, newest first. */
+    public synchronized long[][] errorLogNewestFirst() {
+        int n = (int) Math.min(errorCount, ERROR_LOG_ENTRIES);
+        long[][] out = new long[n][];
+        for (int i = 0; i < n; i++) {
+            out[i] = errorLog[(int) ((errorCount - 1 - i) % ERROR_LOG_ENTRIES)];
+        }
+        return out;
+    }
+
+    public synchronized long errorCount() {
+        return errorCount;
+    }
+
+    /** Sums the SMART counters over this controller's queues: {reads, writes, bytesRead, bytesWritten}. */
+    public long[] ioCounters() {
+        long[] c = new long[4];
+        for (int i = 0; i < queues.length(); i++) {
+            SubmissionQueue q = queues.get(i);
+            if (q != null) {
+                c[0] += q.readCommands;
+                c[1] += q.writeCommands;
+                c[2] += q.bytesRead;
+                c[3] += q.bytesWritten;
+            }
+        }
+        return c;
+    }
+}

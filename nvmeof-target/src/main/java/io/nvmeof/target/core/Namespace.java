@@ -1,0 +1,51 @@
+package io.nvmeof.target.core;
+
+import io.nvmeof.target.backend.BlockBackend;
+import java.nio.ByteBuffer;
+import java.util.UUID;
+
+/** A namespace: a backend exported in fixed-size logical blocks, with its identifiers. */
+public final class Namespace {
+    private final long nsid;
+    private final BlockBackend backend;
+    private final int blockShift;
+    private final long blockCount;
+    private final UUID uuid;
+
+    public Namespace(long nsid, BlockBackend backend, int blockSize, UUID uuid) {
+        if (nsid < 1 || nsid > 0xFFFF_FFFEL) {
+            throw new IllegalArgumentException("NSID must be 1..0xFFFFFFFE, got " + nsid);
+        }
+        if (blockSize != 512 && blockSize != 4096) {
+            throw new IllegalArgumentException("block size must be 512 or 4096, got " + blockSize);
+        }
+        this.nsid = nsid;
+        this.backend = backend;
+        this.blockShift = Integer.numberOfTrailingZeros(blockSize);
+        this.blockCount = backend.sizeBytes() >>> blockShift;
+        if (blockCount == 0) {
+            throw new IllegalArgumentException("namespace " + nsid + " is smaller than one block");
+        }
+        this.uuid = uuid;
+    }
+
+    public long nsid() { return nsid; }
+    public BlockBackend backend() { return backend; }
+    public int blockSize() { return 1 << blockShift; }
+    public int blockShift() { return blockShift; }
+    public long blockCount() { return blockCount; }
+    public long sizeBytes() { return blockCount << blockShift; }
+    public UUID uuid() { return uuid; }
+
+    /** NGUID: the UUID's 16 bytes, big endian as printed. */
+    public byte[] nguid() {
+        return ByteBuffer.allocate(16).putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()).array();
+    }
+
+    /** EUI-64: the first 8 bytes of the NGUID. */
+    public byte[] eui64() {
+        byte[] e = new byte[8];
+        System.arraycopy(nguid(), 0, e, 0, 8);
+        return e;
+    }
+}

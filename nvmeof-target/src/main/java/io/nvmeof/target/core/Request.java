@@ -1,0 +1,147 @@
+package io.nvmeof.target.core;
+
+import io.netty.buffer.ByteBuf;
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.SglDescriptor;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.fabrics.FabricsCommand;
+import java.nio.ByteBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * One command in flight on a queue. Requests are preallocated per queue and reused, so the data path allocates no
+ * request objects; the SQE and CQE live in the request's own small buffers. The core owns the lifecycle
+ * ({@link TargetCore#submit} to {@link TargetCore#complete}); the transport fills in data and sends the response.
+ */
+public final class Request {
+    public static final int DIR_NONE = 0;
+    public static final int DIR_HOST_TO_CONTROLLER = 1;
+    public static final int DIR_CONTROLLER_TO_HOST = 2;
+
+    private final int slot;
+    private final SubmissionQueue sq;
+
+    private final UnsafeBuffer sqeBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(Command.LENGTH));
+    private final UnsafeBuffer cqeBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(Completion.LENGTH));
+    public final Command cmd = new Command().wrap(sqeBuffer, 0);
+    public final FabricsCommand fabrics = new FabricsCommand().wrap(sqeBuffer, 0);
+    public final SglDescriptor sgl = new SglDescriptor().wrap(sqeBuffer, Command.DPTR);
+    public final Completion cqe = new Completion().wrap(cqeBuffer, 0);
+    private final UnsafeBuffer dataView = new UnsafeBuffer(new byte[0]);
+
+    /** Chosen by the parse step. */
+    public RequestHandler execute;
+    public Namespace ns;
+    /** Bytes of data the command moves, as the command itself implies (blocks x block size, 4096 for Identify...). */
+    public int transferLength;
+    public int direction;
+
+    /** Command data: host data (after it arrived) or data to send to the host. Pooled; released by the transport. */
+    public ByteBuf data;
+    /** True when host data came in the command capsule. */
+    public boolean dataInCapsule;
+
+    /** NVMe status ({@link Status}) and command-specific result (CQE DW0/DW1). */
+    public int status;
+    public long result;
+    /** Set by the error log: the byte offset of the field in error, or 0xFFFF. */
+    public int errorLocation;
+
+    /** Free for the transport's per-command state (TCP: bytes received so far; RDMA: work request state). */
+    public long transportOffset;
+    public int transportState;
+
+    public boolean inUse;
+    /** Disconnect: the transport closes the queue once this response is on the wire. */
+    public boolean closeQueueAfterResponse;
+
+    Request(SubmissionQueue sq, int slot) {
+        this.sq = sq;
+        this.slot = slot;
+    }
+
+    public int slot() { return slot; }
+    public SubmissionQueue sq() { return sq; }
+
+    /** The SQE bytes, for the transport to copy a capsule into. */
+    public UnsafeBuffer sqeBuffer() { return sqeBuffer; }
+
+    /** The CQE bytes, for the transport to send. */
+    public UnsafeBuffer cqeBuffer() { return cqeBuffer; }
+
+    /** Resets per-command state when the transport takes the request for a new capsule. */
+    public void reset() {
+        execute = null;
+        ns = null;
+        transferLength = 0;
+        direction = DIR_NONE;
+        data = null;
+        dataInCapsule = false;
+        status = Status.SUCCESS;
+        result = 0;
+        errorLocation = 0xFFFF;
+        transportOffset = 0;
+        transportState = 0;
+        closeQueueAfterResponse = false;
+    }
+
+    /** Length in SGL1: the 24-bit field of a keyed descriptor, else the 32-bit one. */
+    public long sglLength() {
+        return sgl.type() == SglDescriptor.TYPE_KEYED_DATA_BLOCK ? sgl.keyedLength() : sgl.dataLength();
+    }
+
+    /** Allocates the data buffer for {@link #transferLength} bytes, zeroed (admin data is partly filled). */
+    public ByteBuf allocateData(boolean zero) {
+        ByteBuf b = sq.transport().allocator().directBuffer(transferLength, transferLength);
+        if (zero) {
+            b.setZero(0, transferLength);
+        }
+        b.writerIndex(transferLength);
+        data = b;
+        return b;
+    }
+
+    /** A flyweight-ready view of the data buffer (no copy). */
+    public UnsafeBuffer dataView() {
+        if (data.hasMemoryAddress()) {
+            dataView.wrap(data.memoryAddress() + data.readerIndex(), data.readableBytes());
+        } else {
+            dataView.wrap(data.array(), data.arrayOffset() + data.readerIndex(), data.readableBytes());
+        }
+        return dataView;
+    }
+
+    /** The data as an NIO buffer for backend I/O, shared and reused by the buffer (no allocation). */
+    public ByteBuffer dataNio() {
+        return data.internalNioBuffer(data.readerIndex(), data.readableBytes());
+    }
+
+    public void releaseData() {
+        if (data != null) {
+            data.release();
+            data = null;
+        }
+    }
+
+    /** Completes the command with {@code status}; the core fills the CQE and hands it to the transport. */
+    public void complete(int status) {
+        this.status = status;
+        sq.core().complete(this);
+    }
+
+    /** Completes with success and a result for CQE DW0 (and DW1). */
+    public void completeWithResult(long result) {
+        this.result = result;
+        complete(Status.SUCCESS);
+    }
+
+    /** Called by the transport when host data has arrived: runs the command. */
+    public void dataReady() {
+        sq.core().execute(this);
+    }
+
+    public boolean isAdminQueue() {
+        return sq.qid() == 0;
+    }
+}

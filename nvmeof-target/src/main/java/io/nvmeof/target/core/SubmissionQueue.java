@@ -1,0 +1,129 @@
+package io.nvmeof.target.core;
+
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.target.transport.TransportQueue;
+
+/**
+ * The core's view of one queue (admin or I/O): its ID and size once connected, SQ head tracking for flow control, its
+ * controller, its request pool and its counters. Only the queue's poll-group thread touches it, so nothing here is
+ * locked or atomic.
+ */
+public final class SubmissionQueue {
+    private final TargetCore core;
+    private final TransportQueue transport;
+    private final Request[] requests;
+    private final int[] free;
+    private int freeCount;
+
+    private int qid = -1;
+    private int size;
+    private int sqhd;
+    private boolean flowControlDisabled;
+    private Controller controller;
+
+    // Counters for the SMART log; written by this queue's thread only.
+    long readCommands;
+    long writeCommands;
+    long bytesRead;
+    long bytesWritten;
+
+    /**
+     * @param poolSize request slots: more than the largest queue, because a host may send a new command as soon as it
+     *     sees a completion, before the transport has finished sending it.
+     */
+    public SubmissionQueue(TargetCore core, TransportQueue transport, int poolSize) {
+        this.core = core;
+        this.transport = transport;
+        this.requests = new Request[poolSize];
+        this.free = new int[poolSize];
+        for (int i = 0; i < poolSize; i++) {
+            requests[i] = new Request(this, i);
+            free[i] = poolSize - 1 - i;
+        }
+        this.freeCount = poolSize;
+    }
+
+    public TargetCore core() { return core; }
+
+    public void countRead(long bytes) {
+        readCommands++;
+        bytesRead += bytes;
+    }
+
+    public void countWrite(long bytes) {
+        writeCommands++;
+        bytesWritten += bytes;
+    }
+    public TransportQueue transport() { return transport; }
+    public int qid() { return qid; }
+    public int size() { return size; }
+    public boolean connected() { return controller != null; }
+    public Controller controller() { return controller; }
+    public boolean flowControlDisabled() { return flowControlDisabled; }
+
+    void bind(Controller controller, int qid, int size, boolean disableFlowControl) {
+        this.controller = controller;
+        this.qid = qid;
+        this.size = size;
+        this.flowControlDisabled = disableFlowControl;
+    }
+
+    /** Takes a free request for a new capsule, or null when the host has more commands outstanding than allowed. */
+    public Request acquire() {
+        if (freeCount == 0) {
+            return null;
+        }
+        Request r = requests[free[--freeCount]];
+        r.reset();
+        r.inUse = true;
+        return r;
+    }
+
+    public Request request(int slot) {
+        return slot >= 0 && slot < requests.length ? requests[slot] : null;
+    }
+
+    public int poolSize() {
+        return requests.length;
+    }
+
+    /** Returns a request to the pool, releasing its data. */
+    public void release(Request r) {
+        if (!r.inUse) {
+            return;
+        }
+        r.releaseData();
+        r.inUse = false;
+        free[freeCount++] = r.slot();
+    }
+
+    public int inUse() {
+        return requests.length - freeCount;
+    }
+
+    /** Releases every outstanding request (connection gone). */
+    public void releaseAll() {
+        for (Request r : requests) {
+            release(r);
+        }
+    }
+
+    /** Advances SQ head for a fetched command and returns the value for the CQE. */
+    int advanceHead() {
+        if (flowControlDisabled || size == 0) {
+            return Completion.SQHD_FLOW_CONTROL_DISABLED;
+        }
+        sqhd = sqhd + 1 == size ? 0 : sqhd + 1;
+        return sqhd;
+    }
+
+    int sqhd() {
+        return flowControlDisabled || size == 0 ? Completion.SQHD_FLOW_CONTROL_DISABLED : sqhd;
+    }
+
+    /** Called by the transport when the connection has closed: unbinds from the controller. */
+    public void closed() {
+        releaseAll();
+        core.queueClosed(this);
+    }
+}

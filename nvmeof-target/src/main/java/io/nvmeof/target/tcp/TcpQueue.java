@@ -1,0 +1,565 @@
+package io.nvmeof.target.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.SglDescriptor;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.tcp.CapsuleCommandPdu;
+import io.nvmeof.protocol.tcp.CapsuleResponsePdu;
+import io.nvmeof.protocol.tcp.Crc32c;
+import io.nvmeof.protocol.tcp.DataPdu;
+import io.nvmeof.protocol.tcp.ICReqPdu;
+import io.nvmeof.protocol.tcp.ICRespPdu;
+import io.nvmeof.protocol.tcp.PduHeader;
+import io.nvmeof.protocol.tcp.R2TPdu;
+import io.nvmeof.protocol.tcp.TermReqPdu;
+import io.nvmeof.protocol.log.DiscoveryLogEntry;
+import io.nvmeof.target.core.Request;
+import io.nvmeof.target.core.SubmissionQueue;
+import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.target.transport.TransportQueue;
+import java.net.SocketAddress;
+import java.util.List;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One NVMe/TCP connection, which is one NVMe queue (Linux nvmet tcp.c). It frames PDUs, checks every header field
+ * before use, moves capsules and data, and leaves every command decision to {@link TargetCore}. Everything runs on the
+ * connection's event loop; responses produced while a batch of reads is processed are flushed once at its end.
+ */
+public final class TcpQueue extends ByteToMessageDecoder implements TransportQueue {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
+
+    /** Request states (Request.transportState). */
+    private static final int STATE_NONE = 0;
+    private static final int STATE_AWAIT_H2C = 1;
+
+    private final TargetCore core;
+    private final TcpOptions options;
+    private final SubmissionQueue sq;
+
+    private ChannelHandlerContext ctx;
+    private String peer = "?";
+    private boolean icDone;
+    private boolean headerDigest;
+    private boolean dataDigest;
+    private int hostPduAlignment = 4;
+    private boolean closing;
+    private boolean inReadBatch;
+    private boolean flushPending;
+
+    private final UnsafeBuffer in = new UnsafeBuffer(new byte[0]);
+    private final UnsafeBuffer out = new UnsafeBuffer(new byte[0]);
+    private final PduHeader header = new PduHeader();
+    private final ICReqPdu icReq = new ICReqPdu();
+    private final ICRespPdu icResp = new ICRespPdu();
+    private final DataPdu dataPdu = new DataPdu();
+    private final R2TPdu r2t = new R2TPdu();
+    private final TermReqPdu termReq = new TermReqPdu();
+    private final CapsuleResponsePdu capsuleResp = new CapsuleResponsePdu();
+    private final Crc32c crc = new Crc32c();
+
+    public TcpQueue(TargetCore core, TcpOptions options) {
+        this.core = core;
+        this.options = options;
+        // Twice the largest queue: a host may reuse a command slot as soon as it sees the completion.
+        this.sq = new SubmissionQueue(core, this, 2 * core.limits().maxQueueSize());
+    }
+
+    // ---- Netty lifecycle ----
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        SocketAddress remote = ctx.channel().remoteAddress();
+        peer = String.valueOf(remote);
+        core.queueOpened();
+        super.channelActive(ctx);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        closing = true;
+        try {
+            super.channelInactive(ctx);
+        } finally {
+            sq.closed();
+            LOG.debug("queue {} from {} closed", sq.qid(), peer);
+        }
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+        inReadBatch = true;
+        super.channelRead(ctx, msg);
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) throws Exception {
+        inReadBatch = false;
+        if (flushPending) {
+            flushPending = false;
+            ctx.flush();
+        }
+        super.channelReadComplete(ctx);
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        LOG.warn("NVMe/TCP queue from {}: {}; closing", peer, cause.toString());
+        ctx.close();
+    }
+
+    private void flushSoon() {
+        if (inReadBatch) {
+            flushPending = true;
+        } else {
+            ctx.flush();
+        }
+    }
+
+    // ---- PDU framing ----
+
+    @Override
+    protected void decode(ChannelHandlerContext ctx, ByteBuf buf, List<Object> outList) {
+        while (!closing && buf.readableBytes() >= PduHeader.LENGTH) {
+            int start = buf.readerIndex();
+            int type = buf.getUnsignedByte(start);
+            int flags = buf.getUnsignedByte(start + PduHeader.FLAGS);
+            int hlen = buf.getUnsignedByte(start + PduHeader.HLEN);
+            int pdo = buf.getUnsignedByte(start + PduHeader.PDO);
+            long plen = buf.getUnsignedIntLE(start + PduHeader.PLEN);
+            long error = checkHeader(type, flags, hlen, pdo, plen);
+            if (error != 0) {
+                fatal((int) (error >>> 32), error & 0xFFFF_FFFFL, buf, start, "bad " + PduHeader.typeName(type) + " header");
+                return;
+            }
+            if (buf.readableBytes() < plen) {
+                return; // wait for the rest of the PDU
+            }
+            if (buf.hasMemoryAddress()) {
+                in.wrap(buf.memoryAddress() + start, (int) plen);
+            } else {
+                in.wrap(buf.array(), buf.arrayOffset() + start, (int) plen);
+            }
+            header.wrap(in, 0);
+            process(type, flags, hlen, pdo, (int) plen, buf, start);
+            if (closing) {
+                buf.skipBytes(buf.readableBytes());
+                return;
+            }
+            buf.readerIndex(start + (int) plen);
+        }
+    }
+
+    private static long err(int fes, int fei) {
+        return (long) fes << 32 | fei;
+    }
+
+    /**
+     * Checks a common header before waiting for or touching the rest of the PDU; returns 0 or (FES << 32 | FEI).
+     * Bounds PLEN for every type so a peer cannot make us buffer more than one command's worth.
+     */
+    private long checkHeader(int type, int flags, int hlen, int pdo, long plen) {
+        int expectedHlen = PduHeader.headerLength(type);
+        boolean fromHost = type == PduHeader.TYPE_IC_REQ || type == PduHeader.TYPE_H2C_TERM_REQ
+                || type == PduHeader.TYPE_CAPSULE_CMD || type == PduHeader.TYPE_H2C_DATA;
+        if (expectedHlen < 0 || !fromHost) {
+            return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.TYPE);
+        }
+        if (!icDone && type != PduHeader.TYPE_IC_REQ && type != PduHeader.TYPE_H2C_TERM_REQ) {
+            return err(TermReqPdu.FES_PDU_SEQUENCE_ERROR, PduHeader.TYPE);
+        }
+        if (icDone && type == PduHeader.TYPE_IC_REQ) {
+            return err(TermReqPdu.FES_PDU_SEQUENCE_ERROR, PduHeader.TYPE);
+        }
+        if (hlen != expectedHlen) {
+            return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.HLEN);
+        }
+        switch (type) {
+            case PduHeader.TYPE_IC_REQ:
+                return plen == ICReqPdu.LENGTH ? 0 : err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.PLEN);
+            case PduHeader.TYPE_H2C_TERM_REQ:
+                return plen >= hlen && plen <= hlen + TermReqPdu.MAX_ERROR_DATA ? 0
+                        : err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.PLEN);
+            default:
+                break;
+        }
+        boolean hd = (flags & PduHeader.FLAG_HDGST) != 0;
+        if (hd != headerDigest) {
+            return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.FLAGS);
+        }
+        int headerEnd = hlen + (headerDigest ? PduHeader.DIGEST_LENGTH : 0);
+        if (plen < headerEnd) {
+            return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.PLEN);
+        }
+        if (plen == headerEnd) {
+            if (type == PduHeader.TYPE_H2C_DATA) {
+                return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.PLEN); // data PDU without data
+            }
+            return pdo == 0 || pdo == headerEnd ? 0 : err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.PDO);
+        }
+        // The PDU carries data.
+        if (pdo < headerEnd || pdo >= plen) {
+            return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.PDO);
+        }
+        boolean dd = (flags & PduHeader.FLAG_DDGST) != 0;
+        if (dd != dataDigest) {
+            return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.FLAGS);
+        }
+        long dataLength = plen - pdo - (dataDigest ? PduHeader.DIGEST_LENGTH : 0);
+        if (dataLength <= 0) {
+            return err(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.PLEN);
+        }
+        if (type == PduHeader.TYPE_CAPSULE_CMD && dataLength > options.inlineDataSize()) {
+            return err(TermReqPdu.FES_DATA_LIMIT_EXCEEDED, PduHeader.PLEN);
+        }
+        if (type == PduHeader.TYPE_H2C_DATA && dataLength > options.maxH2CData()) {
+            return err(TermReqPdu.FES_DATA_LIMIT_EXCEEDED, PduHeader.PLEN);
+        }
+        return 0;
+    }
+
+    private boolean headerDigestOk(int hlen) {
+        if (!headerDigest) {
+            return true;
+        }
+        int expected = crc.of(in, 0, hlen);
+        return in.getInt(hlen, java.nio.ByteOrder.LITTLE_ENDIAN) == expected;
+    }
+
+    private boolean dataDigestOk(int pdo, int dataLength) {
+        if (!dataDigest) {
+            return true;
+        }
+        int expected = crc.of(in, pdo, dataLength);
+        return in.getInt(pdo + dataLength, java.nio.ByteOrder.LITTLE_ENDIAN) == expected;
+    }
+
+    private void process(int type, int flags, int hlen, int pdo, int plen, ByteBuf buf, int start) {
+        switch (type) {
+            case PduHeader.TYPE_IC_REQ:
+                handleICReq(buf, start);
+                return;
+            case PduHeader.TYPE_H2C_TERM_REQ:
+                termReq.wrap(in, 0);
+                LOG.warn("host {} terminated the connection: {} (FEI {})", peer, TermReqPdu.fesName(termReq.fes()), termReq.fei());
+                closing = true;
+                ctx.close();
+                return;
+            default:
+                break;
+        }
+        if (!headerDigestOk(hlen)) {
+            fatal(TermReqPdu.FES_HEADER_DIGEST_ERROR, 0, buf, start, "header digest mismatch");
+            return;
+        }
+        int dataLength = pdo == 0 || plen == pdo ? 0 : plen - pdo - (dataDigest ? PduHeader.DIGEST_LENGTH : 0);
+        if (type == PduHeader.TYPE_CAPSULE_CMD) {
+            handleCapsule(pdo, dataLength, buf, start);
+        } else {
+            handleH2CData(flags, pdo, dataLength, buf, start);
+        }
+    }
+
+    private void handleICReq(ByteBuf buf, int start) {
+        icReq.wrap(in, 0);
+        if (icReq.pfv() != ICReqPdu.PFV_1_0) {
+            fatal(TermReqPdu.FES_INVALID_HEADER_FIELD, ICReqPdu.PFV, buf, start, "unsupported PDU format version " + icReq.pfv());
+            return;
+        }
+        if (icReq.hpda() > 31) {
+            fatal(TermReqPdu.FES_INVALID_HEADER_FIELD, ICReqPdu.HPDA, buf, start, "HPDA " + icReq.hpda() + " out of range");
+            return;
+        }
+        headerDigest = (icReq.digest() & ICReqPdu.DIGEST_HEADER) != 0;
+        dataDigest = (icReq.digest() & ICReqPdu.DIGEST_DATA) != 0;
+        hostPduAlignment = (icReq.hpda() + 1) * 4;
+        ByteBuf resp = ctx.alloc().directBuffer(ICRespPdu.LENGTH);
+        wrapOut(resp, ICRespPdu.LENGTH);
+        icResp.<ICRespPdu>wrap(out, 0).init()
+                .pfv(ICReqPdu.PFV_1_0)
+                .cpda(0)
+                .digest(icReq.digest() & (ICReqPdu.DIGEST_HEADER | ICReqPdu.DIGEST_DATA))
+                .maxh2cdata(options.maxH2CData());
+        resp.writerIndex(ICRespPdu.LENGTH);
+        icDone = true;
+        ctx.write(resp, ctx.voidPromise());
+        flushSoon();
+    }
+
+    private void handleCapsule(int pdo, int dataLength, ByteBuf buf, int start) {
+        Request req = sq.acquire();
+        if (req == null) {
+            fatal(TermReqPdu.FES_PDU_SEQUENCE_ERROR, 0, buf, start,
+                    "more commands outstanding than the queue holds (" + sq.poolSize() + ")");
+            return;
+        }
+        req.sqeBuffer().putBytes(0, in, CapsuleCommandPdu.SQE, Command.LENGTH);
+        if (dataLength > 0) {
+            ByteBuf data = ctx.alloc().directBuffer(dataLength, dataLength);
+            data.writeBytes(buf, start + pdo, dataLength);
+            req.data = data;
+            req.transportOffset = dataLength;
+            if (!dataDigestOk(pdo, dataLength)) {
+                // Framing is intact, so the queue survives; the host may retry (SPDK's behaviour).
+                req.complete(Status.TRANSIENT_TRANSPORT_ERROR);
+                return;
+            }
+        }
+        core.submit(req);
+    }
+
+    private void handleH2CData(int flags, int pdo, int dataLength, ByteBuf buf, int start) {
+        dataPdu.wrap(in, 0);
+        Request req = sq.request(dataPdu.ttag());
+        if (req == null || !req.inUse || req.transportState != STATE_AWAIT_H2C || req.cmd.cid() != dataPdu.cccid()) {
+            fatal(TermReqPdu.FES_INVALID_HEADER_FIELD, DataPdu.TTAG, buf, start,
+                    "H2CData for no outstanding R2T (ttag " + dataPdu.ttag() + ", cccid " + dataPdu.cccid() + ")");
+            return;
+        }
+        long datao = dataPdu.datao();
+        long datal = dataPdu.datal();
+        if (datal != dataLength) {
+            fatal(TermReqPdu.FES_INVALID_HEADER_FIELD, DataPdu.DATAL, buf, start, "DATAL " + datal + " disagrees with PLEN");
+            return;
+        }
+        if (datao != req.transportOffset || datao + datal > req.transferLength) {
+            fatal(TermReqPdu.FES_DATA_OUT_OF_RANGE, DataPdu.DATAO, buf, start, "H2CData at " + datao + "+" + datal
+                    + " outside the R2T window (expected offset " + req.transportOffset + " of " + req.transferLength + ")");
+            return;
+        }
+        req.data.setBytes((int) datao, buf, start + pdo, dataLength);
+        if (!dataDigestOk(pdo, dataLength)) {
+            req.status = Status.TRANSIENT_TRANSPORT_ERROR;
+        }
+        req.transportOffset += datal;
+        if (req.transportOffset == req.transferLength) {
+            req.transportState = STATE_NONE;
+            if (req.status != Status.SUCCESS) {
+                req.complete(req.status);
+            } else {
+                req.dataReady();
+            }
+        }
+    }
+
+    /** Ends the connection: a C2HTermReq carrying the offending header, then close. */
+    private void fatal(int fes, long fei, ByteBuf buf, int start, String why) {
+        LOG.warn("NVMe/TCP queue from {}: {}; sending C2HTermReq ({}) and closing", peer, why, TermReqPdu.fesName(fes));
+        closing = true;
+        int copy = Math.min(Math.min(buf.writerIndex() - start, TermReqPdu.MAX_ERROR_DATA),
+                Math.max(PduHeader.LENGTH, buf.getUnsignedByte(start + PduHeader.HLEN)));
+        ByteBuf term = ctx.alloc().directBuffer(TermReqPdu.HEADER_LENGTH + copy);
+        wrapOut(term, TermReqPdu.HEADER_LENGTH + copy);
+        termReq.<TermReqPdu>wrap(out, 0).init(PduHeader.TYPE_C2H_TERM_REQ, fes, fei, copy);
+        term.writerIndex(TermReqPdu.HEADER_LENGTH);
+        term.writeBytes(buf, start, copy);
+        ctx.writeAndFlush(term).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private void wrapOut(ByteBuf b, int length) {
+        if (b.hasMemoryAddress()) {
+            out.wrap(b.memoryAddress() + b.writerIndex(), length);
+        } else {
+            out.wrap(b.array(), b.arrayOffset() + b.writerIndex(), length);
+        }
+    }
+
+    // ---- TransportQueue ----
+
+    @Override
+    public int mapData(Request req) {
+        SglDescriptor sgl = req.sgl;
+        boolean capsuleData = req.data != null && req.transportOffset > 0;
+        long length = sgl.dataLength();
+        if (req.transferLength == 0) {
+            // A command without data: a zero-length descriptor and no in-capsule data.
+            return length == 0 && !capsuleData ? Status.SUCCESS : Status.SGL_INVALID_DATA_LENGTH | Status.DNR;
+        }
+        if (length != req.transferLength) {
+            return Status.SGL_INVALID_DATA_LENGTH | Status.DNR;
+        }
+        switch (sgl.identifier()) {
+            case SglDescriptor.ID_IN_CAPSULE:
+                if (req.direction != Request.DIR_HOST_TO_CONTROLLER) {
+                    return Status.SGL_INVALID_TYPE | Status.DNR;
+                }
+                if (sgl.address() != 0) {
+                    return Status.SGL_INVALID_OFFSET | Status.DNR; // ICDOFF is 0
+                }
+                if (!capsuleData || req.transportOffset != length) {
+                    return Status.SGL_INVALID_DATA_LENGTH | Status.DNR;
+                }
+                req.dataInCapsule = true;
+                return Status.SUCCESS;
+            case SglDescriptor.ID_TCP_TRANSPORT:
+                return capsuleData ? Status.SGL_INVALID_TYPE | Status.DNR : Status.SUCCESS;
+            default:
+                return Status.SGL_INVALID_TYPE | Status.DNR;
+        }
+    }
+
+    @Override
+    public void fetchData(Request req) {
+        if (closing) {
+            sq.release(req);
+            return;
+        }
+        req.allocateData(false);
+        req.transportState = STATE_AWAIT_H2C;
+        req.transportOffset = 0;
+        int hd = headerDigest ? PduHeader.DIGEST_LENGTH : 0;
+        int plen = R2TPdu.LENGTH + hd;
+        ByteBuf b = ctx.alloc().directBuffer(plen);
+        wrapOut(b, plen);
+        r2t.<R2TPdu>wrap(out, 0).init(headerDigest ? PduHeader.FLAG_HDGST : 0, plen)
+                .cccid(req.cmd.cid())
+                .ttag(req.slot())
+                .r2to(0)
+                .r2tl(req.transferLength);
+        if (headerDigest) {
+            out.putInt(R2TPdu.LENGTH, crc.of(out, 0, R2TPdu.LENGTH), java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        b.writerIndex(plen);
+        ctx.write(b, ctx.voidPromise());
+        flushSoon();
+    }
+
+    @Override
+    public void queueResponse(Request req) {
+        if (closing) {
+            sq.release(req);
+            return;
+        }
+        boolean hasData = Status.isSuccess(req.status) && req.direction == Request.DIR_CONTROLLER_TO_HOST
+                && req.data != null && req.transferLength > 0;
+        if (hasData) {
+            // With SQ flow control off, the C2HData SUCCESS flag replaces the response capsule (Linux does the same).
+            boolean success = sq.flowControlDisabled() && !req.closeQueueAfterResponse;
+            writeC2HData(req, success);
+            if (success) {
+                sq.release(req);
+                flushSoon();
+                return;
+            }
+        }
+        writeCapsuleResponse(req);
+        boolean close = req.closeQueueAfterResponse;
+        sq.release(req);
+        if (close) {
+            closing = true;
+            ctx.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+            return;
+        }
+        flushSoon();
+    }
+
+    private void writeC2HData(Request req, boolean success) {
+        int hd = headerDigest ? PduHeader.DIGEST_LENGTH : 0;
+        int dd = dataDigest ? PduHeader.DIGEST_LENGTH : 0;
+        int headerEnd = DataPdu.HEADER_LENGTH + hd;
+        int pdo = (headerEnd + hostPduAlignment - 1) / hostPduAlignment * hostPduAlignment;
+        int length = req.transferLength;
+        int flags = PduHeader.FLAG_DATA_LAST | (success ? PduHeader.FLAG_DATA_SUCCESS : 0)
+                | (headerDigest ? PduHeader.FLAG_HDGST : 0) | (dataDigest ? PduHeader.FLAG_DDGST : 0);
+        ByteBuf h = ctx.alloc().directBuffer(pdo);
+        h.setZero(0, pdo);
+        wrapOut(h, pdo);
+        dataPdu.<DataPdu>wrap(out, 0).init(PduHeader.TYPE_C2H_DATA, flags, pdo, (long) pdo + length + dd)
+                .cccid(req.cmd.cid())
+                .ttag(0)
+                .datao(0)
+                .datal(length);
+        if (headerDigest) {
+            out.putInt(DataPdu.HEADER_LENGTH, crc.of(out, 0, DataPdu.HEADER_LENGTH), java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        h.writerIndex(pdo);
+        ctx.write(h, ctx.voidPromise());
+        ByteBuf data = req.data;
+        int digest = 0;
+        if (dataDigest) {
+            crc.reset();
+            crc.update(data.internalNioBuffer(data.readerIndex(), length));
+            digest = crc.value();
+        }
+        req.data = null; // ownership passes to the channel, which releases it once written
+        ctx.write(data, ctx.voidPromise());
+        if (dataDigest) {
+            ByteBuf d = ctx.alloc().directBuffer(4);
+            d.writeIntLE(digest);
+            ctx.write(d, ctx.voidPromise());
+        }
+    }
+
+    private void writeCapsuleResponse(Request req) {
+        int hd = headerDigest ? PduHeader.DIGEST_LENGTH : 0;
+        int plen = CapsuleResponsePdu.HEADER_LENGTH + hd;
+        ByteBuf b = ctx.alloc().directBuffer(plen);
+        wrapOut(b, plen);
+        capsuleResp.wrap(out, 0);
+        capsuleResp.header(PduHeader.TYPE_CAPSULE_RESP, headerDigest ? PduHeader.FLAG_HDGST : 0,
+                CapsuleResponsePdu.HEADER_LENGTH, 0, plen);
+        out.putBytes(CapsuleResponsePdu.CQE, req.cqeBuffer(), 0, Completion.LENGTH);
+        if (headerDigest) {
+            out.putInt(CapsuleResponsePdu.HEADER_LENGTH, crc.of(out, 0, CapsuleResponsePdu.HEADER_LENGTH),
+                    java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        b.writerIndex(plen);
+        ctx.write(b, ctx.voidPromise());
+    }
+
+    @Override
+    public void close(String reason) {
+        if (ctx != null && ctx.channel().isOpen()) {
+            LOG.debug("closing queue {} from {}: {}", sq.qid(), peer, reason);
+            ctx.channel().close();
+        }
+    }
+
+    @Override
+    public void execute(Runnable task) {
+        ctx.executor().execute(task);
+    }
+
+    @Override
+    public ByteBufAllocator allocator() {
+        return ctx.alloc();
+    }
+
+    @Override
+    public int inlineDataSize() {
+        return options.inlineDataSize();
+    }
+
+    @Override
+    public boolean keyedSgls() {
+        return false;
+    }
+
+    @Override
+    public int trtype() {
+        return DiscoveryLogEntry.TRTYPE_TCP;
+    }
+
+    @Override
+    public String peer() {
+        return peer;
+    }
+
+    /** The core's queue, for tests and statistics. */
+    public SubmissionQueue submissionQueue() {
+        return sq;
+    }
+}

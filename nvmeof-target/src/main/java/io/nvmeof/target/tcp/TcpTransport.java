@@ -1,0 +1,89 @@
+package io.nvmeof.target.tcp;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.nvmeof.protocol.log.DiscoveryLogEntry;
+import io.nvmeof.target.core.ListenerInfo;
+import io.nvmeof.target.core.TargetCore;
+import java.io.IOException;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * NVMe/TCP listener: accepts connections on the poll groups' event loops; each connection becomes one queue
+ * ({@link TcpQueue}) served entirely by the event loop it was assigned to.
+ */
+public final class TcpTransport implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+
+    private final TargetCore core;
+    private final EventLoopGroup group;
+    private Channel serverChannel;
+    private ListenerInfo info;
+
+    public TcpTransport(TargetCore core, EventLoopGroup group) {
+        this.core = core;
+        this.group = group;
+    }
+
+    /**
+     * Binds and starts accepting. Port 0 picks a free port ({@link #port()} tells which).
+     *
+     * @param subsystems NQNs to export here; empty exports every subsystem
+     */
+    public ListenerInfo listen(int portId, String address, int port, TcpOptions options, Set<String> subsystems) throws IOException {
+        ServerBootstrap b = new ServerBootstrap()
+                .group(group, group)
+                .channel(NioServerSocketChannel.class)
+                .option(ChannelOption.SO_REUSEADDR, true)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.SO_KEEPALIVE, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast("nvme-tcp", new TcpQueue(core, options));
+                    }
+                });
+        try {
+            serverChannel = b.bind(address, port).sync().channel();
+        } catch (Exception e) {
+            throw new IOException("cannot listen on NVMe/TCP " + address + ":" + port + ": " + e.getMessage()
+                    + " (is another target already using the port? pick another with --port)", e);
+        } 
+        InetSocketAddress bound = (InetSocketAddress) serverChannel.localAddress();
+        InetAddress addr = InetAddress.getByName(address);
+        info = new ListenerInfo(portId, DiscoveryLogEntry.TRTYPE_TCP,
+                addr instanceof Inet6Address ? DiscoveryLogEntry.ADRFAM_IPV6 : DiscoveryLogEntry.ADRFAM_IPV4,
+                address, Integer.toString(bound.getPort()), subsystems);
+        core.addListener(info);
+        LOG.info("NVMe/TCP listening on {}:{} (in-capsule data {} B, MAXH2CDATA {} B)", address, bound.getPort(),
+                options.inlineDataSize(), options.maxH2CData());
+        return info;
+    }
+
+    public int port() {
+        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+    }
+
+    public ListenerInfo info() {
+        return info;
+    }
+
+    @Override
+    public void close() {
+        if (serverChannel != null) {
+            serverChannel.close().syncUninterruptibly();
+            core.removeListener(info);
+            serverChannel = null;
+        }
+    }
+}

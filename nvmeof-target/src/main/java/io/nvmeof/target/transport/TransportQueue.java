@@ -1,0 +1,45 @@
+package io.nvmeof.target.transport;
+
+import io.netty.buffer.ByteBufAllocator;
+import io.nvmeof.target.core.Request;
+
+/**
+ * What the core asks of one transport queue (a TCP connection, an RDMA queue pair): the NVMe-oF counterpart of
+ * Linux's {@code nvmet_fabrics_ops}. A transport only moves capsules and data; every command decision is the core's.
+ * All calls but {@link #close} and {@link #execute} come on the queue's own poll-group thread.
+ */
+public interface TransportQueue {
+    /**
+     * Checks the request's SGL (SGL1 in its SQE) against this transport's rules and the request's expected transfer
+     * length. Returns an NVMe status; on success the transport knows whether the data is in the capsule already.
+     */
+    int mapData(Request request);
+
+    /** Brings host data (a host-to-controller transfer not in the capsule) into the request; then calls
+     *  {@link Request#dataReady()}. */
+    void fetchData(Request request);
+
+    /** Sends the completion (and controller-to-host data) of a request, then releases it. */
+    void queueResponse(Request request);
+
+    /** Closes the connection; safe from any thread, idempotent. */
+    void close(String reason);
+
+    /** Runs a task on this queue's poll-group thread. */
+    void execute(Runnable task);
+
+    /** Allocator of pooled buffers for command data. */
+    ByteBufAllocator allocator();
+
+    /** Bytes of in-capsule data this queue accepts (advertised through IOCCSZ). */
+    int inlineDataSize();
+
+    /** True when hosts address data with keyed SGLs (RDMA). */
+    boolean keyedSgls();
+
+    /** NVMe-oF transport type (discovery log TRTYPE): 3 for TCP, 1 for RDMA. */
+    int trtype();
+
+    /** The peer's address, for logs. */
+    String peer();
+}
