@@ -11,6 +11,9 @@ public final class RamBackend implements BlockBackend {
     static final int CHUNK_SHIFT = 21; // 2 MiB
     static final int CHUNK_SIZE = 1 << CHUNK_SHIFT;
 
+    /** Source of zeroes for reads of never-written chunks and for zeroing ranges. */
+    private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(CHUNK_SIZE).asReadOnlyBuffer();
+
     private final long size;
     private final AtomicReferenceArray<ByteBuffer> chunks;
 
@@ -63,13 +66,7 @@ public final class RamBackend implements BlockBackend {
             int within = (int) (offset & (CHUNK_SIZE - 1));
             int n = Math.min(remaining, CHUNK_SIZE - within);
             ByteBuffer c = chunks.get(index);
-            if (c == null) {
-                for (int i = 0; i < n; i++) {
-                    dst.put(pos + i, (byte) 0);
-                }
-            } else {
-                dst.put(pos, c, within, n);
-            }
+            dst.put(pos, c == null ? ZEROES : c, c == null ? 0 : within, n);
             pos += n;
             offset += n;
             remaining -= n;
@@ -118,15 +115,7 @@ public final class RamBackend implements BlockBackend {
                 if (release && n == CHUNK_SIZE) {
                     chunks.set(index, null);
                 } else {
-                    for (int i = 0; i < n; i += 8) {
-                        if (n - i >= 8) {
-                            c.putLong(within + i, 0L);
-                        } else {
-                            for (int j = i; j < n; j++) {
-                                c.put(within + j, (byte) 0);
-                            }
-                        }
-                    }
+                    c.put(within, ZEROES, 0, n);
                 }
             }
             offset += n;
