@@ -14,6 +14,7 @@ import io.nvmeof.protocol.tcp.R2TPdu;
 import io.nvmeof.protocol.tcp.TermReqPdu;
 import io.nvmeof.target.NvmeTarget;
 import java.io.IOException;
+import java.util.List;
 import java.nio.ByteOrder;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterAll;
@@ -36,8 +37,9 @@ class BadInputTest {
     }
 
     @AfterAll
-    static void stop() {
+    static void stop() throws Exception {
         target.close();
+        assertEquals(List.of(), LeakTracker.collect(), "Netty buffers garbage collected without release");
     }
 
     /** After every case: a good host still gets served, and nothing is left of closed connections. */

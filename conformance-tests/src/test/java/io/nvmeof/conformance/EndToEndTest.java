@@ -57,8 +57,9 @@ class EndToEndTest {
     }
 
     @AfterAll
-    static void stop() {
+    static void stop() throws Exception {
         target.close();
+        assertEquals(List.of(), LeakTracker.collect(), "Netty buffers garbage collected without release");
     }
 
     static NvmeofController connect(ConnectOptions options) {

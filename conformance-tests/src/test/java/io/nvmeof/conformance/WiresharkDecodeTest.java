@@ -57,6 +57,26 @@ class WiresharkDecodeTest {
         }
     }
 
+    /** The same through the initiator library: its admin bring-up, discovery, and I/O through R2T and C2HData. */
+    private static void librarySession(int port, boolean digests) throws Exception {
+        io.nvmeof.initiator.ConnectOptions o = io.nvmeof.initiator.ConnectOptions.builder().ioQueues(2).queueDepth(16)
+                .headerDigest(digests).dataDigest(digests).build();
+        try (io.nvmeof.initiator.NvmeofController d = io.nvmeof.initiator.NvmeofController.connect(
+                new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port, io.nvmeof.protocol.fabrics.Nqn.DISCOVERY), o)) {
+            assertEquals(2, d.discoveryLog().size());
+        }
+        try (io.nvmeof.initiator.NvmeofController c = io.nvmeof.initiator.NvmeofController.connect(
+                new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port, TestTargets.NQN), o)) {
+            io.nvmeof.initiator.NamespaceHandle ns = c.namespace(1);
+            for (int size : new int[] {512, 8192, 200 * 1024}) {
+                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocateDirect(size);
+                ns.write(1000, size / 512, b).get(10, java.util.concurrent.TimeUnit.SECONDS);
+                ns.read(1000, size / 512, b).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            ns.flush().get(10, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+
     @Test
     void dissectorDecodesEveryPduWithoutErrors() throws Exception {
         Tshark.requireInstalled();
@@ -68,6 +88,8 @@ class WiresharkDecodeTest {
             try (Tshark.Capture capture = new Tshark.Capture(port, pcap)) {
                 session(port, 0);
                 session(port, 3); // header and data digests
+                librarySession(port, false);
+                librarySession(port, true);
             }
         }
         List<String> types = Tshark.decode(pcap, port(pcap), "-Y", "nvme-tcp", "-T", "fields", "-e", "nvme-tcp.type");
@@ -84,15 +106,16 @@ class WiresharkDecodeTest {
             assertTrue(counts.getOrDefault(type, 0) > 0,
                     "Wireshark decoded no " + PduHeader.typeName(type) + " PDU; decoded types: " + counts);
         }
-        // Four connections each open with ICReq/ICResp.
-        assertEquals(4, counts.get(PduHeader.TYPE_IC_REQ), "ICReq count: " + counts);
-        assertEquals(4, counts.get(PduHeader.TYPE_IC_RESP), "ICResp count: " + counts);
+        // Raw sessions: 2 x 2 connections; library sessions: 2 x (discovery + admin + 2 I/O queues). Each opens with
+        // ICReq/ICResp.
+        assertEquals(12, counts.get(PduHeader.TYPE_IC_REQ), "ICReq count: " + counts);
+        assertEquals(12, counts.get(PduHeader.TYPE_IC_RESP), "ICResp count: " + counts);
         List<String> bad = Tshark.decode(pcap, port(pcap), "-Y", "_ws.malformed || _ws.expert.severity >= 0x00800000");
         assertEquals(List.of(), bad, "malformed packets or expert errors in Wireshark's decode");
         // Commands decode as NVMe: opcode names appear for our Connect, Identify, Write and Read.
         List<String> detail = Tshark.decode(pcap, port(pcap), "-Y", "nvme-tcp");
         String text = String.join("\n", detail);
-        for (String expected : new String[] {"NVMeOF Connect", "Property Set Controller Configuration", "Identify Controller", "Identify Namespace", "NVMe Write", "NVMe Read", "Ready To Transfer"}) {
+        for (String expected : new String[] {"NVMeOF Connect", "Property Set Controller Configuration", "Identify Controller", "Identify Namespace", "NVMe Write", "NVMe Read", "NVMe Flush", "Ready To Transfer", "Get Log Page"}) {
             assertTrue(text.contains(expected), "tshark's decode does not mention '" + expected + "'");
         }
     }
