@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# guest.sh: run a command as root inside a QEMU guest that boots Debian's own kernel, so the Linux kernel's
+# NVMe-oF host (nvme-tcp, nvme-rdma) and target (nvmet-tcp, nvmet-rdma) and Soft-RoCE (rdma_rxe) are available on a
+# machine whose own kernel cannot load them. The guest sees the host's root file system read-only (with a tmpfs
+# overlay), and the folders given with --share read-write at the same paths. All networking stays inside the guest.
+#
+#   guest.sh [--timeout SECS] [--share DIR]... [--rdma] [--mem SIZE] [--smp N] -- COMMAND [ARG...]
+#   guest.sh --prepare          fetch and unpack the kernel, build the initramfs (cached), then exit
+#
+# The exit code is COMMAND's; 124 when the guest ran past the timeout, 125 when it did not boot or died.
+# Cache: $NVMEOF_GUEST_CACHE (default ~/.cache/nvmeof-guest). Logs: $NVMEOF_GUEST_LOGS (default conformance-tests/target/guest-logs).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${NVMEOF_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nvmeof-guest}"
+logs="${NVMEOF_GUEST_LOGS:-$(cd "$here/.." && pwd)/target/guest-logs}"
+timeout_s=900
+mem=4G
+smp=2
+rdma=0
+prepare_only=0
+shares=()
+
+die() { echo "guest.sh: $*" >&2; exit 125; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --timeout) timeout_s="$2"; shift 2 ;;
+    --share) shares+=("$(cd "$2" && pwd)"); shift 2 ;;
+    --rdma) rdma=1; shift ;;
+    --mem) mem="$2"; shift 2 ;;
+    --smp) smp="$2"; shift 2 ;;
+    --prepare) prepare_only=1; shift ;;
+    --) shift; break ;;
+    *) break ;;
+  esac
+done
+
+need_tools() {
+  local missing=()
+  for t in qemu-system-x86_64 depmod modprobe cpio gzip dpkg apt-get; do command -v "$t" >/dev/null || missing+=("$t"); done
+  [ -x /bin/busybox ] || missing+=(busybox-static)
+  if [ ${#missing[@]} -gt 0 ]; then
+    die "missing host tools: ${missing[*]}. Install: apt-get install -y qemu-system-x86 busybox-static kmod cpio"
+  fi
+}
+
+# ---- preparation: kernel package, modules.dep, initramfs (cached by kernel version) ----
+prepare() {
+  need_tools
+  mkdir -p "$cache"
+  local pkg
+  pkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')"
+  if [ -z "$pkg" ]; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    pkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')"
+  fi
+  [ -n "$pkg" ] || die "cannot find Debian's kernel package (apt-cache depends linux-image-amd64 gave nothing; is apt reachable?)"
+  local kdir="$cache/$pkg"
+  local stamp1; stamp1="$(cksum < "$here/stage1-init" | cut -d' ' -f1)"
+  if [ -f "$kdir/.ready" ] && [ "$(cat "$kdir/.stage1" 2>/dev/null)" != "$stamp1" ]; then
+    build_initramfs "$kdir" "$(cat "$kdir/kver")"
+    echo "$stamp1" > "$kdir/.stage1"
+  fi
+  if [ ! -f "$kdir/.ready" ]; then
+    echo "guest.sh: preparing $pkg in $kdir (once)" >&2
+    rm -rf "$kdir" && mkdir -p "$kdir/deb"
+    (cd "$kdir/deb" && apt-get download -qq "$pkg" >/dev/null 2>&1) || die "apt-get download $pkg failed"
+    dpkg -x "$kdir"/deb/*.deb "$kdir/root"
+    local kver
+    kver="$(ls "$kdir/root/lib/modules" | head -1)"
+    depmod -b "$kdir/root" "$kver"
+    build_initramfs "$kdir" "$kver"
+    cp "$kdir/root/boot/vmlinuz-$kver" "$kdir/vmlinuz"
+    echo "$kver" > "$kdir/kver"
+    rm -rf "$kdir/deb"
+    echo "$stamp1" > "$kdir/.stage1"
+    touch "$kdir/.ready"
+  fi
+  KDIR="$kdir"
+  KVER="$(cat "$kdir/kver")"
+}
+
+build_initramfs() {
+  local kdir="$1" kver="$2" ir="$1/initramfs"
+  rm -rf "$ir" && mkdir -p "$ir"/{bin,dev,proc,sys,mnt/lower,mnt/rw,mnt/root,modules}
+  cp /bin/busybox "$ir/bin/busybox"
+  for a in sh mount umount mkdir insmod switch_root cat sleep echo ls; do ln -s busybox "$ir/bin/$a"; done
+  : > "$ir/modules/order"
+  local m f
+  for m in virtio_pci virtio_net 9pnet_virtio 9p overlay; do
+    modprobe -d "$kdir/root" -S "$kver" --show-depends "$m" | awk '$1=="insmod"{print $2}' | while read -r f; do
+      local base; base="$(basename "$f")"
+      if ! grep -qx "$base" "$ir/modules/order"; then
+        cp "$kdir/root/${f#/}" "$ir/modules/$base" 2>/dev/null || cp "$f" "$ir/modules/$base"
+        echo "$base" >> "$ir/modules/order"
+      fi
+    done
+  done
+  cp "$here/stage1-init" "$ir/init"
+  chmod +x "$ir/init"
+  (cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) > "$kdir/initramfs.cpio.gz"
+}
+
+prepare
+if [ "$prepare_only" = 1 ]; then
+  echo "guest.sh: ready: kernel $KVER in $KDIR"
+  exit 0
+fi
+[ $# -gt 0 ] || die "no command given (guest.sh -- COMMAND ...)"
+
+# ---- one run ----
+mkdir -p "$logs"
+stamp="$(date +%Y%m%d-%H%M%S)-$$"
+# Not under /tmp: the guest mounts a fresh tmpfs there, which would hide this share.
+run="$logs/run-$stamp"
+mkdir -p "$run"
+trap 'rm -rf "$run"' EXIT
+console="$logs/console-$stamp.log"
+{
+  echo "#!/bin/sh"
+  echo "cd $(printf %q "$PWD")"
+  printf 'exec'
+  printf ' %q' "$@"
+  echo
+} > "$run/job.sh"
+chmod +x "$run/job.sh"
+
+# 9p shares: the run folder plus --share folders, each mounted at its own path in the guest.
+share_args=()
+share_spec="r0:$run"
+share_args+=(-fsdev "local,id=r0,path=$run,security_model=none,multidevs=remap" -device "virtio-9p-pci,fsdev=r0,mount_tag=r0")
+i=1
+for s in "${shares[@]}"; do
+  share_args+=(-fsdev "local,id=s$i,path=$s,security_model=none,multidevs=remap" -device "virtio-9p-pci,fsdev=s$i,mount_tag=s$i")
+  share_spec="$share_spec,s$i:$s"
+  i=$((i + 1))
+done
+
+echo "guest.sh: booting kernel $KVER (TCG, $smp CPUs, $mem, timeout ${timeout_s}s); console log $console" >&2
+set +e
+timeout -k 10 "$timeout_s" qemu-system-x86_64 \
+  -machine q35 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
+  -no-reboot -nodefaults -display none -uuid "$(cat /proc/sys/kernel/random/uuid)" \
+  -kernel "$KDIR/vmlinuz" -initrd "$KDIR/initramfs.cpio.gz" \
+  -fsdev "local,id=hostroot,path=/,readonly=on,security_model=none,multidevs=remap" \
+  -device "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot" \
+  "${share_args[@]}" \
+  -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,romfile= \
+  -serial stdio \
+  -append "console=ttyS0 panic=-1 quiet loglevel=3 nvmeof.shares=$share_spec nvmeof.stage2=$here/stage2 nvmeof.kdir=$KDIR nvmeof.kver=$KVER nvmeof.rdma=$rdma nvmeof.run=$run" \
+  < /dev/null 2>&1 | tee "$console"
+qemu_rc=${PIPESTATUS[0]}
+set -e
+if [ -f "$run/rc" ]; then
+  rc="$(cat "$run/rc")"
+  exit "$rc"
+fi
+if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
+  echo "guest.sh: the guest ran past ${timeout_s}s and was stopped; see $console" >&2
+  exit 124
+fi
+echo "guest.sh: the guest ended without running the command to completion (QEMU exit $qemu_rc); see $console" >&2
+exit 125

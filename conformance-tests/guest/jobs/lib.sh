@@ -1,0 +1,118 @@
+#!/bin/bash
+# Shared helpers for the guest jobs: checks that count passes and failures, kernel nvmet configuration through
+# configfs, fio runs that keep their JSON, and waiting for block devices.
+set -u
+RESULTS="${RESULTS:?RESULTS must name the results folder}"
+JOB="${JOB:?JOB must name this job}"
+mkdir -p "$RESULTS"
+SUMMARY="$RESULTS/$JOB.summary"
+: > "$SUMMARY"
+GUEST_IP=10.0.2.15
+PASSES=0
+FAILS=0
+
+log() { echo "[$JOB $(date +%H:%M:%S)] $*"; }
+
+pass() { PASSES=$((PASSES + 1)); echo "PASS $*" >> "$SUMMARY"; log "PASS $*"; }
+fail() { FAILS=$((FAILS + 1)); echo "FAIL $*" >> "$SUMMARY"; log "FAIL $*"; }
+
+# check NAME COMMAND...: runs COMMAND, records pass or fail with its output tail.
+check() {
+  local name="$1"; shift
+  local out
+  if out="$("$@" 2>&1)"; then
+    pass "$name"
+  else
+    fail "$name: $(echo "$out" | tail -3 | tr '\n' ' ')"
+  fi
+}
+
+finish() {
+  log "$PASSES passed, $FAILS failed"
+  echo "$PASSES passed, $FAILS failed"
+  [ "$FAILS" -eq 0 ]
+}
+
+# ---- kernel target (nvmet) through configfs ----
+NVMET=/sys/kernel/config/nvmet
+
+nvmet_subsystem() { # NQN
+  mkdir -p "$NVMET/subsystems/$1"
+  echo 1 > "$NVMET/subsystems/$1/attr_allow_any_host"
+}
+
+nvmet_namespace() { # NQN NSID DEVICE_OR_FILE
+  local ns="$NVMET/subsystems/$1/namespaces/$2"
+  mkdir -p "$ns"
+  echo -n "$3" > "$ns/device_path"
+  # Files on tmpfs cannot be opened O_DIRECT; nvmet needs buffered I/O for them.
+  [ -f "$3" ] && echo 1 > "$ns/buffered_io"
+  echo 1 > "$ns/enable"
+}
+
+nvmet_port() { # ID TRTYPE ADDR PORT NQN...
+  local id="$1" tr="$2" addr="$3" svc="$4"; shift 4
+  local p="$NVMET/ports/$id"
+  mkdir -p "$p"
+  echo "$tr" > "$p/addr_trtype"
+  echo ipv4 > "$p/addr_adrfam"
+  echo "$addr" > "$p/addr_traddr"
+  echo "$svc" > "$p/addr_trsvcid"
+  for nqn in "$@"; do ln -s "$NVMET/subsystems/$nqn" "$p/subsystems/$nqn"; done
+}
+
+nvmet_clear() {
+  [ -d "$NVMET" ] || return 0
+  for p in "$NVMET"/ports/*; do
+    [ -d "$p" ] || continue
+    rm -f "$p"/subsystems/* 2>/dev/null
+    rmdir "$p" 2>/dev/null
+  done
+  for s in "$NVMET"/subsystems/*; do
+    [ -d "$s" ] || continue
+    for n in "$s"/namespaces/*; do [ -d "$n" ] && { echo 0 > "$n/enable"; rmdir "$n"; }; done
+    rmdir "$s" 2>/dev/null
+  done
+}
+
+# ---- kernel host ----
+# Block device of the first namespace of the controller connected to NQN, or nothing.
+nvme_dev_for() {
+  local nqn="$1" c
+  for c in /sys/class/nvme/nvme*; do
+    [ -f "$c/subsysnqn" ] || continue
+    if [ "$(cat "$c/subsysnqn")" = "$nqn" ]; then
+      for n in /sys/block/"$(basename "$c")"n* /sys/block/nvme*c"${c##*nvme}"n*; do
+        [ -e "$n" ] && { echo "/dev/$(basename "$n")"; return 0; }
+      done
+      # Multipath: the namespace block device is nvmeXnY where X is the subsystem instance.
+      local sub; sub="$(basename "$(readlink -f "$c/subsystem")" 2>/dev/null)"
+      for n in /sys/class/nvme-subsystem/"$sub"/nvme*n*; do
+        [ -e "$n" ] && { echo "/dev/$(basename "$n")"; return 0; }
+      done
+    fi
+  done
+  return 1
+}
+
+wait_dev() { # NQN SECONDS
+  local i
+  for i in $(seq 1 $(( $2 * 5 ))); do
+    nvme_dev_for "$1" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# fio_verify NAME DEVICE BS QD SIZE: random write, then read back and verify every block (crc32c).
+fio_verify() {
+  fio --name="$1" --filename="$2" --ioengine=libaio --direct=1 --rw=randwrite --bs="$3" --iodepth="$4" \
+      --size="$5" --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=0 \
+      --output-format=json --output="$RESULTS/fio-$1.json"
+}
+
+# fio_perf NAME DEVICE RW BS QD SECONDS: timed run for the side-by-side table (no verify).
+fio_perf() {
+  fio --name="$1" --filename="$2" --ioengine=libaio --direct=1 --rw="$3" --bs="$4" --iodepth="$5" \
+      --time_based=1 --runtime="$6" --ramp_time=2 --size=64M --output-format=json --output="$RESULTS/perf-$1.json"
+}
