@@ -8,9 +8,9 @@ final class Errors {
     private Errors() {
     }
 
-    static NvmeofException failure(String what, int status, TcpQueue q, Duration timeout) {
+    static NvmeofException failure(String what, int status, int commandSet, TcpQueue q, Duration timeout) {
         if (status > 0) {
-            return new NvmeStatusException(what, status);
+            return new NvmeStatusException(what, status, commandSet);
         }
         String where = q.label();
         switch (status) {

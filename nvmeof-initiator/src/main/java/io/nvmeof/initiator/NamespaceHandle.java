@@ -192,7 +192,7 @@ public final class NamespaceHandle {
             } else {
                 String what = lba < 0 ? op + " (nsid " + ns.nsid + ")"
                         : op + " (nsid " + ns.nsid + ", lba " + lba + ", " + blocks + " blocks)";
-                completeExceptionally(Errors.failure(what, status, queue, ns.ctrl.commandTimeout()));
+                completeExceptionally(Errors.failure(what, status, io.nvmeof.protocol.Status.SET_IO, queue, ns.ctrl.commandTimeout()));
             }
         }
     }

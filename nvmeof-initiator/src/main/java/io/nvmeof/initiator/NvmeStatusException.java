@@ -7,11 +7,18 @@ public class NvmeStatusException extends NvmeofException {
     private static final long serialVersionUID = 1L;
 
     private final int status;
+    private final int commandSet;
 
     /** @param command what was executed, e.g. {@code "Identify Controller"}; the message reads "command failed: NAME". */
     public NvmeStatusException(String command, int status) {
-        super(command + " failed: " + Status.name(status));
+        this(command, status, Status.SET_CONNECT);
+    }
+
+    /** @param commandSet {@link Status#SET_ADMIN}, {@link Status#SET_IO} or {@link Status#SET_CONNECT}: names the status. */
+    public NvmeStatusException(String command, int status, int commandSet) {
+        super(command + " failed: " + Status.name(status, commandSet));
         this.status = status;
+        this.commandSet = commandSet;
     }
 
     /** The status as {@link Status} represents it: SCT << 8 | SC, plus the DNR/MORE flags. */
@@ -25,7 +32,7 @@ public class NvmeStatusException extends NvmeofException {
     }
 
     public String statusName() {
-        return Status.name(status);
+        return Status.name(status, commandSet);
     }
 
     /** True when the controller says retrying the same command will fail again. */

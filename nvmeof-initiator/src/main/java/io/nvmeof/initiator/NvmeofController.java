@@ -582,7 +582,10 @@ public final class NvmeofController implements AutoCloseable {
             throw new NvmeofException(what + " interrupted", e);
         }
         if (sync.status != 0) {
-            throw Errors.failure(what, sync.status, q, options.commandTimeout());
+            boolean connect = (sqe.getByte(0) & 0xFF) == io.nvmeof.protocol.Opcodes.FABRICS
+                    && sqe.getByte(4) == io.nvmeof.protocol.Opcodes.FCTYPE_CONNECT;
+            throw Errors.failure(what, sync.status, connect ? io.nvmeof.protocol.Status.SET_CONNECT
+                    : io.nvmeof.protocol.Status.SET_ADMIN, q, options.commandTimeout());
         }
         return sync.result;
     }

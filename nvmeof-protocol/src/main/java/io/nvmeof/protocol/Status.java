@@ -76,7 +76,21 @@ public final class Status {
     // Path related (SCT 3)
     public static final int INTERNAL_PATH_ERROR = 0x300;
 
+    // NVM command set specific (SCT 1, SC 80h..): the same values mean other things than Connect's.
+    public static final int IO_CONFLICTING_ATTRIBUTES = 0x180;
+    public static final int IO_INVALID_PROTECTION_INFO = 0x181;
+    public static final int IO_WRITE_TO_READ_ONLY = 0x182;
+    /** Linux's name: the command is in ONCS but the backing store cannot do it (e.g. Write Zeroes on tmpfs). */
+    public static final int IO_ONCS_NOT_SUPPORTED = 0x183;
+
+    /** Which command set a status came from, for {@link #name(int, int)}: command-specific codes overlap. */
+    public static final int SET_ADMIN = 0;
+    public static final int SET_IO = 1;
+    public static final int SET_CONNECT = 2;
+
     private static final Map<Integer, String> NAMES = new HashMap<>();
+    private static final Map<Integer, String> IO_NAMES = new HashMap<>();
+    private static final Map<Integer, String> CONNECT_NAMES = new HashMap<>();
 
     static {
         NAMES.put(SUCCESS, "SUCCESS");
@@ -114,11 +128,15 @@ public final class Status {
         NAMES.put(FEATURE_NOT_SAVEABLE, "FEATURE_NOT_SAVEABLE");
         NAMES.put(FEATURE_NOT_CHANGEABLE, "FEATURE_NOT_CHANGEABLE");
         NAMES.put(FEATURE_NOT_PER_NAMESPACE, "FEATURE_NOT_PER_NS");
-        NAMES.put(CONNECT_INCOMPATIBLE_FORMAT, "CONNECT_FORMAT");
-        NAMES.put(CONNECT_CONTROLLER_BUSY, "CONNECT_CTRL_BUSY");
-        NAMES.put(CONNECT_INVALID_PARAMETERS, "CONNECT_INVALID_PARAM");
-        NAMES.put(CONNECT_RESTART_DISCOVERY, "CONNECT_RESTART_DISC");
-        NAMES.put(CONNECT_INVALID_HOST, "CONNECT_INVALID_HOST");
+        CONNECT_NAMES.put(CONNECT_INCOMPATIBLE_FORMAT, "CONNECT_FORMAT");
+        CONNECT_NAMES.put(CONNECT_CONTROLLER_BUSY, "CONNECT_CTRL_BUSY");
+        CONNECT_NAMES.put(CONNECT_INVALID_PARAMETERS, "CONNECT_INVALID_PARAM");
+        CONNECT_NAMES.put(CONNECT_RESTART_DISCOVERY, "CONNECT_RESTART_DISC");
+        CONNECT_NAMES.put(CONNECT_INVALID_HOST, "CONNECT_INVALID_HOST");
+        IO_NAMES.put(IO_CONFLICTING_ATTRIBUTES, "CONFLICTING_ATTRS");
+        IO_NAMES.put(IO_INVALID_PROTECTION_INFO, "INVALID_PI");
+        IO_NAMES.put(IO_WRITE_TO_READ_ONLY, "READ_ONLY");
+        IO_NAMES.put(IO_ONCS_NOT_SUPPORTED, "ONCS_NOT_SUPPORTED");
         NAMES.put(WRITE_FAULT, "WRITE_FAULT");
         NAMES.put(UNRECOVERED_READ_ERROR, "READ_ERROR");
         NAMES.put(COMPARE_FAILED, "COMPARE_FAILED");
@@ -160,8 +178,16 @@ public final class Status {
      * set share a value; the name given is the fabrics/admin one.
      */
     public static String name(int status) {
+        return name(status, SET_CONNECT);
+    }
+
+    /** As {@link #name(int)}, reading command-specific codes (SCT 1, SC 80h and up) for the given command set. */
+    public static String name(int status, int commandSet) {
         int code = code(status);
         String name = NAMES.get(code);
+        if (name == null && sct(code) == SCT_COMMAND_SPECIFIC && sc(code) >= 0x80) {
+            name = (commandSet == SET_IO ? IO_NAMES : commandSet == SET_CONNECT ? CONNECT_NAMES : NAMES).get(code);
+        }
         if (name == null) {
             name = "SCT " + sct(code) + " SC 0x" + Integer.toHexString(sc(code));
         }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The interop suite: the Linux kernel's NVMe-oF host and target against ours, inside QEMU guests that boot Debian's
+# kernel (see guest.sh). Each job runs in a fresh guest; results (fio JSON, id-ctrl/id-ns JSON, logs, summaries) go to
+# conformance-tests/target/interop/. Ends with "N passed, N failed" and a non-zero exit if anything failed or could
+# not run. Needs the project built (mvn -DskipTests install); ./test builds it first.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+results="$repo/conformance-tests/target/interop"
+rm -rf "$results" && mkdir -p "$results"
+
+if [ ! -f "$repo/nvmeof-cli/target/nvmeof.jar" ] || [ ! -d "$repo/conformance-tests/target/test-classes/io/nvmeof/conformance/interop" ]; then
+  echo "run-interop.sh: the project is not built; run: mvn -DskipTests install" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+if ! "$here/guest.sh" --prepare; then
+  echo "run-interop.sh: the guest cannot be prepared (see above); the interop suite did not run" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# job:flags:timeout
+jobs=(
+  "kernel-baseline:--rdma:900"
+  "kernel-host-our-target::1800"
+  "our-initiator-kernel-target::900"
+)
+start_all=$(date +%s)
+for spec in "${jobs[@]}"; do
+  IFS=: read -r job flags limit <<< "$spec"
+  echo "=== $job (guest, timeout ${limit}s)"
+  t0=$(date +%s)
+  # shellcheck disable=SC2086
+  "$here/guest.sh" $flags --timeout "$limit" --share "$results" -- \
+    env RESULTS="$results" REPO="$repo" bash "$here/jobs/$job.sh" 2>&1 | grep -v '^\[ *[0-9]*\.[0-9]*\]' | tee "$results/$job.console"
+  rc=${PIPESTATUS[0]}
+  t1=$(date +%s)
+  echo "$job $((t1 - t0))" >> "$results/timings"
+  if [ ! -s "$results/$job.summary" ] || [ "$rc" = 124 ] || [ "$rc" = 125 ]; then
+    echo "FAIL $job: the guest did not complete the job (exit $rc); see conformance-tests/target/guest-logs" >> "$results/$job.summary"
+  fi
+done
+end_all=$(date +%s)
+
+passed=$(cat "$results"/*.summary | grep -c '^PASS')
+failed=$(cat "$results"/*.summary | grep -c '^FAIL')
+python3 "$here/report.py" "$results" > "$results/report.md" 2>/dev/null || echo "(report.py failed)" > "$results/report.md"
+echo
+echo "=== interop suite: $((end_all - start_all)) s in all; per job: $(tr '\n' ' ' < "$results/timings")"
+grep -h '^FAIL' "$results"/*.summary || true
+echo "report: $results/report.md"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,155 @@
+package io.nvmeof.conformance.interop;
+
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.ControllerInfo;
+import io.nvmeof.initiator.DiscoveryEntry;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.protocol.identify.IdentifyController;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Our initiator against another implementation's target (the Linux kernel's nvmet-tcp in the conformance guest).
+ * Prints one {@code PASS name} or {@code FAIL name: why} line per check and exits non-zero when any check failed.
+ *
+ * <p>Usage: {@code KernelTargetInterop ADDRESS PORT SUBNQN}
+ */
+public final class KernelTargetInterop {
+    private int passed;
+    private int failed;
+
+    interface Check {
+        void run() throws Exception;
+    }
+
+    void check(String name, Check c) {
+        try {
+            c.run();
+            passed++;
+            System.out.println("PASS " + name);
+        } catch (Throwable t) {
+            failed++;
+            System.out.println("FAIL " + name + ": " + t);
+        }
+        System.out.flush();
+    }
+
+    static void require(boolean condition, String what) {
+        if (!condition) {
+            throw new AssertionError(what);
+        }
+    }
+
+    public static void main(String[] args) {
+        if (args.length != 3) {
+            System.err.println("usage: KernelTargetInterop ADDRESS PORT SUBNQN");
+            System.exit(2);
+        }
+        KernelTargetInterop t = new KernelTargetInterop();
+        t.run(args[0], Integer.parseInt(args[1]), args[2]);
+        System.out.println(t.passed + " passed, " + t.failed + " failed");
+        System.exit(t.failed == 0 ? 0 : 1);
+    }
+
+    void run(String addr, int port, String nqn) {
+        ConnectOptions base = ConnectOptions.builder().commandTimeout(java.time.Duration.ofSeconds(60))
+                .connectTimeout(java.time.Duration.ofSeconds(30)).build();
+        check("discovery log of the kernel target lists " + nqn, () -> {
+            try (NvmeofController d = NvmeofController.connect(new TransportId("tcp", addr, port, Nqn.DISCOVERY), base)) {
+                require(d.info().controllerType() == IdentifyController.CNTRLTYPE_DISCOVERY, "discovery controller type");
+                List<DiscoveryEntry> log = d.discoveryLog();
+                DiscoveryEntry e = log.stream().filter(x -> x.subnqn().equals(nqn)).findFirst()
+                        .orElseThrow(() -> new AssertionError("not in " + log));
+                require(e.trtype() == 3 && e.traddr().equals(addr) && e.trsvcid().equals(Integer.toString(port)), e.toString());
+            }
+        });
+        for (boolean digests : new boolean[] {false, true}) {
+            String how = digests ? " (header and data digests)" : "";
+            ConnectOptions o = base.toBuilder().ioQueues(2).queueDepth(32).headerDigest(digests).dataDigest(digests).build();
+            NvmeofController[] holder = new NvmeofController[1];
+            check("connect and identify the kernel target" + how, () -> {
+                holder[0] = NvmeofController.connect(new TransportId("tcp", addr, port, nqn), o);
+                ControllerInfo i = holder[0].info();
+                require(i.subnqn().equals(nqn), "subnqn " + i.subnqn());
+                require(i.controllerType() == IdentifyController.CNTRLTYPE_IO, "I/O controller");
+                require(i.model().startsWith("Linux"), "model '" + i.model() + "'");
+                require(holder[0].ioQueueCount() == 2, "2 I/O queues, got " + holder[0].ioQueueCount());
+                require(holder[0].namespaces().size() == 2, "2 namespaces, got " + holder[0].namespaces());
+            });
+            NvmeofController c = holder[0];
+            if (c == null) {
+                continue;
+            }
+            try {
+                for (NamespaceHandle ns : c.namespaces()) {
+                    exercise(ns, how);
+                }
+                check("orderly shutdown" + how, () -> {
+                    c.close();
+                    require(!c.isConnected(), "still connected");
+                });
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    void exercise(NamespaceHandle ns, String how) {
+        String name = "namespace " + ns.nsid() + " (" + ns.blockSize() + " B blocks)" + how;
+        check("write then read back patterns, one block to 1 MiB, " + name, () -> {
+            Random r = new Random(ns.nsid() * 7 + how.length());
+            int bs = ns.blockSize();
+            for (int size : new int[] {bs, 4096, 8192, 65536, 131072, 262144 + bs, 1 << 20}) {
+                if (size % bs != 0 || size / bs > ns.maxBlocksPerIo()) {
+                    continue;
+                }
+                int blocks = size / bs;
+                long lba = (long) (r.nextDouble() * (Math.min(ns.blockCount(), 1L << 30 >> 9) - blocks));
+                byte[] pattern = new byte[size];
+                r.nextBytes(pattern);
+                ByteBuffer src = ByteBuffer.allocateDirect(size).put(pattern).flip();
+                ns.write(lba, blocks, src).get(60, TimeUnit.SECONDS);
+                ByteBuffer dst = ByteBuffer.allocateDirect(size);
+                ns.read(lba, blocks, dst).get(60, TimeUnit.SECONDS);
+                byte[] back = new byte[size];
+                dst.get(back);
+                require(Arrays.equals(pattern, back), size + " bytes at LBA " + lba + " read back differently");
+            }
+        });
+        check("flush, " + name, () -> ns.flush().get(60, TimeUnit.SECONDS));
+        check("write zeroes reads back zeroes, " + name, () -> {
+            int blocks = Math.max(1, 8192 / ns.blockSize());
+            ByteBuffer ones = ByteBuffer.allocateDirect(blocks * ns.blockSize());
+            while (ones.hasRemaining()) {
+                ones.put((byte) 0x5A);
+            }
+            ones.flip();
+            ns.write(64, blocks, ones).get(60, TimeUnit.SECONDS);
+            try {
+                ns.writeZeroes(64, blocks).get(60, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                // Linux nvmet on a tmpfs file: fallocate(ZERO_RANGE) is unsupported and the target says so with
+                // ONCS_NOT_SUPPORTED. Decoding that status (and its name) is the interop check here.
+                if (e.getCause() instanceof io.nvmeof.initiator.NvmeStatusException s
+                        && s.statusCode() == io.nvmeof.protocol.Status.IO_ONCS_NOT_SUPPORTED
+                        && s.getMessage().contains("ONCS_NOT_SUPPORTED")) {
+                    System.out.println("NOTE namespace " + ns.nsid() + ": the kernel target answered Write Zeroes with "
+                            + s.statusName() + " (its backing file system cannot zero a range)");
+                    return;
+                }
+                throw e;
+            }
+            ByteBuffer dst = ByteBuffer.allocateDirect(blocks * ns.blockSize());
+            ns.read(64, blocks, dst).get(60, TimeUnit.SECONDS);
+            while (dst.hasRemaining()) {
+                require(dst.get() == 0, "non-zero byte after Write Zeroes");
+            }
+        });
+    }
+}
