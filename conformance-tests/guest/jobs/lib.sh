@@ -114,5 +114,6 @@ fio_verify() {
 # fio_perf NAME DEVICE RW BS QD SECONDS: timed run for the side-by-side table (no verify).
 fio_perf() {
   fio --name="$1" --filename="$2" --ioengine=libaio --direct=1 --rw="$3" --bs="$4" --iodepth="$5" \
-      --time_based=1 --runtime="$6" --ramp_time=2 --size=64M --output-format=json --output="$RESULTS/perf-$1.json"
+      --time_based=1 --runtime="$6" --ramp_time=2 --size=64M --lat_percentiles=1 \
+      --output-format=json --output="$RESULTS/perf-$1.json"
 }
