@@ -112,7 +112,6 @@ fi
 # ---- one run ----
 mkdir -p "$logs"
 stamp="$(date +%Y%m%d-%H%M%S)-$$"
-# Not under /tmp: the guest mounts a fresh tmpfs there, which would hide this share.
 run="$logs/run-$stamp"
 mkdir -p "$run"
 trap 'rm -rf "$run"' EXIT

@@ -20,6 +20,20 @@ if ! "$here/guest.sh" --prepare; then
   exit 1
 fi
 
+# The harness itself: a command's exit code comes back, and a guest that runs too long is stopped.
+t0=$(date +%s)
+"$here/guest.sh" --timeout 120 -- sh -c 'exit 3' > "$results/harness-exit.log" 2>&1
+rc=$?
+t1=$(date +%s)
+{
+  [ $rc = 3 ] && echo "PASS guest returns the command's exit code (3), cycle $((t1 - t0)) s" || echo "FAIL guest returned $rc for 'exit 3'"
+} > "$results/harness.summary"
+"$here/guest.sh" --timeout 25 -- sleep 600 > "$results/harness-timeout.log" 2>&1
+rc=$?
+[ $rc = 124 ] && echo "PASS a guest past its timeout is stopped (exit 124)" >> "$results/harness.summary" \
+  || echo "FAIL a guest past its timeout returned $rc, not 124" >> "$results/harness.summary"
+cat "$results/harness.summary"
+
 # job:flags:timeout
 jobs=(
   "kernel-baseline:--rdma:900"
@@ -32,7 +46,7 @@ for spec in "${jobs[@]}"; do
   echo "=== $job (guest, timeout ${limit}s)"
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  "$here/guest.sh" $flags --timeout "$limit" --share "$results" -- \
+  "$here/guest.sh" $flags --timeout "$limit" --share "$repo" -- \
     env RESULTS="$results" REPO="$repo" bash "$here/jobs/$job.sh" 2>&1 | grep -v '^\[ *[0-9]*\.[0-9]*\]' | tee "$results/$job.console"
   rc=${PIPESTATUS[0]}
   t1=$(date +%s)
