@@ -385,8 +385,12 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         boolean capsuleData = req.data != null && req.transportOffset > 0;
         long length = sgl.dataLength();
         if (req.transferLength == 0) {
-            // A command without data: a zero-length descriptor and no in-capsule data.
+            // A command without data: a zero-length descriptor of any type (as Linux accepts) and no in-capsule data.
             return length == 0 && !capsuleData ? Status.SUCCESS : Status.SGL_INVALID_DATA_LENGTH | Status.DNR;
+        }
+        int id = sgl.identifier();
+        if (id != SglDescriptor.ID_IN_CAPSULE && id != SglDescriptor.ID_TCP_TRANSPORT) {
+            return Status.SGL_INVALID_TYPE | Status.DNR;
         }
         if (length != req.transferLength) {
             return Status.SGL_INVALID_DATA_LENGTH | Status.DNR;

@@ -1,0 +1,111 @@
+package io.nvmeof.target.rdma;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executor;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+
+/**
+ * The RDMA side of a poll group: the queues one thread serves, the completions it dispatches to them, the tasks other
+ * threads hand it, and one flush per queue per iteration. The thread that drives it polls the shared completion
+ * queue in batches ({@link #dispatch} per completion), then calls {@link #afterBatch}.
+ *
+ * <p>A work request ID carries the queue (bits 63:40), what finished (bits 35:32) and the index (bits 31:0).
+ */
+public final class RdmaPollGroup implements Executor {
+    private final List<RdmaQueue> queues = new ArrayList<>();
+    private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(4096);
+    private final List<RdmaQueue> dirty = new ArrayList<>();
+
+    static long wrId(int queueId, int kind, int index) {
+        return (long) queueId << 40 | (long) kind << 32 | (index & 0xFFFF_FFFFL);
+    }
+
+    static int queueOf(long wrId) { return (int) (wrId >>> 40); }
+    static int kindOf(long wrId) { return (int) (wrId >>> 32) & 0xF; }
+    static int indexOf(long wrId) { return (int) wrId; }
+
+    int register(RdmaQueue q) {
+        for (int i = 0; i < queues.size(); i++) {
+            if (queues.get(i) == null) {
+                queues.set(i, q);
+                return i;
+            }
+        }
+        queues.add(q);
+        return queues.size() - 1;
+    }
+
+    void unregister(RdmaQueue q) {
+        int i = q.id();
+        if (i < queues.size() && queues.get(i) == q) {
+            queues.set(i, null);
+        }
+    }
+
+    /**
+     * Routes one completion.
+     *
+     * @param success the work completion status was IBV_WC_SUCCESS
+     * @param status the status text for logs when not
+     */
+    public void dispatch(long wrId, boolean success, String status, int byteLength) {
+        int qid = queueOf(wrId);
+        RdmaQueue q = qid < queues.size() ? queues.get(qid) : null;
+        if (q == null) {
+            return; // a completion flushed after its queue closed
+        }
+        int kind = kindOf(wrId);
+        int index = indexOf(wrId);
+        if (!success) {
+            q.onError(kind, index, status);
+            return;
+        }
+        switch (kind) {
+            case RdmaQueue.KIND_RECV:
+                q.onReceive(index, byteLength);
+                break;
+            case RdmaQueue.KIND_READ:
+                q.onReadComplete(index);
+                break;
+            case RdmaQueue.KIND_SEND:
+                q.onSendComplete(index);
+                break;
+            default:
+                break;
+        }
+    }
+
+    /** Runs handed-over tasks and flushes every queue that posted work; returns how much work was done. */
+    public int afterBatch() {
+        int n = tasks.drain(Runnable::run);
+        for (RdmaQueue q : queues) {
+            if (q != null && q.takeDirty()) {
+                dirty.add(q);
+            }
+        }
+        for (RdmaQueue q : dirty) {
+            q.channel().flush();
+        }
+        n += dirty.size();
+        dirty.clear();
+        return n;
+    }
+
+    @Override
+    public void execute(Runnable task) {
+        while (!tasks.offer(task)) {
+            Thread.onSpinWait();
+        }
+    }
+
+    public int queueCount() {
+        int n = 0;
+        for (RdmaQueue q : queues) {
+            if (q != null) {
+                n++;
+            }
+        }
+        return n;
+    }
+}

@@ -1,0 +1,232 @@
+package io.nvmeof.target.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.SglDescriptor;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.fabrics.ConnectData;
+import io.nvmeof.protocol.fabrics.FabricsCommand;
+import io.nvmeof.protocol.identify.IdentifyController;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.target.backend.RamBackend;
+import io.nvmeof.target.core.Namespace;
+import io.nvmeof.target.core.Subsystem;
+import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.target.core.TargetLimits;
+import java.nio.ByteBuffer;
+import java.util.Random;
+import java.util.UUID;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The NVMe/RDMA queue's protocol logic over an in-memory NIC: capsules in receives, host writes fetched by RDMA READ
+ * within the initiator depth, host reads answered by RDMA WRITE before the response SEND, key invalidation, in-capsule
+ * data, and a remote access error that ends one queue pair and nothing else.
+ */
+class RdmaQueueTest {
+    static final String NQN = "nqn.2026-11.io.nvmeof:rdma-test";
+    static final String HOST = "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555";
+
+    TargetCore core;
+    RdmaPollGroup group;
+    RegisteredBufferPool pool;
+    int cid;
+
+    @BeforeEach
+    void setUp() {
+        core = new TargetCore(TargetLimits.defaults());
+        Subsystem s = new Subsystem(NQN, Subsystem.Type.NVM, "SN1", "rdma test", 16, true);
+        s.addNamespace(new Namespace(1, new RamBackend(16 << 20), 512, UUID.randomUUID()));
+        core.addSubsystem(s);
+        group = new RdmaPollGroup();
+        pool = new RegisteredBufferPool(ByteBuffer.allocateDirect(64 * 4096 + 8 * 131072 + 2 * (1 << 20)),
+                new int[] {4096, 131072, 1 << 20}, new int[] {64, 8, 2});
+        pool.lkey(9);
+    }
+
+    final class Host {
+        final InMemoryNic nic = new InMemoryNic();
+        final RdmaQueue queue;
+
+        Host(int receiveDepth, int inline, int maxReads) {
+            queue = new RdmaQueue(core, nic, pool, nic, group, "host", receiveDepth, inline, maxReads);
+            queue.start();
+            nic.run(group);
+        }
+
+        /** Sends a capsule and returns the response CQE. */
+        Completion execute(byte[] sqe, byte[] inCapsule) {
+            new Command().<Command>wrap(new UnsafeBuffer(sqe), 0).cid(++cid);
+            byte[] capsule = sqe;
+            if (inCapsule != null) {
+                capsule = new byte[64 + inCapsule.length];
+                System.arraycopy(sqe, 0, capsule, 0, 64);
+                System.arraycopy(inCapsule, 0, capsule, 64, inCapsule.length);
+            }
+            int before = nic.responses.size();
+            nic.hostSend(capsule);
+            nic.run(group);
+            assertEquals(before + 1, nic.responses.size(), "one response capsule");
+            Completion c = new Completion().wrap(new UnsafeBuffer(nic.responses.get(before)), 0);
+            assertEquals(cid, c.cid());
+            return c;
+        }
+    }
+
+    static byte[] sqe(int opcode) {
+        byte[] b = new byte[64];
+        new Command().<Command>wrap(new UnsafeBuffer(b), 0).opcode(opcode).psdt(Command.PSDT_SGL);
+        return b;
+    }
+
+    static void keyed(byte[] sqe, ByteBuffer buf, int length, long key, boolean invalidate) {
+        new SglDescriptor().<SglDescriptor>wrap(new UnsafeBuffer(sqe), Command.DPTR)
+                .keyed(InMemoryNic.address(buf), length, key, invalidate);
+    }
+
+    byte[] connect(Host h, int qid, int sqsize, int cntlid) {
+        ByteBuffer data = ByteBuffer.allocateDirect(1024);
+        new ConnectData().<ConnectData>wrap(new UnsafeBuffer(data), 0).cntlid(cntlid).subnqn(NQN).hostnqn(HOST);
+        byte[] s = sqe(Opcodes.FABRICS);
+        new FabricsCommand().<FabricsCommand>wrap(new UnsafeBuffer(s), 0).fctype(Opcodes.FCTYPE_CONNECT).qid(qid).sqsize(sqsize);
+        keyed(s, data, 1024, h.nic.hostRegister(data), false);
+        return s;
+    }
+
+    int bringUp(Host admin) {
+        Completion c = admin.execute(connect(admin, 0, 31, 0xFFFF), null);
+        assertEquals(Status.SUCCESS, c.status(), "Connect data fetched by RDMA READ");
+        byte[] cc = sqe(Opcodes.FABRICS);
+        new FabricsCommand().<FabricsCommand>wrap(new UnsafeBuffer(cc), 0).fctype(Opcodes.FCTYPE_PROPERTY_SET).propertySize(4)
+                .propertyOffset(ControllerRegisters.CC).propertyValue(ControllerRegisters.CC_ENABLE_DEFAULT);
+        new SglDescriptor().<SglDescriptor>wrap(new UnsafeBuffer(cc), Command.DPTR).keyed(0, 0, 0, false);
+        assertEquals(Status.SUCCESS, admin.execute(cc, null).status());
+        return c.dw0() & 0xFFFF;
+    }
+
+    @Test
+    void identifyIsWrittenIntoTheHostBufferAndTheKeyInvalidated() {
+        Host admin = new Host(32, 0, 4);
+        bringUp(admin);
+        ByteBuffer id = ByteBuffer.allocateDirect(4096);
+        long key = admin.nic.hostRegister(id);
+        byte[] s = sqe(Opcodes.ADMIN_IDENTIFY);
+        new Command().<Command>wrap(new UnsafeBuffer(s), 0).cdw10(Opcodes.CNS_CONTROLLER);
+        keyed(s, id, 4096, key, true);
+        assertEquals(Status.SUCCESS, admin.execute(s, null).status());
+        IdentifyController ic = new IdentifyController().wrap(new UnsafeBuffer(id), 0);
+        assertEquals(NQN, ic.subnqn(), "the data landed in the host's own buffer");
+        assertTrue((ic.sgls() & IdentifyController.SGLS_KEYED) != 0, "keyed SGLs advertised over RDMA");
+        assertTrue(admin.nic.invalidated.contains(key), "SEND with invalidate for subtype Fh");
+        assertEquals(0, admin.queue.submissionQueue().inUse(), "requests released after their SEND completed");
+    }
+
+    @Test
+    void writesByRdmaReadAndInCapsuleReadsByRdmaWrite() {
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, 8192, 2);
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+
+        Random r = new Random(1);
+        byte[] big = new byte[65536];
+        r.nextBytes(big);
+        ByteBuffer src = ByteBuffer.allocateDirect(big.length).put(big).flip();
+        byte[] w = sqe(Opcodes.IO_WRITE);
+        new Command().<Command>wrap(new UnsafeBuffer(w), 0).nsid(1).slba(100).blockCount(128);
+        keyed(w, src, big.length, io.nic.hostRegister(src), false);
+        assertEquals(Status.SUCCESS, io.execute(w, null).status());
+
+        byte[] small = new byte[4096];
+        r.nextBytes(small);
+        byte[] inl = sqe(Opcodes.IO_WRITE);
+        new Command().<Command>wrap(new UnsafeBuffer(inl), 0).nsid(1).slba(400).blockCount(8);
+        new SglDescriptor().<SglDescriptor>wrap(new UnsafeBuffer(inl), Command.DPTR).inCapsule(0, 4096);
+        assertEquals(Status.SUCCESS, io.execute(inl, small).status(), "in-capsule write");
+
+        for (long[] rd : new long[][] {{100, 128}, {400, 8}}) {
+            ByteBuffer dst = ByteBuffer.allocateDirect((int) rd[1] * 512);
+            byte[] rq = sqe(Opcodes.IO_READ);
+            new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(rd[0]).blockCount((int) rd[1]);
+            keyed(rq, dst, dst.capacity(), io.nic.hostRegister(dst), false);
+            assertEquals(Status.SUCCESS, io.execute(rq, null).status());
+            byte[] back = new byte[dst.capacity()];
+            dst.get(back);
+            assertArrayEquals(rd[0] == 100 ? big : small, back, "RDMA WRITE placed the blocks at LBA " + rd[0]);
+        }
+    }
+
+    @Test
+    void rdmaReadsStayWithinTheInitiatorDepth() {
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, 0, 1);
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        // Four writes arrive together; with an initiator depth of 1 only one READ may be outstanding.
+        for (int i = 0; i < 4; i++) {
+            ByteBuffer src = ByteBuffer.allocateDirect(4096);
+            byte[] w = sqe(Opcodes.IO_WRITE);
+            new Command().<Command>wrap(new UnsafeBuffer(w), 0).nsid(1).slba(i * 8L).blockCount(8).cid(1000 + i);
+            keyed(w, src, 4096, io.nic.hostRegister(src), false);
+            io.nic.hostSend(w);
+        }
+        io.nic.maxReadsPerFlush = 0;
+        io.nic.run(group);
+        assertEquals(1, io.nic.maxReadsPerFlush, "never more READs in flight than the initiator depth");
+        assertEquals(1 + 4, io.nic.responses.size(), "Connect, then all four writes completed");
+    }
+
+    @Test
+    void badSglsGetStatusesAndUnregisteredKeyEndsOnlyThatQueue() {
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, 8192, 4);
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        ByteBuffer buf = ByteBuffer.allocateDirect(4096);
+        long key = io.nic.hostRegister(buf);
+
+        byte[] mismatch = sqe(Opcodes.IO_READ);
+        new Command().<Command>wrap(new UnsafeBuffer(mismatch), 0).nsid(1).slba(0).blockCount(8);
+        keyed(mismatch, buf, 2048, key, false);
+        assertEquals(Status.SGL_INVALID_DATA_LENGTH, Status.code(io.execute(mismatch, null).status()));
+
+        byte[] segment = sqe(Opcodes.IO_READ);
+        new Command().<Command>wrap(new UnsafeBuffer(segment), 0).nsid(1).slba(0).blockCount(8);
+        new UnsafeBuffer(segment).putByte(39, (byte) 0x30); // last segment descriptor: not supported
+        assertEquals(Status.SGL_INVALID_TYPE, Status.code(io.execute(segment, null).status()));
+
+        Host other = new Host(128, 8192, 4);
+        assertEquals(Status.SUCCESS, other.execute(connect(other, 2, 127, cntlid), null).status());
+
+        byte[] stray = sqe(Opcodes.IO_WRITE);
+        new Command().<Command>wrap(new UnsafeBuffer(stray), 0).nsid(1).slba(0).blockCount(8).cid(77);
+        keyed(stray, buf, 4096, 0xBAD, false); // a key the host never registered
+        io.nic.hostSend(stray);
+        io.nic.run(group);
+        assertTrue(io.queue.isClosed(), "the remote access error ends this queue pair");
+        assertTrue(io.nic.disconnected);
+        assertEquals(0, io.queue.submissionQueue().inUse(), "and releases what it held");
+
+        ByteBuffer dst = ByteBuffer.allocateDirect(4096);
+        byte[] rq = sqe(Opcodes.IO_READ);
+        new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(0).blockCount(8);
+        keyed(rq, dst, 4096, other.nic.hostRegister(dst), false);
+        assertEquals(Status.SUCCESS, other.execute(rq, null).status(), "the other queue pair still serves");
+    }
+
+    @Test
+    void shortCapsuleDisconnects() {
+        Host admin = new Host(32, 0, 4);
+        admin.nic.hostSend(new byte[40]);
+        admin.nic.run(group);
+        assertTrue(admin.queue.isClosed());
+        assertEquals(0, core.liveQueues());
+    }
+}
