@@ -30,15 +30,13 @@ def fio(name):
     return side["iops"], side["bw"] / 1024, lat["mean"] / 1000, lat.get("percentile", {}).get("99.000000", 0) / 1000
 
 
-print("## fio through the kernel NVMe/TCP host, side by side (guest figures)\n")
-print("| workload | kernel nvmet-tcp IOPS | MiB/s | mean us | p99 us | nvmeof-java IOPS | MiB/s | mean us | p99 us |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-for w, label in [("randread-4k-qd1", "4 KiB random read, QD 1"), ("randread-4k-qd16", "4 KiB random read, QD 16"),
-                 ("randwrite-4k-qd16", "4 KiB random write, QD 16"), ("read-128k-qd16", "128 KiB sequential read, QD 16")]:
-    k, o = fio("kernel-tcp-" + w), fio("ours-tcp-" + w)
-    cell = lambda r: "| n/a | | | " if r is None else f"| {r[0]:,.0f} | {r[1]:.1f} | {r[2]:,.0f} | {r[3]:,.0f} "
-    print(f"| {label} {cell(k)}{cell(o)}|")
-r = fio("kernel-rdma-randread-4k-qd16")
-if r:
-    print(f"\nKernel host to kernel nvmet over NVMe/RDMA (Soft-RoCE), 4 KiB random read QD 16: {r[0]:,.0f} IOPS, "
-          f"mean {r[2]:,.0f} us.")
+for transport, title in [("tcp", "NVMe/TCP"), ("rdma", "NVMe/RDMA over Soft-RoCE")]:
+    print(f"## fio through the kernel {title} host, side by side (guest figures)\n")
+    print("| workload | kernel target IOPS | MiB/s | mean us | p99 us | nvmeof-java IOPS | MiB/s | mean us | p99 us |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for w, label in [("randread-4k-qd1", "4 KiB random read, QD 1"), ("randread-4k-qd16", "4 KiB random read, QD 16"),
+                     ("randwrite-4k-qd16", "4 KiB random write, QD 16"), ("read-128k-qd16", "128 KiB sequential read, QD 16")]:
+        k, o = fio(f"kernel-{transport}-" + w), fio(f"ours-{transport}-" + w)
+        cell = lambda r: "| n/a | | | " if r is None else f"| {r[0]:,.0f} | {r[1]:.1f} | {r[2]:,.0f} | {r[3]:,.0f} "
+        print(f"| {label} {cell(k)}{cell(o)}|")
+    print()

@@ -34,20 +34,21 @@ rc=$?
   || echo "FAIL a guest past its timeout returned $rc, not 124" >> "$results/harness.summary"
 cat "$results/harness.summary"
 
-# job:flags:timeout
+# name|script|guest flags|timeout|environment
 jobs=(
-  "kernel-baseline:--rdma:900"
-  "kernel-host-our-target::1800"
-  "our-initiator-kernel-target::900"
+  "kernel-baseline|kernel-baseline|--rdma|900|"
+  "kernel-host-our-target-tcp|kernel-host-our-target||1800|TRANSPORT=tcp"
+  "kernel-host-our-target-rdma|kernel-host-our-target|--rdma|1800|TRANSPORT=rdma"
+  "our-initiator-kernel-target|our-initiator-kernel-target||900|"
 )
 start_all=$(date +%s)
 for spec in "${jobs[@]}"; do
-  IFS=: read -r job flags limit <<< "$spec"
+  IFS='|' read -r job script flags limit jobenv <<< "$spec"
   echo "=== $job (guest, timeout ${limit}s)"
   t0=$(date +%s)
   # shellcheck disable=SC2086
   "$here/guest.sh" $flags --timeout "$limit" --share "$repo" -- \
-    env RESULTS="$results" REPO="$repo" bash "$here/jobs/$job.sh" 2>&1 | grep -v '^\[ *[0-9]*\.[0-9]*\]' | tee "$results/$job.console"
+    env RESULTS="$results" REPO="$repo" $jobenv bash "$here/jobs/$script.sh" 2>&1 | grep -v '^\[ *[0-9]*\.[0-9]*\]' | tee "$results/$job.console"
   rc=${PIPESTATUS[0]}
   t1=$(date +%s)
   echo "$job $((t1 - t0))" >> "$results/timings"

@@ -26,7 +26,10 @@ if nvme connect -t rdma -a $GUEST_IP -s 4421 -n $NQN -i 2 >/dev/null 2>&1 && wai
   pass "nvme connect -t rdma (kernel target)"
   dev="$(nvme_dev_for $NQN)"
   check "fio verify 4k QD16 over nvme-rdma (kernel target)" fio_verify kernel-rdma-4k-qd16 "$dev" 4k 16 8M
-  check "fio perf 4k randread over nvme-rdma" fio_perf kernel-rdma-randread-4k-qd16 "$dev" randread 4k 16 10
+  check "fio perf 4k randread QD1 (kernel nvmet-rdma)" fio_perf kernel-rdma-randread-4k-qd1 "$dev" randread 4k 1 10
+  check "fio perf 4k randread QD16 (kernel nvmet-rdma)" fio_perf kernel-rdma-randread-4k-qd16 "$dev" randread 4k 16 10
+  check "fio perf 4k randwrite QD16 (kernel nvmet-rdma)" fio_perf kernel-rdma-randwrite-4k-qd16 "$dev" randwrite 4k 16 10
+  check "fio perf 128k read QD16 (kernel nvmet-rdma)" fio_perf kernel-rdma-read-128k-qd16 "$dev" read 128k 16 10
   check "nvme disconnect (rdma)" nvme disconnect -n $NQN
 else
   fail "nvme connect -t rdma (kernel target)"

@@ -1,18 +1,21 @@
 #!/bin/bash
-# The Linux kernel's NVMe/TCP host (nvme-cli, nvme-tcp, fio through the block layer) against our target, in the guest.
-JOB=kernel-host-our-target
+# The Linux kernel's NVMe-oF host (nvme-cli, nvme-tcp or nvme-rdma, fio through the block layer) against our target,
+# in the guest. TRANSPORT=tcp (default) or rdma (the guest needs --rdma for Soft-RoCE).
+TRANSPORT="${TRANSPORT:-tcp}"
+JOB=kernel-host-our-target-$TRANSPORT
 . "$(dirname "$0")/lib.sh"
+PORT=$([ "$TRANSPORT" = rdma ] && echo 4421 || echo 4420)
 REPO="${REPO:?REPO must name the checkout}"
 NQN=nqn.2026-11.io.nvmeof:interop
 JAR="$REPO/nvmeof-cli/target/nvmeof.jar"
 [ -f "$JAR" ] || { fail "no $JAR: build the project on the host first (mvn -DskipTests install)"; finish; exit 1; }
 
-modprobe -a nvme-tcp nvme-fabrics
+modprobe -a nvme-tcp nvme-rdma nvme-fabrics
 
 cat > /tmp/target.json <<JSON
 {
   "pollGroups": 2,
-  "listeners": [ { "transport": "tcp", "address": "$GUEST_IP", "port": 4420 } ],
+  "listeners": [ { "transport": "$TRANSPORT", "address": "$GUEST_IP", "port": $PORT } ],
   "subsystems": [ {
     "nqn": "$NQN", "serial": "INTEROP0001", "model": "nvmeof-java interop", "allowAnyHost": true,
     "namespaces": [ { "nsid": 1, "backend": "ram", "size": "256MiB", "blockSize": 512 },
@@ -22,30 +25,30 @@ JSON
 # The JVM runs 25-30x slower under TCG: C1 only, a small heap.
 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx768m -XX:MaxDirectMemorySize=1g \
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR" target --config /tmp/target.json \
-  > "$RESULTS/our-target.log" 2>&1 &
+  > "$RESULTS/our-target-$TRANSPORT.log" 2>&1 &
 TARGET_PID=$!
 up=0
 for i in $(seq 1 120); do
-  if grep -q "target started" "$RESULTS/our-target.log"; then up=1; break; fi
+  if grep -q "target started" "$RESULTS/our-target-$TRANSPORT.log"; then up=1; break; fi
   kill -0 $TARGET_PID 2>/dev/null || break
   sleep 1
 done
 if [ $up = 0 ]; then
-  fail "our target did not start: $(tail -3 "$RESULTS/our-target.log" | tr '\n' ' ')"
+  fail "our target did not start: $(tail -3 "$RESULTS/our-target-$TRANSPORT.log" | tr '\n' ' ')"
   finish; exit 1
 fi
 pass "our target started in the guest (${i}s)"
 
-nvme discover -t tcp -a $GUEST_IP -s 4420 > "$RESULTS/discover.txt" 2>&1
-check "nvme discover lists our subsystem" grep -q "subnqn: *$NQN" "$RESULTS/discover.txt"
-check "nvme discover lists the discovery subsystem entry" grep -q "subtype: *current discovery subsystem" "$RESULTS/discover.txt"
+nvme discover -t $TRANSPORT -a $GUEST_IP -s $PORT > "$RESULTS/discover-$TRANSPORT.txt" 2>&1
+check "nvme discover -t $TRANSPORT lists our subsystem" grep -q "subnqn: *$NQN" "$RESULTS/discover-$TRANSPORT.txt"
+check "nvme discover -t $TRANSPORT lists the discovery subsystem entry" grep -q "subtype: *current discovery subsystem" "$RESULTS/discover-$TRANSPORT.txt"
 
-connect() { nvme connect -t tcp -a $GUEST_IP -s 4420 -n $NQN -i 2 "$@" > /dev/null 2>&1 && wait_dev $NQN 60 > /dev/null; }
+connect() { nvme connect -t $TRANSPORT -a $GUEST_IP -s $PORT -n $NQN -i 2 "$@" > /dev/null 2>&1 && wait_dev $NQN 60 > /dev/null; }
 
 if connect; then
-  pass "nvme connect -t tcp (2 I/O queues)"
+  pass "nvme connect -t $TRANSPORT (2 I/O queues)"
 else
-  fail "nvme connect -t tcp: $(dmesg | tail -3 | tr '\n' ' ')"
+  fail "nvme connect -t $TRANSPORT: $(dmesg | tail -3 | tr '\n' ' ')"
   kill $TARGET_PID; finish; exit 1
 fi
 ctrl="$(for c in /sys/class/nvme/nvme*; do [ "$(cat $c/subsysnqn)" = $NQN ] && basename $c; done | head -1)"
@@ -57,10 +60,10 @@ check "namespace 1 has 512-byte blocks" test "$(cat /sys/block/${ns1#/dev/}/queu
 check "namespace 2 is 128 MiB" test "$(( $(cat /sys/block/${ns2#/dev/}/size) * 512 ))" = $((128 << 20))
 check "namespace 2 has 4096-byte blocks" test "$(cat /sys/block/${ns2#/dev/}/queue/logical_block_size)" = 4096
 check "the kernel made 2 I/O queues" sh -c "dmesg | grep -q 'mapped 2/0/0 default/read/poll queues'"
-nvme id-ctrl /dev/$ctrl -o json > "$RESULTS/id-ctrl.json" 2>&1
-nvme id-ns $ns1 -o json > "$RESULTS/id-ns1.json" 2>&1
-nvme id-ns $ns2 -o json > "$RESULTS/id-ns2.json" 2>&1
-check "id-ctrl subnqn, serial, model, cntrltype" python3 - "$RESULTS/id-ctrl.json" "$NQN" <<'PY'
+nvme id-ctrl /dev/$ctrl -o json > "$RESULTS/id-ctrl-$TRANSPORT.json" 2>&1
+nvme id-ns $ns1 -o json > "$RESULTS/id-ns1-$TRANSPORT.json" 2>&1
+nvme id-ns $ns2 -o json > "$RESULTS/id-ns2-$TRANSPORT.json" 2>&1
+check "id-ctrl subnqn, serial, model, cntrltype" python3 - "$RESULTS/id-ctrl-$TRANSPORT.json" "$NQN" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["subnqn"] == sys.argv[2], c["subnqn"]
@@ -71,7 +74,7 @@ assert c["cntrltype"] == 1, c["cntrltype"]
 assert c["ioccsz"] == (64 + 8192) // 16, c["ioccsz"]
 assert c["kas"] == 10 and c["sqes"] == 0x66 and c["cqes"] == 0x44
 PY
-check "id-ns sizes and LBA formats" python3 - "$RESULTS/id-ns1.json" "$RESULTS/id-ns2.json" <<'PY'
+check "id-ns sizes and LBA formats" python3 - "$RESULTS/id-ns1-$TRANSPORT.json" "$RESULTS/id-ns2-$TRANSPORT.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["nsze"] == (256 << 20) // 512 and a["lbafs"][0]["ds"] == 9, a
@@ -84,20 +87,22 @@ for ns in 1 2; do
   for bs in 4k 128k; do
     for qd in 1 32; do
       size=$([ $bs = 4k ] && echo 4M || echo 16M)
-      check "fio randwrite+verify crc32c $kind bs=$bs qd=$qd" fio_verify "ours-$kind-$bs-qd$qd" "$dev" $bs $qd $size
+      check "fio randwrite+verify crc32c $kind bs=$bs qd=$qd" fio_verify "ours-$TRANSPORT-$kind-$bs-qd$qd" "$dev" $bs $qd $size
     done
   done
 done
-check "fio perf 4k randread QD1 (our target)" fio_perf ours-tcp-randread-4k-qd1 "$ns2" randread 4k 1 10
-check "fio perf 4k randread QD16 (our target)" fio_perf ours-tcp-randread-4k-qd16 "$ns2" randread 4k 16 10
-check "fio perf 4k randwrite QD16 (our target)" fio_perf ours-tcp-randwrite-4k-qd16 "$ns2" randwrite 4k 16 10
-check "fio perf 128k read QD16 (our target)" fio_perf ours-tcp-read-128k-qd16 "$ns2" read 128k 16 10
+check "fio perf 4k randread QD1 (our target)" fio_perf ours-$TRANSPORT-randread-4k-qd1 "$ns2" randread 4k 1 10
+check "fio perf 4k randread QD16 (our target)" fio_perf ours-$TRANSPORT-randread-4k-qd16 "$ns2" randread 4k 16 10
+check "fio perf 4k randwrite QD16 (our target)" fio_perf ours-$TRANSPORT-randwrite-4k-qd16 "$ns2" randwrite 4k 16 10
+check "fio perf 128k read QD16 (our target)" fio_perf ours-$TRANSPORT-read-128k-qd16 "$ns2" read 128k 16 10
 check "nvme disconnect" nvme disconnect -n $NQN
 
-# Header and data digests.
-if connect -g -G; then
+# Header and data digests (NVMe/TCP only).
+if [ "$TRANSPORT" != tcp ]; then
+  :
+elif connect -g -G; then
   pass "nvme connect -g -G (header and data digests)"
-  check "fio verify with digests" fio_verify ours-digests-4k-qd16 "$(nvme_dev_for $NQN)" 4k 16 2M
+  check "fio verify with digests" fio_verify ours-tcp-digests-4k-qd16 "$(nvme_dev_for $NQN)" 4k 16 2M
   check "nvme disconnect (digests)" nvme disconnect -n $NQN
 else
   fail "nvme connect -g -G: $(dmesg | tail -3 | tr '\n' ' ')"
@@ -107,18 +112,24 @@ fi
 sleep 2
 fds_before=$(ls /proc/$TARGET_PID/fd | wc -l)
 ok=0
+t0=$(date +%s)
 for i in $(seq 1 50); do
-  if connect && nvme disconnect -n $NQN > /dev/null 2>&1; then ok=$((ok + 1)); fi
+  if connect && nvme disconnect -n $NQN > /dev/null 2>&1; then
+    ok=$((ok + 1))
+  else
+    { echo "cycle $i failed at $(date +%T)"; dmesg | tail -15; } >> "$RESULTS/cycles-$TRANSPORT.log"
+    nvme disconnect -n $NQN > /dev/null 2>&1
+  fi
 done
-check "50 connect/disconnect cycles" test $ok = 50
+check "50 connect/disconnect cycles ($ok passed, $(( $(date +%s) - t0 )) s)" test $ok = 50
 sleep 3
 fds_after=$(ls /proc/$TARGET_PID/fd | wc -l)
 check "no file descriptors leaked by the target ($fds_before before, $fds_after after)" test $fds_after -le $((fds_before + 2))
-created=$(grep -c "created for host" "$RESULTS/our-target.log")
-gone=$(grep -c "torn down" "$RESULTS/our-target.log")
+created=$(grep -c "created for host" "$RESULTS/our-target-$TRANSPORT.log")
+gone=$(grep -c "torn down" "$RESULTS/our-target-$TRANSPORT.log")
 check "every controller the target created was torn down ($created created, $gone torn down)" test "$created" = "$gone"
 
 kill -TERM $TARGET_PID
 wait $TARGET_PID 2>/dev/null
-check "the target shut down cleanly" grep -q "target stopped" "$RESULTS/our-target.log"
+check "the target shut down cleanly" grep -q "target stopped" "$RESULTS/our-target-$TRANSPORT.log"
 finish

@@ -16,7 +16,8 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = {"-c", "--config"}, description = "JSON configuration file (subsystems, namespaces, listeners, hosts)")
     Path config;
 
-    @Option(names = {"-t", "--transport"}, defaultValue = "tcp", description = "Transport. Default: ${DEFAULT-VALUE}")
+    @Option(names = {"-t", "--transport"}, defaultValue = "tcp",
+            description = "Transport: tcp, or rdma (needs an RDMA device and rdma-core). Default: ${DEFAULT-VALUE}")
     String transport;
 
     @Option(names = {"-a", "--address"}, defaultValue = "127.0.0.1", description = "Listen address. Default: ${DEFAULT-VALUE}")
@@ -46,10 +47,10 @@ final class TargetCommand implements Callable<Integer> {
         if (config != null) {
             cfg = TargetConfig.load(config);
         } else {
-            if (!"tcp".equals(transport)) {
-                throw new IllegalArgumentException("transport '" + transport + "' is not available in this build; use tcp");
+            if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
+                throw new IllegalArgumentException("transport '" + transport + "' is unknown; use tcp or rdma");
             }
-            cfg = TargetConfig.defaults(address, port, size, blockSize, file);
+            cfg = TargetConfig.defaults(transport, address, port, size, blockSize, file);
         }
         if (pollGroups != null) {
             cfg = new TargetConfig(pollGroups, cfg.maxIoQueues(), cfg.maxQueueSize(), cfg.maxTransferSize(), cfg.listeners(),

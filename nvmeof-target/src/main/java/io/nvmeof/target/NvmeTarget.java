@@ -39,6 +39,8 @@ public final class NvmeTarget implements AutoCloseable {
     private final TargetCore core;
     private final EventLoopGroup pollGroups;
     private final List<TcpTransport> tcpListeners = new ArrayList<>();
+    private final List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners = new ArrayList<>();
+    private int pollGroupCount = 1;
     private final List<BlockBackend> backends = new ArrayList<>();
 
     private NvmeTarget(TargetCore core, EventLoopGroup pollGroups) {
@@ -59,6 +61,7 @@ public final class NvmeTarget implements AutoCloseable {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("nvmeof-poll", true),
                 NioIoHandler.newFactory());
         NvmeTarget target = new NvmeTarget(core, group);
+        target.pollGroupCount = threads;
         try {
             if (config.subsystems() != null) {
                 for (SubsystemConfig s : config.subsystems()) {
@@ -143,8 +146,16 @@ public final class NvmeTarget implements AutoCloseable {
 
     private void addListener(ListenerConfig l, int portId) throws IOException {
         String transport = l.transport() != null ? l.transport() : "tcp";
+        if ("rdma".equals(transport)) {
+            io.nvmeof.target.rdma.RdmaTransport r = new io.nvmeof.target.rdma.RdmaTransport(core, pollGroupCount,
+                    l.inlineDataSize() != null ? l.inlineDataSize() : TcpOptions.defaults().inlineDataSize());
+            r.listen(portId, l.address() != null ? l.address() : "127.0.0.1", l.port() != null ? l.port() : 4420,
+                    l.subsystems() != null ? new HashSet<>(l.subsystems()) : new HashSet<>());
+            rdmaListeners.add(r);
+            return;
+        }
         if (!"tcp".equals(transport)) {
-            throw new IllegalArgumentException("transport '" + transport + "' is not available; this build serves tcp");
+            throw new IllegalArgumentException("transport '" + transport + "' is unknown; use tcp or rdma");
         }
         TcpOptions d = TcpOptions.defaults();
         TcpOptions options = new TcpOptions(l.inlineDataSize() != null ? l.inlineDataSize() : d.inlineDataSize(),
@@ -168,10 +179,18 @@ public final class NvmeTarget implements AutoCloseable {
         return tcpListeners;
     }
 
+    /** The RDMA port of the {@code index}th RDMA listener. */
+    public int rdmaPort(int index) {
+        return rdmaListeners.get(index).port();
+    }
+
     @Override
     public void close() {
         for (TcpTransport t : tcpListeners) {
             t.close();
+        }
+        for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+            r.close();
         }
         for (Controller c : core.controllers()) {
             c.teardown("target shutting down");

@@ -54,10 +54,15 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
 
     /** The embedded default: one 1 GiB RAM namespace on NVMe/TCP 127.0.0.1:4420. */
     public static TargetConfig defaults(String address, int port, String size, int blockSize, String file) {
+        return defaults("tcp", address, port, size, blockSize, file);
+    }
+
+    /** As {@link #defaults(String, int, String, int, String)} on the given transport (tcp or rdma). */
+    public static TargetConfig defaults(String transport, String address, int port, String size, int blockSize, String file) {
         NamespaceConfig ns = file == null ? new NamespaceConfig(1L, "ram", size, blockSize, null, null)
                 : new NamespaceConfig(1L, "file", size, blockSize, file, null);
         return new TargetConfig(null, null, null, null,
-                List.of(new ListenerConfig(1, "tcp", address, port, null, null, null)),
+                List.of(new ListenerConfig(1, transport, address, port, null, null, null)),
                 List.of(new SubsystemConfig(DEFAULT_NQN, null, null, null, true, null, List.of(ns))));
     }
 

@@ -91,9 +91,12 @@ public final class Request {
         return sgl.type() == SglDescriptor.TYPE_KEYED_DATA_BLOCK ? sgl.keyedLength() : sgl.dataLength();
     }
 
-    /** Allocates the data buffer for {@link #transferLength} bytes, zeroed (admin data is partly filled). */
+    /**
+     * The data buffer for {@link #transferLength} bytes, optionally zeroed (admin data is partly filled): the one the
+     * transport placed for a controller-to-host transfer, else a new one from the transport's allocator.
+     */
     public ByteBuf allocateData(boolean zero) {
-        ByteBuf b = sq.transport().allocator().directBuffer(transferLength, transferLength);
+        ByteBuf b = data != null ? data : sq.transport().allocator().directBuffer(transferLength, transferLength);
         if (zero) {
             b.setZero(0, transferLength);
         }

@@ -203,6 +203,10 @@ public final class TargetCore {
             sq.transport().fetchData(req);
             return;
         }
+        if (req.direction == Request.DIR_CONTROLLER_TO_HOST && req.transferLength > 0
+                && !sq.transport().allocateReadData(req)) {
+            return; // resumes through dataReady() when a buffer is free
+        }
         execute(req);
     }
 

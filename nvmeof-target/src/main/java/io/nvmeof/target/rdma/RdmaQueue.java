@@ -64,14 +64,16 @@ public final class RdmaQueue implements TransportQueue {
     private int id;
     private boolean dirty;
     private boolean closed;
+    private boolean failing;
 
     /**
      * @param receiveDepth receives posted: how many commands the host may have in flight (HSQSIZE + 1)
-     * @param inlineDataSize in-capsule data accepted (IOCCSZ)
+     * @param inlineDataSize in-capsule data advertised for I/O queues (IOCCSZ)
+     * @param receiveInline in-capsule data this queue's receives hold (0 on admin queues, as Linux)
      * @param maxReads RDMA READs outstanding at once (the initiator depth agreed at connect)
      */
     public RdmaQueue(TargetCore core, RdmaChannel channel, RegisteredBufferPool pool, MemoryRegistrar registrar,
-            RdmaPollGroup group, String peer, int receiveDepth, int inlineDataSize, int maxReads) {
+            RdmaPollGroup group, String peer, int receiveDepth, int inlineDataSize, int receiveInline, int maxReads) {
         this.core = core;
         this.channel = channel;
         this.pool = pool;
@@ -80,7 +82,7 @@ public final class RdmaQueue implements TransportQueue {
         this.peer = peer;
         this.receiveDepth = receiveDepth;
         this.inlineDataSize = inlineDataSize;
-        this.capsuleSize = Command.LENGTH + inlineDataSize;
+        this.capsuleSize = Command.LENGTH + receiveInline;
         this.maxReads = Math.max(1, maxReads);
         this.sq = new SubmissionQueue(core, this, 2 * core.limits().maxQueueSize());
         this.receives = ByteBuffer.allocateDirect(receiveDepth * capsuleSize);
@@ -176,7 +178,8 @@ public final class RdmaQueue implements TransportQueue {
 
     /** A failed work request: the queue pair is in error; this connection ends, no other is touched. */
     void onError(int kind, int index, String status) {
-        if (!closed) {
+        if (!closed && !failing) {
+            failing = true; // the rest of the queue's work requests now complete as flushed: report the first only
             fatal("work request failed (" + kindName(kind) + " " + index + "): " + status);
         }
     }
@@ -244,6 +247,18 @@ public final class RdmaQueue implements TransportQueue {
     }
 
     @Override
+    public boolean allocateReadData(Request req) {
+        ByteBuf data = pool.tryAllocate(req.transferLength);
+        if (data == null) {
+            waitingForBuffer.add(req);
+            return false;
+        }
+        data.writerIndex(req.transferLength);
+        req.data = data;
+        return true;
+    }
+
+    @Override
     public void fetchData(Request req) {
         if (closed) {
             sq.release(req);
@@ -287,7 +302,9 @@ public final class RdmaQueue implements TransportQueue {
             waitingForBuffer.poll();
             data.writerIndex(req.transferLength);
             req.data = data;
-            if (readsInFlight >= maxReads) {
+            if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {
+                req.dataReady();
+            } else if (readsInFlight >= maxReads) {
                 waitingForRead.add(req);
             } else {
                 issueRead(req);

@@ -416,6 +416,13 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     }
 
     @Override
+    public boolean allocateReadData(Request req) {
+        req.data = ctx.alloc().directBuffer(req.transferLength, req.transferLength);
+        req.data.writerIndex(req.transferLength);
+        return true;
+    }
+
+    @Override
     public void fetchData(Request req) {
         if (closing) {
             sq.release(req);

@@ -19,6 +19,12 @@ public interface TransportQueue {
      *  {@link Request#dataReady()}. */
     void fetchData(Request request);
 
+    /**
+     * Provides the buffer a controller-to-host transfer will be read into, before the command runs. Returns false when
+     * none is free now; the transport then calls {@link Request#dataReady()} once it has placed one.
+     */
+    boolean allocateReadData(Request request);
+
     /** Sends the completion (and controller-to-host data) of a request, then releases it. */
     void queueResponse(Request request);
 

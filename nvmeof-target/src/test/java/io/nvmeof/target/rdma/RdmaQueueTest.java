@@ -56,7 +56,7 @@ class RdmaQueueTest {
         final RdmaQueue queue;
 
         Host(int receiveDepth, int inline, int maxReads) {
-            queue = new RdmaQueue(core, nic, pool, nic, group, "host", receiveDepth, inline, maxReads);
+            queue = new RdmaQueue(core, nic, pool, nic, group, "host", receiveDepth, 8192, inline, maxReads);
             queue.start();
             nic.run(group);
         }
@@ -219,6 +219,30 @@ class RdmaQueueTest {
         new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(0).blockCount(8);
         keyed(rq, dst, 4096, other.nic.hostRegister(dst), false);
         assertEquals(Status.SUCCESS, other.execute(rq, null).status(), "the other queue pair still serves");
+    }
+
+    @Test
+    void readsWaitForARegisteredBufferInsteadOfFailing() {
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, 0, 4);
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        // 100 reads of 128 KiB arrive at once; the pool holds 8 of that size (+2 of 1 MiB), so most must wait.
+        int before = io.nic.responses.size();
+        for (int i = 0; i < 100; i++) {
+            ByteBuffer dst = ByteBuffer.allocateDirect(131072);
+            byte[] rq = sqe(Opcodes.IO_READ);
+            new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(i * 256L).blockCount(256).cid(2000 + i);
+            keyed(rq, dst, 131072, io.nic.hostRegister(dst), false);
+            io.nic.hostSend(rq);
+        }
+        io.nic.run(group);
+        assertEquals(before + 100, io.nic.responses.size());
+        for (int i = before; i < io.nic.responses.size(); i++) {
+            Completion c = new Completion().wrap(new UnsafeBuffer(io.nic.responses.get(i)), 0);
+            assertEquals(Status.SUCCESS, c.status(), "cid " + c.cid());
+        }
+        assertEquals(8, pool.available(1), "every buffer came back");
     }
 
     @Test

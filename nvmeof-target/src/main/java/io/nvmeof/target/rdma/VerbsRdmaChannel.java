@@ -1,0 +1,119 @@
+package io.nvmeof.target.rdma;
+
+import io.nvmeof.rdma.CmId;
+import io.nvmeof.rdma.QueuePair;
+import io.nvmeof.rdma.RecvBatch;
+import io.nvmeof.rdma.SendBatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link RdmaChannel} over a real queue pair: posts accumulate in descriptor batches in direct memory and go to the NIC
+ * with one native call per batch at {@link #flush()} (or when a batch fills).
+ */
+final class VerbsRdmaChannel implements RdmaChannel {
+    private static final Logger LOG = LoggerFactory.getLogger(VerbsRdmaChannel.class);
+
+    private final CmId id;
+    private final QueuePair qp;
+    private final SendBatch sends = new SendBatch(SendBatch.MAX_BATCH);
+    private final RecvBatch recvs = new RecvBatch(SendBatch.MAX_BATCH);
+    private boolean failed;
+
+    VerbsRdmaChannel(CmId id, QueuePair qp) {
+        this.id = id;
+        this.qp = qp;
+    }
+
+    QueuePair queuePair() {
+        return qp;
+    }
+
+    @Override
+    public void postRecv(long wrId, long address, int length, long lkey) {
+        if (recvs.isFull()) {
+            flushRecvs();
+        }
+        recvs.add(wrId, address, length, (int) lkey);
+    }
+
+    @Override
+    public void postRead(long wrId, long localAddress, int length, long lkey, long remoteAddress, long rkey) {
+        room();
+        sends.rdmaRead(wrId, localAddress, length, (int) lkey, remoteAddress, (int) rkey, SendBatch.SIGNALED);
+    }
+
+    @Override
+    public void postWrite(long wrId, long localAddress, int length, long lkey, long remoteAddress, long rkey) {
+        room();
+        sends.rdmaWrite(wrId, localAddress, length, (int) lkey, remoteAddress, (int) rkey, 0);
+    }
+
+    @Override
+    public void postSend(long wrId, long localAddress, int length, long lkey, boolean invalidate, long invalidateRkey) {
+        room();
+        if (invalidate) {
+            sends.sendWithInvalidate(wrId, localAddress, length, (int) lkey, (int) invalidateRkey, SendBatch.SIGNALED);
+        } else {
+            sends.send(wrId, localAddress, length, (int) lkey, SendBatch.SIGNALED);
+        }
+    }
+
+    private void room() {
+        if (sends.isFull()) {
+            flushSends();
+        }
+    }
+
+    @Override
+    public void flush() {
+        flushRecvs();
+        flushSends();
+    }
+
+    private void flushRecvs() {
+        if (recvs.size() == 0) {
+            return;
+        }
+        try {
+            if (!failed) {
+                qp.postRecv(recvs);
+            }
+        } catch (Exception e) {
+            fail(e);
+        } finally {
+            recvs.clear();
+        }
+    }
+
+    private void flushSends() {
+        if (sends.isEmpty()) {
+            return;
+        }
+        try {
+            if (!failed) {
+                qp.postSend(sends);
+            }
+        } catch (Exception e) {
+            fail(e);
+        } finally {
+            sends.clear();
+        }
+    }
+
+    private void fail(Exception e) {
+        // A post fails when the queue pair is in error; its outstanding work completes with flush errors, which
+        // end the queue. Nothing more to post.
+        failed = true;
+        LOG.debug("posting to {} failed: {}", qp, e.toString());
+    }
+
+    @Override
+    public void disconnect() {
+        try {
+            id.disconnect();
+        } catch (Exception e) {
+            LOG.debug("rdma_disconnect: {}", e.toString());
+        }
+    }
+}
