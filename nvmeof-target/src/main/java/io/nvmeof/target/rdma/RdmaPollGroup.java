@@ -3,6 +3,7 @@ package io.nvmeof.target.rdma;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
+import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 
 /**
@@ -13,7 +14,12 @@ import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
  * <p>A work request ID carries the queue (bits 63:40), what finished (bits 35:32) and the index (bits 31:0).
  */
 public final class RdmaPollGroup implements Executor {
-    private final List<RdmaQueue> queues = new ArrayList<>();
+    /**
+     * Queues by ID. IDs are never reused while the group lives (24 bits, skipping live ones on wrap): a closed queue's
+     * flushed work requests may still be in the completion queue, and must not reach a newer queue.
+     */
+    private final Int2ObjectHashMap<RdmaQueue> queues = new Int2ObjectHashMap<>();
+    private int nextId = 1;
     private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(4096);
     private final List<RdmaQueue> dirty = new ArrayList<>();
 
@@ -21,26 +27,22 @@ public final class RdmaPollGroup implements Executor {
         return (long) queueId << 40 | (long) kind << 32 | (index & 0xFFFF_FFFFL);
     }
 
-    static int queueOf(long wrId) { return (int) (wrId >>> 40); }
+    static int queueOf(long wrId) { return (int) (wrId >>> 40) & 0xFF_FFFF; }
     static int kindOf(long wrId) { return (int) (wrId >>> 32) & 0xF; }
     static int indexOf(long wrId) { return (int) wrId; }
 
     int register(RdmaQueue q) {
-        for (int i = 0; i < queues.size(); i++) {
-            if (queues.get(i) == null) {
-                queues.set(i, q);
-                return i;
-            }
-        }
-        queues.add(q);
-        return queues.size() - 1;
+        int id;
+        do {
+            id = nextId;
+            nextId = nextId == 0xFF_FFFF ? 1 : nextId + 1;
+        } while (queues.containsKey(id));
+        queues.put(id, q);
+        return id;
     }
 
     void unregister(RdmaQueue q) {
-        int i = q.id();
-        if (i < queues.size() && queues.get(i) == q) {
-            queues.set(i, null);
-        }
+        queues.remove(q.id(), q);
     }
 
     /**
@@ -50,8 +52,7 @@ public final class RdmaPollGroup implements Executor {
      * @param status the status text for logs when not
      */
     public void dispatch(long wrId, boolean success, String status, int byteLength) {
-        int qid = queueOf(wrId);
-        RdmaQueue q = qid < queues.size() ? queues.get(qid) : null;
+        RdmaQueue q = queues.get(queueOf(wrId));
         if (q == null) {
             return; // a completion flushed after its queue closed
         }
@@ -79,8 +80,8 @@ public final class RdmaPollGroup implements Executor {
     /** Runs handed-over tasks and flushes every queue that posted work; returns how much work was done. */
     public int afterBatch() {
         int n = tasks.drain(Runnable::run);
-        for (RdmaQueue q : queues) {
-            if (q != null && q.takeDirty()) {
+        for (RdmaQueue q : queues.values()) {
+            if (q.takeDirty()) {
                 dirty.add(q);
             }
         }
@@ -100,12 +101,6 @@ public final class RdmaPollGroup implements Executor {
     }
 
     public int queueCount() {
-        int n = 0;
-        for (RdmaQueue q : queues) {
-            if (q != null) {
-                n++;
-            }
-        }
-        return n;
+        return queues.size();
     }
 }

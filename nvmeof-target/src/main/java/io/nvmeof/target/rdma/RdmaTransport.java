@@ -177,7 +177,7 @@ public final class RdmaTransport implements AutoCloseable {
             QueuePair qp = id.createQueuePair(pd, QueuePairConfig.of(g.cq, 2 * depth + 16, depth));
             int initiatorDepth = Math.min(ev.initiatorDepth(), attributes.maxQpInitRdAtom());
             int responderResources = Math.min(ev.responderResources(), attributes.maxQpRdAtom());
-            VerbsRdmaChannel channel = new VerbsRdmaChannel(id, qp);
+            VerbsRdmaChannel channel = new VerbsRdmaChannel(id, qp, g.counters);
             String peer = "rdma qid " + p.qid();
             g.group.execute(() -> {
                 try {
@@ -289,6 +289,7 @@ public final class RdmaTransport implements AutoCloseable {
         final RegisteredBufferPool pool;
         final Thread thread;
         final CompletionBatch batch = new CompletionBatch(64);
+        final VerbsRdmaChannel.Counters counters = new VerbsRdmaChannel.Counters();
 
         PollGroupThread(RdmaDevice device, int index) throws Exception {
             channel = device.createCompletionChannel();
@@ -306,6 +307,10 @@ public final class RdmaTransport implements AutoCloseable {
 
         private int pollOnce() throws Exception {
             int n = cq.poll(batch);
+            if (n > 0) {
+                counters.pollsWithWork++;
+                counters.completions += n;
+            }
             for (int i = 0; i < n; i++) {
                 boolean ok = batch.isSuccess(i);
                 group.dispatch(batch.wrId(i), ok, ok ? "SUCCESS" : CompletionBatch.statusName(batch.status(i)),
@@ -382,8 +387,22 @@ public final class RdmaTransport implements AutoCloseable {
             }
         }
         connections.clear();
+        long posts = 0;
+        long wrs = 0;
+        long polls = 0;
+        long completions = 0;
         for (PollGroupThread g : groups) {
             g.close();
+            posts += g.counters.postCalls;
+            wrs += g.counters.workRequests;
+            polls += g.counters.pollsWithWork;
+            completions += g.counters.completions;
+        }
+        if (completions > 0) {
+            // Native calls on the data path per work request: the batching at work.
+            LOG.info("NVMe/RDMA native calls: {} post calls for {} work requests, {} polls for {} completions: "
+                    + "{} native calls per work request", posts, wrs, polls, completions,
+                    String.format("%.3f", (posts + polls) / (double) Math.max(1, wrs)));
         }
         try {
             if (listener != null) {

@@ -14,15 +14,25 @@ import org.slf4j.LoggerFactory;
 final class VerbsRdmaChannel implements RdmaChannel {
     private static final Logger LOG = LoggerFactory.getLogger(VerbsRdmaChannel.class);
 
+    /** Native call accounting of one poll group (its thread only). */
+    static final class Counters {
+        long postCalls;
+        long workRequests;
+        long pollsWithWork;
+        long completions;
+    }
+
     private final CmId id;
     private final QueuePair qp;
+    private final Counters counters;
     private final SendBatch sends = new SendBatch(SendBatch.MAX_BATCH);
     private final RecvBatch recvs = new RecvBatch(SendBatch.MAX_BATCH);
     private boolean failed;
 
-    VerbsRdmaChannel(CmId id, QueuePair qp) {
+    VerbsRdmaChannel(CmId id, QueuePair qp, Counters counters) {
         this.id = id;
         this.qp = qp;
+        this.counters = counters;
     }
 
     QueuePair queuePair() {
@@ -77,6 +87,8 @@ final class VerbsRdmaChannel implements RdmaChannel {
         }
         try {
             if (!failed) {
+                counters.postCalls++;
+                counters.workRequests += recvs.size();
                 qp.postRecv(recvs);
             }
         } catch (Exception e) {
@@ -92,6 +104,8 @@ final class VerbsRdmaChannel implements RdmaChannel {
         }
         try {
             if (!failed) {
+                counters.postCalls++;
+                counters.workRequests += sends.size();
                 qp.postSend(sends);
             }
         } catch (Exception e) {

@@ -246,6 +246,19 @@ class RdmaQueueTest {
     }
 
     @Test
+    void staleCompletionsOfAClosedQueueNeverReachANewOne() {
+        Host old = new Host(128, 8192, 4);
+        long staleWrId = RdmaPollGroup.wrId(old.queue.id(), RdmaQueue.KIND_RECV, 71);
+        old.queue.closeNow("test");
+        Host fresh = new Host(32, 0, 4);
+        assertTrue(fresh.queue.id() != old.queue.id(), "queue IDs are not reused");
+        group.dispatch(staleWrId, false, "WR_FLUSH_ERR", 0); // the old queue's flushed receive arrives late
+        group.afterBatch();
+        assertTrue(!fresh.queue.isClosed(), "the new queue is untouched");
+        bringUp(fresh);
+    }
+
+    @Test
     void shortCapsuleDisconnects() {
         Host admin = new Host(32, 0, 4);
         admin.nic.hostSend(new byte[40]);
