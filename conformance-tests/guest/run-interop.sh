@@ -34,6 +34,14 @@ rc=$?
   || echo "FAIL a guest past its timeout returned $rc, not 124" >> "$results/harness.summary"
 cat "$results/harness.summary"
 
+# The native RDMA layer on Soft-RoCE: verbs, CM with private data, batched WRITE/READ/SEND, a >4 GiB registration,
+# a remote access error that ends one queue pair only.
+echo "=== rdma-smoke (guest)"
+t0=$(date +%s)
+RESULTS="$results" "$repo/native/src/test/guest/rdma-smoke.sh" 2>&1 | grep -v '^\[ *[0-9]*\.[0-9]*\]' | tee "$results/rdma-smoke.console"
+echo "rdma-smoke $(( $(date +%s) - t0 ))" >> "$results/timings"
+[ -s "$results/rdma-smoke.summary" ] || echo "FAIL rdma-smoke: the guest did not complete the smoke test" > "$results/rdma-smoke.summary"
+
 # name|script|guest flags|timeout|environment
 jobs=(
   "kernel-baseline|kernel-baseline|--rdma|900|"

@@ -17,8 +17,8 @@ if [ "${1:-}" != "--in-guest" ]; then
   [ -f "$module/target/test-classes/io/nvmeof/rdma/RdmaSmokeCheck.class" ] \
     || { echo "rdma-smoke.sh: build first: (cd $repo && mvn -o -q install -pl native)" >&2; exit 2; }
   # The class path is resolved here, on the host (Maven is too slow under emulation); the guest sees ~/.m2 read-only.
-  (cd "$module" && mvn -o -q dependency:build-classpath -Dmdep.outputFile=target/smoke.classpath >/dev/null) \
-    || { echo "rdma-smoke.sh: cannot resolve the class path (mvn -o dependency:build-classpath)" >&2; exit 2; }
+  (cd "$module" && mvn -q -B -ntp dependency:build-classpath -Dmdep.outputFile=target/smoke.classpath >/dev/null) \
+    || { echo "rdma-smoke.sh: cannot resolve the class path (mvn dependency:build-classpath)" >&2; exit 2; }
   cd "$repo"
   exec conformance-tests/guest/guest.sh --rdma --mem "${SMOKE_GUEST_MEM:-6G}" --timeout "${SMOKE_TIMEOUT:-600}" \
     --share "$repo" -- env ${RESULTS:+RESULTS="$RESULTS"} ${SMOKE_ARGS+SMOKE_ARGS="$SMOKE_ARGS"} bash "$here/rdma-smoke.sh" --in-guest
