@@ -97,6 +97,18 @@ check "fio perf 4k randwrite QD16 (our target)" fio_perf ours-$TRANSPORT-randwri
 check "fio perf 128k read QD16 (our target)" fio_perf ours-$TRANSPORT-read-128k-qd16 "$ns2" read 128k 16 10
 check "nvme disconnect" nvme disconnect -n $NQN
 
+# Malformed RDMA CM connect requests get the NVMe/RDMA reject status, and the target keeps serving (checked by the
+# connect/disconnect cycles below).
+if [ "$TRANSPORT" = rdma ]; then
+  java -XX:TieredStopAtLevel=1 -Xmx256m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+    -cp "$JAR:$REPO/conformance-tests/target/test-classes" io.nvmeof.conformance.interop.RdmaConnectRejectCheck \
+    $GUEST_IP $PORT > "$RESULTS/rdma-reject.out" 2>&1
+  grep -E "^(PASS|FAIL) " "$RESULTS/rdma-reject.out" | while read -r verdict rest; do
+    echo "$verdict bad connect request: $rest" >> "$SUMMARY"
+  done
+  grep -q "^PASS" "$RESULTS/rdma-reject.out" || fail "bad connect requests: $(tail -3 "$RESULTS/rdma-reject.out" | tr '\n' ' ')"
+fi
+
 # Header and data digests (NVMe/TCP only).
 if [ "$TRANSPORT" != tcp ]; then
   :
