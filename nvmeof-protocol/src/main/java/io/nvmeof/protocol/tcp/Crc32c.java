@@ -10,6 +10,7 @@ import org.agrona.DirectBuffer;
  */
 public final class Crc32c {
     private final CRC32C crc = new CRC32C();
+    private final byte[] scratch = new byte[4096];
 
     public int of(DirectBuffer buffer, int index, int length) {
         crc.reset();
@@ -35,8 +36,7 @@ public final class Crc32c {
             // Direct ByteBuffer: wrapAdjustment() is relative to the ByteBuffer's own index 0.
             crc.update(bb.duplicate().clear().position(base).limit(base + length));
         } else {
-            // Memory wrapped by raw address (registered regions): go through a scratch copy.
-            byte[] scratch = new byte[Math.min(length, 4096)];
+            // Memory wrapped by raw address (registered regions): go through a scratch copy, allocated once.
             for (int done = 0; done < length; ) {
                 int n = Math.min(scratch.length, length - done);
                 buffer.getBytes(index + done, scratch, 0, n);

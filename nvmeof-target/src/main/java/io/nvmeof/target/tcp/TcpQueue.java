@@ -231,20 +231,20 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return 0;
     }
 
-    private boolean headerDigestOk(int hlen) {
-        if (!headerDigest) {
-            return true;
-        }
-        int expected = crc.of(in, 0, hlen);
-        return in.getInt(hlen, java.nio.ByteOrder.LITTLE_ENDIAN) == expected;
+    /** CRC32C over bytes of the cumulation buffer, read in place (the buffer's shared NIO view: no copy, no garbage). */
+    private int digest(ByteBuf buf, int index, int length) {
+        crc.reset();
+        crc.update(buf.internalNioBuffer(index, length));
+        return crc.value();
     }
 
-    private boolean dataDigestOk(int pdo, int dataLength) {
-        if (!dataDigest) {
-            return true;
-        }
-        int expected = crc.of(in, pdo, dataLength);
-        return in.getInt(pdo + dataLength, java.nio.ByteOrder.LITTLE_ENDIAN) == expected;
+    private boolean headerDigestOk(ByteBuf buf, int start, int hlen) {
+        return !headerDigest || in.getInt(hlen, java.nio.ByteOrder.LITTLE_ENDIAN) == digest(buf, start, hlen);
+    }
+
+    private boolean dataDigestOk(ByteBuf buf, int start, int pdo, int dataLength) {
+        return !dataDigest
+                || in.getInt(pdo + dataLength, java.nio.ByteOrder.LITTLE_ENDIAN) == digest(buf, start + pdo, dataLength);
     }
 
     private void process(int type, int flags, int hlen, int pdo, int plen, ByteBuf buf, int start) {
@@ -261,7 +261,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             default:
                 break;
         }
-        if (!headerDigestOk(hlen)) {
+        if (!headerDigestOk(buf, start, hlen)) {
             fatal(TermReqPdu.FES_HEADER_DIGEST_ERROR, 0, buf, start, "header digest mismatch");
             return;
         }
@@ -312,7 +312,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             data.writeBytes(buf, start + pdo, dataLength);
             req.data = data;
             req.transportOffset = dataLength;
-            if (!dataDigestOk(pdo, dataLength)) {
+            if (!dataDigestOk(buf, start, pdo, dataLength)) {
                 // Framing is intact, so the queue survives; the host may retry (SPDK's behaviour).
                 req.complete(Status.TRANSIENT_TRANSPORT_ERROR);
                 return;
@@ -341,7 +341,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             return;
         }
         req.data.setBytes((int) datao, buf, start + pdo, dataLength);
-        if (!dataDigestOk(pdo, dataLength)) {
+        if (!dataDigestOk(buf, start, pdo, dataLength)) {
             req.status = Status.TRANSIENT_TRANSPORT_ERROR;
         }
         req.transportOffset += datal;
