@@ -47,7 +47,9 @@ jobs=(
   "kernel-baseline|kernel-baseline|--rdma|900|"
   "kernel-host-our-target-tcp|kernel-host-our-target||1800|TRANSPORT=tcp"
   "kernel-host-our-target-rdma|kernel-host-our-target|--rdma|1800|TRANSPORT=rdma"
-  "our-initiator-kernel-target|our-initiator-kernel-target||900|"
+  "our-initiator-kernel-target-tcp|our-initiator-kernel-target||900|TRANSPORT=tcp"
+  "our-initiator-kernel-target-rdma|our-initiator-kernel-target|--rdma|900|TRANSPORT=rdma"
+  "our-initiator-our-target-rdma|our-initiator-our-target-rdma|--rdma|900|"
 )
 start_all=$(date +%s)
 for spec in "${jobs[@]}"; do

@@ -50,14 +50,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 #define NVR_EXPORT __attribute__((visibility("default")))
 
 /* Bumped whenever a record layout or a signature changes; Java refuses a helper of another version. */
-#define NVR_ABI_VERSION 1
+#define NVR_ABI_VERSION 2
 
 #define NVR_SEND_DESC_SIZE 48
 #define NVR_RECV_DESC_SIZE 24
@@ -487,6 +489,45 @@ NVR_EXPORT int nvr_wait_comp_channel(void *channel, int timeout_ms, void **cq_ou
     if (ibv_get_cq_event(ch, &cq, &ctx)) return neg_errno();
     *cq_out = cq;
     return 1;
+}
+
+/* A poller that sleeps on a completion channel must also wake when another thread hands it work (an initiator's
+ * submitter): an eventfd polled together with the channel. Signalled only when the poller said it is about to sleep,
+ * so busy periods cost no system call per I/O. */
+NVR_EXPORT int nvr_wakeup_create(void) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd < 0 ? neg_errno() : fd;
+}
+
+NVR_EXPORT int nvr_wakeup_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t n = write(fd, &one, sizeof(one));
+    return n == (ssize_t)sizeof(one) || errno == EAGAIN ? 0 : neg_errno();
+}
+
+NVR_EXPORT int nvr_wakeup_close(int fd) { return close(fd) ? neg_errno() : 0; }
+
+/* As nvr_wait_comp_channel, but also returns when wake_fd is signalled (the signal is consumed): 1 with *cq_out set
+ * for a CQ event (a pending wakeup is consumed as well), 2 for a wakeup alone, 0 on timeout, -errno on failure. */
+NVR_EXPORT int nvr_wait_comp_channel_or_wakeup(void *channel, int wake_fd, int timeout_ms, void **cq_out) {
+    struct ibv_comp_channel *ch = (struct ibv_comp_channel *)channel;
+    struct pollfd pfd[2] = {{.fd = ch->fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
+    int rc = poll(pfd, 2, timeout_ms);
+    if (rc < 0) return errno == EINTR ? 0 : neg_errno();
+    if (rc == 0) return 0;
+    int woken = 0;
+    if (pfd[1].revents & POLLIN) {
+        uint64_t v;
+        if (read(wake_fd, &v, sizeof(v)) == (ssize_t)sizeof(v)) woken = 1;
+    }
+    if (pfd[0].revents & POLLIN) {
+        struct ibv_cq *cq = NULL;
+        void *ctx = NULL;
+        if (ibv_get_cq_event(ch, &cq, &ctx)) return errno == EAGAIN ? (woken ? 2 : 0) : neg_errno();
+        *cq_out = cq;
+        return 1;
+    }
+    return woken ? 2 : 0;
 }
 
 NVR_EXPORT void nvr_ack_cq_events(void *cq, int n) {

@@ -52,6 +52,24 @@ public final class CompletionChannel implements AutoCloseable {
         return cq;
     }
 
+    /**
+     * As {@link #waitForEvent(int)}, but also returns (null) as soon as {@code wakeup} is signalled; the signal is
+     * consumed. A signal that came before the call makes it return at once.
+     */
+    public synchronized CompletionQueue waitForEvent(int timeoutMillis, Wakeup wakeup) throws RdmaException {
+        int rc = RdmaLibrary.check(NvrNative.nvr_wait_comp_channel_or_wakeup(channel, wakeup.fd(), timeoutMillis, cqOut),
+                "ibv_get_cq_event");
+        if (rc != 1) {
+            return null;
+        }
+        CompletionQueue cq = queues.get(cqOut[0]);
+        if (cq == null) {
+            throw new IllegalStateException("event for an unknown CQ 0x" + Long.toHexString(cqOut[0]));
+        }
+        cq.eventReceived();
+        return cq;
+    }
+
     @Override
     public synchronized void close() throws RdmaException {
         if (channel != 0) {

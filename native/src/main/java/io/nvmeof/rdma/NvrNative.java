@@ -59,6 +59,10 @@ final class NvrNative {
     static native int nvr_wait_comp_channel(long channel, int timeoutMs, long[] cqOut);
     static native void nvr_ack_cq_events(long cq, int n);
     static native int nvr_comp_channel_fd(long channel);
+    static native int nvr_wakeup_create();
+    static native int nvr_wakeup_signal(int fd);
+    static native int nvr_wakeup_close(int fd);
+    static native int nvr_wait_comp_channel_or_wakeup(long channel, int wakeFd, int timeoutMs, long[] cqOut);
 
     // SRQs and QPs
     static native int nvr_create_srq(long pd, int maxWr, long[] out);

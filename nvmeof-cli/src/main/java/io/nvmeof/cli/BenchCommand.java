@@ -95,7 +95,7 @@ final class BenchCommand implements Callable<Integer> {
             ByteBuffer[] buffers = new ByteBuffer[inflight];
             long[] started = new long[inflight];
             for (int i = 0; i < inflight; i++) {
-                buffers[i] = ByteBuffer.allocateDirect((int) ioBytes);
+                buffers[i] = c.allocateBuffer((int) ioBytes);
                 if (write) {
                     byte[] pattern = new byte[(int) ioBytes];
                     ThreadLocalRandom.current().nextBytes(pattern);
@@ -231,6 +231,7 @@ final class BenchCommand implements Callable<Integer> {
             job.put("write", write ? active : idle);
             job.put("cpu_seconds", cpu);
             job.put("cpu_seconds_per_million_ios", cpuPerMillion);
+            job.put("transport_statistics", c.transportStatistics());
             Map<String, Object> root = new LinkedHashMap<>();
             root.put("fio version", "nvmeof-java-0.1.0");
             root.put("timestamp", System.currentTimeMillis() / 1000);
@@ -245,5 +246,9 @@ final class BenchCommand implements Callable<Integer> {
                 h.getMean() / 1000, h.getValueAtPercentile(50) / 1000.0, h.getValueAtPercentile(99) / 1000.0,
                 h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0);
         System.out.printf(Locale.ROOT, "  initiator CPU %.2f s per million I/Os%n", cpuPerMillion);
+        String stats = c.transportStatistics();
+        if (!stats.isEmpty()) {
+            System.out.printf(Locale.ROOT, "  %s%n", stats);
+        }
     }
 }

@@ -8,7 +8,7 @@ import picocli.CommandLine.Option;
 
 /** The nvme-cli style connection options shared by every client command. */
 final class ConnectionOptions {
-    @Option(names = {"-t", "--transport"}, defaultValue = "tcp", description = "Transport type (tcp). Default: ${DEFAULT-VALUE}")
+    @Option(names = {"-t", "--transport"}, defaultValue = "tcp", description = "Transport type: tcp or rdma. Default: ${DEFAULT-VALUE}")
     String transport;
 
     @Option(names = {"-a", "--traddr"}, defaultValue = "127.0.0.1", description = "Target address. Default: ${DEFAULT-VALUE}")
@@ -33,8 +33,8 @@ final class ConnectionOptions {
     int timeoutSeconds;
 
     ConnectOptions.Builder builder() {
-        if (!"tcp".equals(transport)) {
-            throw new IllegalArgumentException("transport '" + transport + "' is not available in this build; use -t tcp");
+        if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
+            throw new IllegalArgumentException("transport '" + transport + "' is unknown; use -t tcp or -t rdma");
         }
         ConnectOptions.Builder b = ConnectOptions.builder()
                 .headerDigest(headerDigest)

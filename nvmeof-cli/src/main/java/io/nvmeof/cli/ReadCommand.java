@@ -47,7 +47,7 @@ final class ReadCommand implements Callable<Integer> {
                         + " (" + ns.blockCount() + " blocks)");
             }
             int perIo = Math.max(1, ns.maxBlocksPerIo());
-            ByteBuffer buf = ByteBuffer.allocateDirect(perIo * ns.blockSize());
+            ByteBuffer buf = c.allocateBuffer(perIo * ns.blockSize());
             OutputStream os = "-".equals(output) ? System.out : Files.newOutputStream(Path.of(output));
             try (WritableByteChannel ch = Channels.newChannel(os)) {
                 long done = 0;

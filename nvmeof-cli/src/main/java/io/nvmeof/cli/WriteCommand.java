@@ -38,7 +38,7 @@ final class WriteCommand implements Callable<Integer> {
             NamespaceHandle ns = c.namespace(nsid);
             int bs = ns.blockSize();
             int perIo = Math.max(1, ns.maxBlocksPerIo());
-            ByteBuffer buf = ByteBuffer.allocateDirect(perIo * bs);
+            ByteBuffer buf = c.allocateBuffer(perIo * bs);
             byte[] chunk = new byte[perIo * bs];
             long next = lba;
             long bytes = 0;

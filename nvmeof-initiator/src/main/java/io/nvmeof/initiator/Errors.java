@@ -1,6 +1,6 @@
 package io.nvmeof.initiator;
 
-import io.nvmeof.initiator.tcp.TcpQueue;
+import io.nvmeof.initiator.transport.HostQueue;
 import java.time.Duration;
 
 /** Turns a completion status into the exception callers see, with what failed, where, and what to try. */
@@ -8,7 +8,7 @@ final class Errors {
     private Errors() {
     }
 
-    static NvmeofException failure(String what, int status, int commandSet, TcpQueue q, Duration timeout) {
+    static NvmeofException failure(String what, int status, int commandSet, HostQueue q, Duration timeout) {
         if (status > 0) {
             return new NvmeStatusException(what, status, commandSet);
         }

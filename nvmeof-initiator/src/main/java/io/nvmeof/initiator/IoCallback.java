@@ -1,7 +1,7 @@
 package io.nvmeof.initiator;
 
 /**
- * Completion callback of the zero-allocation I/O flavour. It runs on the queue's Netty event loop thread: it must
+ * Completion callback of the zero-allocation I/O flavour. It runs on the queue's I/O thread (a Netty event loop for TCP, a poller thread for RDMA): it must
  * not block (no synchronous admin calls, no {@code join()}); submitting more I/O from it is fine.
  */
 @FunctionalInterface

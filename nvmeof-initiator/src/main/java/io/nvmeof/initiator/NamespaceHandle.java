@@ -1,7 +1,7 @@
 package io.nvmeof.initiator;
 
-import io.nvmeof.initiator.tcp.CompletionListener;
-import io.nvmeof.initiator.tcp.TcpQueue;
+import io.nvmeof.initiator.transport.CompletionListener;
+import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import java.nio.ByteBuffer;
@@ -11,11 +11,12 @@ import org.agrona.concurrent.UnsafeBuffer;
 /**
  * Block I/O on one namespace. Thread-safe; each call picks an I/O queue round-robin.
  *
- * <p>Buffers: data moves directly between the socket and the caller's buffer (direct or heap). The transfer covers
+ * <p>Buffers: data moves directly between the transport and the caller's buffer: the socket over TCP (direct or heap
+ * buffers), the NIC over RDMA (direct buffers; see {@link NvmeofController#allocateBuffer}). The transfer covers
  * {@code blocks * blockSize()} bytes starting at the buffer's current <em>position</em>; position and limit are never
  * modified, and the buffer must not be touched until the operation completes.
  *
- * <p>Completion runs on a Netty event loop thread (futures complete there too): do not block in callbacks or
+ * <p>Completion runs on the queue's I/O thread (futures complete there too): do not block in callbacks or
  * {@code thenAccept} stages. When every slot of the chosen queue is busy the request waits, in submission order, in a
  * bounded overflow queue; it never blocks the caller.
  */
@@ -55,14 +56,14 @@ public final class NamespaceHandle {
     public CompletableFuture<Void> read(long lba, int blocks, ByteBuffer dst) {
         int len = checkData(blocks, dst, true);
         IoFuture f = new IoFuture(this, "Read", lba, blocks);
-        submitRw(Opcodes.IO_READ, lba, blocks, TcpQueue.DIR_C2H, dst, len, null, 0, f);
+        submitRw(Opcodes.IO_READ, lba, blocks, HostQueue.DIR_C2H, dst, len, null, 0, f);
         return f;
     }
 
     public CompletableFuture<Void> write(long lba, int blocks, ByteBuffer src) {
         int len = checkData(blocks, src, false);
         IoFuture f = new IoFuture(this, "Write", lba, blocks);
-        submitRw(Opcodes.IO_WRITE, lba, blocks, TcpQueue.DIR_H2C, src, len, null, 0, f);
+        submitRw(Opcodes.IO_WRITE, lba, blocks, HostQueue.DIR_H2C, src, len, null, 0, f);
         return f;
     }
 
@@ -70,25 +71,25 @@ public final class NamespaceHandle {
     public CompletableFuture<Void> compare(long lba, int blocks, ByteBuffer src) {
         int len = checkData(blocks, src, false);
         IoFuture f = new IoFuture(this, "Compare", lba, blocks);
-        submitRw(Opcodes.IO_COMPARE, lba, blocks, TcpQueue.DIR_H2C, src, len, null, 0, f);
+        submitRw(Opcodes.IO_COMPARE, lba, blocks, HostQueue.DIR_H2C, src, len, null, 0, f);
         return f;
     }
 
     public CompletableFuture<Void> flush() {
         IoFuture f = new IoFuture(this, "Flush", -1, 0);
-        TcpQueue q = ctrl.pickQueue();
+        HostQueue q = ctrl.pickQueue();
         f.queue = q;
-        q.submit(Opcodes.IO_FLUSH, nsid, 0, 0, 0, 0, 0, 0, TcpQueue.DIR_NONE, null, 0, 0, null, 0, f);
+        q.submit(Opcodes.IO_FLUSH, nsid, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, null, 0, f);
         return f;
     }
 
     public CompletableFuture<Void> writeZeroes(long lba, int blocks) {
         checkBlocks(blocks);
         IoFuture f = new IoFuture(this, "Write Zeroes", lba, blocks);
-        TcpQueue q = ctrl.pickQueue();
+        HostQueue q = ctrl.pickQueue();
         f.queue = q;
         q.submit(Opcodes.IO_WRITE_ZEROES, nsid, (int) lba, (int) (lba >>> 32), blocks - 1, 0, 0, 0,
-                TcpQueue.DIR_NONE, null, 0, 0, null, 0, f);
+                HostQueue.DIR_NONE, null, 0, 0, null, 0, f);
         return f;
     }
 
@@ -100,10 +101,10 @@ public final class NamespaceHandle {
         byte[] range = new byte[DatasetRange.LENGTH];
         new DatasetRange().<DatasetRange>wrap(new UnsafeBuffer(range), 0).set(lba, blocks & 0xFFFF_FFFFL);
         IoFuture f = new IoFuture(this, "Deallocate", lba, blocks);
-        TcpQueue q = ctrl.pickQueue();
+        HostQueue q = ctrl.pickQueue();
         f.queue = q;
         // CDW10 NR = 0 (one range, 0-based); CDW11 bit 2 = AD.
-        q.submit(Opcodes.IO_DATASET_MANAGEMENT, nsid, 0, 0x4, 0, 0, 0, 0, TcpQueue.DIR_H2C,
+        q.submit(Opcodes.IO_DATASET_MANAGEMENT, nsid, 0, 0x4, 0, 0, 0, 0, HostQueue.DIR_H2C,
                 ByteBuffer.wrap(range), 0, range.length, null, 0, f);
         return f;
     }
@@ -113,20 +114,20 @@ public final class NamespaceHandle {
     /** Read into {@code dst}; {@code cb} gets {@code context} and the status (0 = success, negative = transport error). */
     public void read(long lba, int blocks, ByteBuffer dst, IoCallback cb, long context) {
         int len = checkData(blocks, dst, true);
-        submitRw(Opcodes.IO_READ, lba, blocks, TcpQueue.DIR_C2H, dst, len, requireCallback(cb), context, null);
+        submitRw(Opcodes.IO_READ, lba, blocks, HostQueue.DIR_C2H, dst, len, requireCallback(cb), context, null);
     }
 
     /** Write from {@code src}; {@code cb} gets {@code context} and the status (0 = success, negative = transport error). */
     public void write(long lba, int blocks, ByteBuffer src, IoCallback cb, long context) {
         int len = checkData(blocks, src, false);
-        submitRw(Opcodes.IO_WRITE, lba, blocks, TcpQueue.DIR_H2C, src, len, requireCallback(cb), context, null);
+        submitRw(Opcodes.IO_WRITE, lba, blocks, HostQueue.DIR_H2C, src, len, requireCallback(cb), context, null);
     }
 
     // ------------------------------------------------------------------------------------ internals
 
     private void submitRw(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int len, IoCallback cb, long ctx,
                           IoFuture f) {
-        TcpQueue q = ctrl.pickQueue();
+        HostQueue q = ctrl.pickQueue();
         if (f != null) {
             f.queue = q;
         }
@@ -176,7 +177,7 @@ public final class NamespaceHandle {
         private final String op;
         private final long lba;
         private final int blocks;
-        volatile TcpQueue queue;
+        volatile HostQueue queue;
 
         IoFuture(NamespaceHandle ns, String op, long lba, int blocks) {
             this.ns = ns;

@@ -1,11 +1,10 @@
 package io.nvmeof.initiator;
 
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.util.concurrent.DefaultThreadFactory;
-import io.nvmeof.initiator.tcp.CompletionListener;
-import io.nvmeof.initiator.tcp.TcpQueue;
+import io.nvmeof.initiator.rdma.RdmaHostTransport;
+import io.nvmeof.initiator.tcp.TcpHostTransport;
+import io.nvmeof.initiator.transport.CompletionListener;
+import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.initiator.transport.HostTransport;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Features;
 import io.nvmeof.protocol.Opcodes;
@@ -37,8 +36,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A connection to one NVMe-oF controller over NVMe/TCP: the admin queue plus {@link #ioQueueCount()} I/O queues, all
- * served by one Netty event loop group. Create with {@link #connect}; thread-safe; close when done.
+ * A connection to one NVMe-oF controller over NVMe/TCP or NVMe/RDMA: the admin queue plus {@link #ioQueueCount()}
+ * I/O queues of one {@link HostTransport}. Create with {@link #connect}; thread-safe; close when done.
+ *
+ * <p>Buffers: over RDMA, data moves without a copy between the controller and direct buffers registered with the
+ * device: allocate them with {@link #allocateBuffer} or register your own with {@link #registerBuffer} (unregistered
+ * direct buffers are registered on first use, up to a bound; heap buffers are bounced through a temporary copy).
  *
  * <p>The synchronous admin methods block the caller up to {@link ConnectOptions#commandTimeout()}; they must not be
  * called from an I/O completion callback (the event loop), and throw {@link IllegalStateException} if they are.
@@ -48,10 +51,6 @@ public final class NvmeofController implements AutoCloseable {
 
     /** Admin queue: 32 entries, SQSIZE 31 on the wire, as the Linux host (NVME_AQ_DEPTH). */
     static final int ADMIN_QUEUE_DEPTH = 32;
-    /** Our cap on one command's data when the controller reports MDTS 0 (no limit). */
-    static final long UNLIMITED_TRANSFER_CAP = 32L << 20;
-    /** Room for PDU headers, digests and padding on top of the data in one PDU. */
-    private static final long PDU_OVERHEAD = 1024;
     private static final int IDENTIFY_LENGTH = 4096;
     private static final int MAX_DISCOVERY_RETRIES = 10;
     private static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(5);
@@ -60,12 +59,12 @@ public final class NvmeofController implements AutoCloseable {
     private final ConnectOptions options;
     private final boolean discovery;
     private final int kato;
-    private final EventLoopGroup group;
+    private final HostTransport transport;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicInteger nextQueue = new AtomicInteger();
 
-    private TcpQueue admin;
-    private volatile TcpQueue[] ioQueues = new TcpQueue[0];
+    private HostQueue admin;
+    private volatile HostQueue[] ioQueues = new HostQueue[0];
     private int cntlid;
     private long cap;
     private long vs;
@@ -78,14 +77,12 @@ public final class NvmeofController implements AutoCloseable {
     private ScheduledFuture<?> keepAliveTask;
     private volatile boolean connected;
 
-    private NvmeofController(TransportId id, ConnectOptions options) {
+    private NvmeofController(TransportId id, ConnectOptions options, HostTransport transport) {
         this.id = id;
         this.options = options;
         this.discovery = Nqn.DISCOVERY.equals(id.subnqn());
         this.kato = options.keepAliveTimeoutMs(discovery);
-        // Daemon threads: a forgotten close() must not keep the JVM alive.
-        this.group = new MultiThreadIoEventLoopGroup(options.eventLoopThreads(),
-                new DefaultThreadFactory("nvmeof-initiator", true), NioIoHandler.newFactory());
+        this.transport = transport;
     }
 
     /**
@@ -96,14 +93,20 @@ public final class NvmeofController implements AutoCloseable {
      * @throws NvmeofException     on connection failures and timeouts
      */
     public static NvmeofController connect(TransportId id, ConnectOptions options) throws NvmeofException {
-        if (!"tcp".equalsIgnoreCase(id.trtype())) {
-            throw new NvmeofException("transport type '" + id.trtype() + "' is not supported by this initiator; use \"tcp\"");
-        }
         String why = Nqn.validate(id.subnqn());
         if (why != null) {
             throw new IllegalArgumentException("invalid subsystem NQN '" + id.subnqn() + "': " + why);
         }
-        NvmeofController c = new NvmeofController(id, options);
+        HostTransport transport;
+        if ("tcp".equalsIgnoreCase(id.trtype())) {
+            transport = new TcpHostTransport(id, options);
+        } else if ("rdma".equalsIgnoreCase(id.trtype())) {
+            transport = RdmaHostTransport.create(id, options);
+        } else {
+            throw new NvmeofException("transport type '" + id.trtype() + "' is not supported by this initiator; use"
+                    + " \"tcp\" or \"rdma\"");
+        }
+        NvmeofController c = new NvmeofController(id, options, transport);
         try {
             c.start();
             return c;
@@ -115,11 +118,10 @@ public final class NvmeofController implements AutoCloseable {
 
     private void start() {
         LOG.debug("connecting to {} as {}", id, options.hostNqn());
-        admin = new TcpQueue(id.traddr(), id.trsvcid(), 0, ADMIN_QUEUE_DEPTH - 1, options.headerDigest(),
-                options.dataDigest(), options.commandTimeout(), TcpQueue.FABRICS_IN_CAPSULE,
-                UNLIMITED_TRANSFER_CAP + PDU_OVERHEAD);
+        // The admin queue carries no in-capsule data but Fabrics commands' (NVMe/TCP); NVMe/RDMA hosts send none
+        // on it at all (the controller advertises in-capsule data for I/O queues only).
+        admin = transport.connectQueue(0, ADMIN_QUEUE_DEPTH - 1, 0, transport.maxTransferCap());
         admin.failureListener(q -> onAdminFailure());
-        admin.connect(group, options.connectTimeout());
 
         int dw0 = fabricsConnect(admin, 0, ADMIN_QUEUE_DEPTH - 1, kato, ConnectData.CNTLID_DYNAMIC);
         cntlid = dw0 & 0xFFFF;
@@ -134,17 +136,18 @@ public final class NvmeofController implements AutoCloseable {
 
         long pageSize = 1L << (12 + ((cap >>> 48) & 0xF));
         info = ControllerInfo.decode(identify(Opcodes.CNS_CONTROLLER, 0), pageSize);
-        maxTransfer = info.mdts() > 0 ? Math.min(info.mdts(), UNLIMITED_TRANSFER_CAP) : UNLIMITED_TRANSFER_CAP;
-        if (info.mdts() > UNLIMITED_TRANSFER_CAP) {
-            LOG.info("{}: MDTS {} bytes capped to {} bytes per command", id, info.mdts(), UNLIMITED_TRANSFER_CAP);
+        long cap = transport.maxTransferCap();
+        maxTransfer = info.mdts() > 0 ? Math.min(info.mdts(), cap) : cap;
+        if (info.mdts() > cap) {
+            LOG.info("{}: MDTS {} bytes capped to {} bytes per command", id, info.mdts(), cap);
         }
-        admin.maxPduLength(maxTransfer + PDU_OVERHEAD);
+        admin.maxTransfer(maxTransfer);
         LOG.info("connected to {}: cntlid {}, {} {} fw {}, NVMe {}", id, cntlid, info.model(), info.serial(),
                 info.firmware(), info.versionString());
         if (kato > 0) {
             // Linux sends Keep Alive every KATO/2 (without Traffic Based Keep Alive); so do we.
             long period = Math.max(1, kato / 2);
-            keepAliveTask = admin.eventLoop().scheduleAtFixedRate(this::sendKeepAlive, period, period, TimeUnit.MILLISECONDS);
+            keepAliveTask = transport.scheduleAtFixedRate(this::sendKeepAlive, period);
         }
 
         boolean discoveryController = discovery || info.controllerType() == IdentifyController.CNTRLTYPE_DISCOVERY;
@@ -157,7 +160,7 @@ public final class NvmeofController implements AutoCloseable {
     }
 
     /** Fabrics Connect on {@code q}; returns completion DW0 (CNTLID in bits 15:0). */
-    private int fabricsConnect(TcpQueue q, int qid, int sqsize, int katoMs, int wantCntlid) {
+    private int fabricsConnect(HostQueue q, int qid, int sqsize, int katoMs, int wantCntlid) {
         UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
         FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
         c.opcode(Opcodes.FABRICS);
@@ -166,7 +169,7 @@ public final class NvmeofController implements AutoCloseable {
         ConnectData cd = new ConnectData().wrap(new UnsafeBuffer(data), 0);
         cd.hostId(uuidBytes(options.hostId())).cntlid(wantCntlid).subnqn(id.subnqn()).hostnqn(options.hostNqn());
         String what = "Fabrics Connect (qid " + qid + ", sqsize " + sqsize + ") to " + id;
-        return (int) execute(q, what, sqe, TcpQueue.DIR_H2C, ByteBuffer.wrap(data), data.length);
+        return (int) execute(q, what, sqe, HostQueue.DIR_H2C, ByteBuffer.wrap(data), data.length);
     }
 
     private void enable() {
@@ -269,19 +272,17 @@ public final class NvmeofController implements AutoCloseable {
         // in-capsule use, as the Linux host does; such writes go through R2T instead.
         long capsuleData = Math.max(0, info.ioccsz() * 16 - Command.LENGTH);
         int inline = info.icdoff() != 0 ? 0 : (int) Math.min(capsuleData, options.maxInlineData());
-        TcpQueue[] queues = new TcpQueue[count];
+        HostQueue[] queues = new HostQueue[count];
         try {
             for (int qid = 1; qid <= count; qid++) {
                 // depth - 1 slots: one SQ entry stays empty so a full SQ is distinguishable from an empty one.
-                TcpQueue q = new TcpQueue(id.traddr(), id.trsvcid(), qid, depth - 1, options.headerDigest(),
-                        options.dataDigest(), options.commandTimeout(), inline, maxTransfer + PDU_OVERHEAD);
+                HostQueue q = transport.connectQueue(qid, depth - 1, inline, maxTransfer);
                 queues[qid - 1] = q;
-                q.connect(group, options.connectTimeout());
                 // I/O queue Connect: same host id/NQN, the admin queue's CNTLID, KATO 0 (keep alive is per controller).
                 fabricsConnect(q, qid, depth - 1, 0, cntlid);
             }
         } catch (RuntimeException e) {
-            for (TcpQueue q : queues) {
+            for (HostQueue q : queues) {
                 if (q != null) {
                     q.close();
                 }
@@ -298,7 +299,7 @@ public final class NvmeofController implements AutoCloseable {
         }
         UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
         new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_KEEP_ALIVE);
-        admin.submit(sqe, TcpQueue.DIR_NONE, null, 0, 0, null, 0, (status, result) -> {
+        admin.submit(sqe, HostQueue.DIR_NONE, null, 0, 0, null, 0, (status, result) -> {
             if (status != 0 && !closed.get()) {
                 LOG.warn("{}: Keep Alive failed: {}", id, IoCallback.describe(status));
             }
@@ -311,7 +312,7 @@ public final class NvmeofController implements AutoCloseable {
         if (!closed.get()) {
             LOG.error("{}: admin queue failed ({}); the controller is no longer usable", id, admin.failure());
         }
-        for (TcpQueue q : ioQueues) {
+        for (HostQueue q : ioQueues) {
             q.close();
         }
     }
@@ -362,7 +363,7 @@ public final class NvmeofController implements AutoCloseable {
         new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_IDENTIFY).nsid(nsid).cdw10(cns & 0xFF);
         byte[] data = new byte[IDENTIFY_LENGTH];
         execute(admin, "Identify (CNS 0x" + Integer.toHexString(cns) + ", nsid " + nsid + ")", sqe,
-                TcpQueue.DIR_C2H, ByteBuffer.wrap(data), data.length);
+                HostQueue.DIR_C2H, ByteBuffer.wrap(data), data.length);
         return data;
     }
 
@@ -380,13 +381,13 @@ public final class NvmeofController implements AutoCloseable {
         int padded = (length + 3) & ~3;
         byte[] data = new byte[padded];
         ByteBuffer buf = ByteBuffer.wrap(data);
-        int chunkMax = (int) Math.min(Integer.MAX_VALUE & ~3, maxTransfer > 0 ? maxTransfer : UNLIMITED_TRANSFER_CAP);
+        int chunkMax = (int) Math.min(Integer.MAX_VALUE & ~3, maxTransfer > 0 ? maxTransfer : transport.maxTransferCap());
         for (int done = 0; done < padded; ) {
             int n = Math.min(chunkMax, padded - done);
             UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
             new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_GET_LOG_PAGE).nsid(nsid).logPage(lid, n, offset + done);
             execute(admin, "Get Log Page (LID 0x" + Integer.toHexString(lid) + ", " + n + " bytes at " + (offset + done) + ")",
-                    sqe, TcpQueue.DIR_C2H, buf, done, n);
+                    sqe, HostQueue.DIR_C2H, buf, done, n);
             done += n;
         }
         return padded == length ? data : Arrays.copyOf(data, length);
@@ -396,14 +397,14 @@ public final class NvmeofController implements AutoCloseable {
     public int getFeature(int fid) {
         UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
         new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_GET_FEATURES).cdw10(fid & 0xFF);
-        return (int) execute(admin, "Get Features (FID 0x" + Integer.toHexString(fid) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+        return (int) execute(admin, "Get Features (FID 0x" + Integer.toHexString(fid) + ")", sqe, HostQueue.DIR_NONE, null, 0);
     }
 
     /** Set Features (not saved); returns completion DW0. */
     public int setFeature(int fid, int cdw11) {
         UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
         new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_SET_FEATURES).cdw10(fid & 0xFF).cdw11(cdw11);
-        return (int) execute(admin, "Set Features (FID 0x" + Integer.toHexString(fid) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+        return (int) execute(admin, "Set Features (FID 0x" + Integer.toHexString(fid) + ")", sqe, HostQueue.DIR_NONE, null, 0);
     }
 
     /**
@@ -449,7 +450,7 @@ public final class NvmeofController implements AutoCloseable {
         FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
         c.opcode(Opcodes.FABRICS);
         c.fctype(Opcodes.FCTYPE_PROPERTY_GET).propertySize(size).propertyOffset(offset);
-        long v = execute(admin, "Property Get (offset 0x" + Integer.toHexString(offset) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+        long v = execute(admin, "Property Get (offset 0x" + Integer.toHexString(offset) + ")", sqe, HostQueue.DIR_NONE, null, 0);
         return size == 4 ? v & 0xFFFF_FFFFL : v;
     }
 
@@ -461,7 +462,7 @@ public final class NvmeofController implements AutoCloseable {
         c.opcode(Opcodes.FABRICS);
         c.fctype(Opcodes.FCTYPE_PROPERTY_SET).propertySize(size).propertyOffset(offset)
                 .propertyValue(size == 4 ? value & 0xFFFF_FFFFL : value);
-        execute(admin, "Property Set (offset 0x" + Integer.toHexString(offset) + ")", sqe, TcpQueue.DIR_NONE, null, 0);
+        execute(admin, "Property Set (offset 0x" + Integer.toHexString(offset) + ")", sqe, HostQueue.DIR_NONE, null, 0);
     }
 
     private static void checkPropertySize(int size) {
@@ -485,7 +486,7 @@ public final class NvmeofController implements AutoCloseable {
         if (keepAliveTask != null) {
             keepAliveTask.cancel(false);
         }
-        for (TcpQueue q : ioQueues) {
+        for (HostQueue q : ioQueues) {
             q.close();
         }
         if (admin != null && admin.isOpen() && !onLoop) {
@@ -498,10 +499,7 @@ public final class NvmeofController implements AutoCloseable {
         if (admin != null) {
             admin.close();
         }
-        var f = group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-        if (!onLoop) {
-            f.awaitUninterruptibly(5, TimeUnit.SECONDS);
-        }
+        transport.close();
         LOG.debug("{}: closed", id);
     }
 
@@ -528,27 +526,61 @@ public final class NvmeofController implements AutoCloseable {
         if (keepAliveTask != null) {
             keepAliveTask.cancel(false);
         }
-        for (TcpQueue q : ioQueues) {
+        for (HostQueue q : ioQueues) {
             q.close();
         }
         if (admin != null) {
             admin.close();
         }
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        transport.close();
+    }
+
+    /**
+     * A direct buffer of {@code bytes} that this controller's transport moves data in and out of without a copy: over
+     * RDMA it is registered with the device once (until this controller closes), over TCP it is plain direct memory.
+     * The buffer stays valid after close; only its registration ends.
+     */
+    public ByteBuffer allocateBuffer(int bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("buffer size must be positive, got " + bytes);
+        }
+        return transport.allocateBuffer(bytes);
+    }
+
+    /**
+     * Registers a direct buffer you allocated (its whole capacity) so RDMA transfers use it without a copy and without
+     * registering on first use; slices of it are covered too. No-op over TCP. Keep the buffer reachable while
+     * registered.
+     */
+    public void registerBuffer(ByteBuffer direct) {
+        if (!direct.isDirect()) {
+            throw new IllegalArgumentException("only direct buffers can be registered");
+        }
+        transport.registerBuffer(direct);
+    }
+
+    /** Ends {@link #registerBuffer}; no I/O may be using the buffer. */
+    public void deregisterBuffer(ByteBuffer direct) {
+        transport.deregisterBuffer(direct);
+    }
+
+    /** The transport's counters, for logs (e.g. RDMA: registrations, bytes moved zero-copy and through bounce buffers). */
+    public String transportStatistics() {
+        return transport.statistics();
     }
 
     // ---------------------------------------------------------------------------------------------- internals
 
     /** Picks an I/O queue round-robin, skipping failed ones while a live one exists. */
-    TcpQueue pickQueue() {
-        TcpQueue[] qs = ioQueues;
+    HostQueue pickQueue() {
+        HostQueue[] qs = ioQueues;
         if (qs.length == 0) {
             throw new IllegalStateException(discovery ? "a discovery controller has no I/O queues"
                     : "controller " + id + " has no I/O queues");
         }
         int start = nextQueue.getAndIncrement();
         for (int i = 0; i < qs.length; i++) {
-            TcpQueue q = qs[Math.floorMod(start + i, qs.length)];
+            HostQueue q = qs[Math.floorMod(start + i, qs.length)];
             if (q.isOpen()) {
                 return q;
             }
@@ -560,12 +592,12 @@ public final class NvmeofController implements AutoCloseable {
 
     Duration commandTimeout() { return options.commandTimeout(); }
 
-    private long execute(TcpQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int length) {
+    private long execute(HostQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int length) {
         return execute(q, what, sqe, dir, data, 0, length);
     }
 
     /** Runs one command synchronously; returns CQE DW0|DW1<<32 or throws. */
-    private long execute(TcpQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int start, int length) {
+    private long execute(HostQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int start, int length) {
         if (onEventLoop()) {
             throw new IllegalStateException(what + ": synchronous admin commands cannot run on the I/O event loop"
                     + " (e.g. inside an I/O callback); hand the work to another thread");
@@ -592,12 +624,7 @@ public final class NvmeofController implements AutoCloseable {
 
     /** True on any of this controller's event loop threads, where blocking would stall or deadlock I/O. */
     private boolean onEventLoop() {
-        for (var executor : group) {
-            if (executor.inEventLoop()) {
-                return true;
-            }
-        }
-        return false;
+        return transport.inIoThread();
     }
 
     private static void sleepMs(long ms) {

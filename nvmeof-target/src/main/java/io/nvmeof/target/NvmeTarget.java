@@ -180,6 +180,10 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** The RDMA port of the {@code index}th RDMA listener. */
+    public List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners() {
+        return List.copyOf(rdmaListeners);
+    }
+
     public int rdmaPort(int index) {
         return rdmaListeners.get(index).port();
     }

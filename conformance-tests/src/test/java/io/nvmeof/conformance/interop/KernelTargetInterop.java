@@ -15,14 +15,17 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Our initiator against another implementation's target (the Linux kernel's nvmet-tcp in the conformance guest).
- * Prints one {@code PASS name} or {@code FAIL name: why} line per check and exits non-zero when any check failed.
+ * Our initiator against another implementation's target (the Linux kernel's nvmet-tcp or nvmet-rdma in the
+ * conformance guest). Prints one {@code PASS name} or {@code FAIL name: why} line per check and exits non-zero when
+ * any check failed. Over RDMA the buffers come from {@link NvmeofController#allocateBuffer} (zero copy), and heap
+ * buffers (bounced) are checked as well.
  *
- * <p>Usage: {@code KernelTargetInterop ADDRESS PORT SUBNQN}
+ * <p>Usage: {@code KernelTargetInterop [tcp|rdma] ADDRESS PORT SUBNQN}
  */
 public final class KernelTargetInterop {
     private int passed;
     private int failed;
+    private String trtype = "tcp";
 
     interface Check {
         void run() throws Exception;
@@ -47,12 +50,16 @@ public final class KernelTargetInterop {
     }
 
     public static void main(String[] args) {
-        if (args.length != 3) {
-            System.err.println("usage: KernelTargetInterop ADDRESS PORT SUBNQN");
+        if (args.length == 3) {
+            args = new String[] {"tcp", args[0], args[1], args[2]};
+        }
+        if (args.length != 4) {
+            System.err.println("usage: KernelTargetInterop [tcp|rdma] ADDRESS PORT SUBNQN");
             System.exit(2);
         }
         KernelTargetInterop t = new KernelTargetInterop();
-        t.run(args[0], Integer.parseInt(args[1]), args[2]);
+        t.trtype = args[0];
+        t.run(args[1], Integer.parseInt(args[2]), args[3]);
         System.out.println(t.passed + " passed, " + t.failed + " failed");
         System.exit(t.failed == 0 ? 0 : 1);
     }
@@ -61,20 +68,21 @@ public final class KernelTargetInterop {
         ConnectOptions base = ConnectOptions.builder().commandTimeout(java.time.Duration.ofSeconds(60))
                 .connectTimeout(java.time.Duration.ofSeconds(30)).build();
         check("discovery log of the kernel target lists " + nqn, () -> {
-            try (NvmeofController d = NvmeofController.connect(new TransportId("tcp", addr, port, Nqn.DISCOVERY), base)) {
+            try (NvmeofController d = NvmeofController.connect(new TransportId(trtype, addr, port, Nqn.DISCOVERY), base)) {
                 require(d.info().controllerType() == IdentifyController.CNTRLTYPE_DISCOVERY, "discovery controller type");
                 List<DiscoveryEntry> log = d.discoveryLog();
                 DiscoveryEntry e = log.stream().filter(x -> x.subnqn().equals(nqn)).findFirst()
                         .orElseThrow(() -> new AssertionError("not in " + log));
-                require(e.trtype() == 3 && e.traddr().equals(addr) && e.trsvcid().equals(Integer.toString(port)), e.toString());
+                require(e.trtype() == ("rdma".equals(trtype) ? 1 : 3) && e.traddr().equals(addr) && e.trsvcid().equals(Integer.toString(port)), e.toString());
             }
         });
-        for (boolean digests : new boolean[] {false, true}) {
-            String how = digests ? " (header and data digests)" : "";
+        // Digests are NVMe/TCP's; over RDMA the link's own integrity checks stand in for them.
+        for (boolean digests : "rdma".equals(trtype) ? new boolean[] {false} : new boolean[] {false, true}) {
+            String how = (digests ? " (header and data digests)" : "") + ("rdma".equals(trtype) ? " over RDMA" : "");
             ConnectOptions o = base.toBuilder().ioQueues(2).queueDepth(32).headerDigest(digests).dataDigest(digests).build();
             NvmeofController[] holder = new NvmeofController[1];
             check("connect and identify the kernel target" + how, () -> {
-                holder[0] = NvmeofController.connect(new TransportId("tcp", addr, port, nqn), o);
+                holder[0] = NvmeofController.connect(new TransportId(trtype, addr, port, nqn), o);
                 ControllerInfo i = holder[0].info();
                 require(i.subnqn().equals(nqn), "subnqn " + i.subnqn());
                 require(i.controllerType() == IdentifyController.CNTRLTYPE_IO, "I/O controller");
@@ -89,6 +97,19 @@ public final class KernelTargetInterop {
             try {
                 for (NamespaceHandle ns : c.namespaces()) {
                     exercise(ns, how);
+                }
+                if ("rdma".equals(trtype)) {
+                    check("heap buffers (bounced through registered copies)" + how, () -> {
+                        NamespaceHandle ns = c.namespaces().get(0);
+                        byte[] pattern = new byte[65536];
+                        new Random(5).nextBytes(pattern);
+                        int blocks = pattern.length / ns.blockSize();
+                        ns.write(256, blocks, ByteBuffer.wrap(pattern)).get(60, TimeUnit.SECONDS);
+                        byte[] back = new byte[pattern.length];
+                        ns.read(256, blocks, ByteBuffer.wrap(back)).get(60, TimeUnit.SECONDS);
+                        require(Arrays.equals(pattern, back), "heap buffer read back differently");
+                        System.out.println("NOTE " + c.transportStatistics());
+                    });
                 }
                 check("orderly shutdown" + how, () -> {
                     c.close();
@@ -113,9 +134,9 @@ public final class KernelTargetInterop {
                 long lba = (long) (r.nextDouble() * (Math.min(ns.blockCount(), 1L << 30 >> 9) - blocks));
                 byte[] pattern = new byte[size];
                 r.nextBytes(pattern);
-                ByteBuffer src = ByteBuffer.allocateDirect(size).put(pattern).flip();
+                ByteBuffer src = ns.controller().allocateBuffer(size).put(pattern).flip();
                 ns.write(lba, blocks, src).get(60, TimeUnit.SECONDS);
-                ByteBuffer dst = ByteBuffer.allocateDirect(size);
+                ByteBuffer dst = ns.controller().allocateBuffer(size);
                 ns.read(lba, blocks, dst).get(60, TimeUnit.SECONDS);
                 byte[] back = new byte[size];
                 dst.get(back);
@@ -125,7 +146,7 @@ public final class KernelTargetInterop {
         check("flush, " + name, () -> ns.flush().get(60, TimeUnit.SECONDS));
         check("write zeroes reads back zeroes, " + name, () -> {
             int blocks = Math.max(1, 8192 / ns.blockSize());
-            ByteBuffer ones = ByteBuffer.allocateDirect(blocks * ns.blockSize());
+            ByteBuffer ones = ns.controller().allocateBuffer(blocks * ns.blockSize());
             while (ones.hasRemaining()) {
                 ones.put((byte) 0x5A);
             }
@@ -145,7 +166,7 @@ public final class KernelTargetInterop {
                 }
                 throw e;
             }
-            ByteBuffer dst = ByteBuffer.allocateDirect(blocks * ns.blockSize());
+            ByteBuffer dst = ns.controller().allocateBuffer(blocks * ns.blockSize());
             ns.read(64, blocks, dst).get(60, TimeUnit.SECONDS);
             while (dst.hasRemaining()) {
                 require(dst.get() == 0, "non-zero byte after Write Zeroes");

@@ -1,6 +1,7 @@
 package io.nvmeof.initiator.tcp;
 
 import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.transport.CompletionListener;
 import java.nio.ByteBuffer;
 
 /**

@@ -1,6 +1,7 @@
 package io.nvmeof.initiator.tcp;
 
 import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.transport.CompletionListener;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.SglDescriptor;
 import java.nio.ByteBuffer;

@@ -17,6 +17,8 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.NvmeofTimeoutException;
+import io.nvmeof.initiator.transport.CompletionListener;
+import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
@@ -65,14 +67,8 @@ import org.slf4j.LoggerFactory;
  * {@link IoCallback#ERR_QUEUE_FULL}). This never blocks the caller, which matters because callbacks run on the event
  * loop and commonly resubmit.
  */
-public final class TcpQueue {
+public final class TcpQueue implements HostQueue {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
-
-    public static final int DIR_NONE = 0;
-    /** Host to controller (write): in-capsule or R2T/H2CData. */
-    public static final int DIR_H2C = 1;
-    /** Controller to host (read): C2HData. */
-    public static final int DIR_C2H = 2;
 
     /** NVMe/TCP: admin and Fabrics command capsules accept 8 KiB of in-capsule data (Linux: NVME_TCP_ADMIN_CCSZ). */
     public static final int FABRICS_IN_CAPSULE = 8192;
@@ -104,7 +100,7 @@ public final class TcpQueue {
     private volatile long maxPduLength;
     private volatile int state = OPEN;
     private volatile String failure;
-    private volatile Consumer<TcpQueue> failureListener;
+    private volatile Consumer<HostQueue> failureListener;
 
     private volatile Channel channel;
     private volatile EventLoop loop;
@@ -215,25 +211,35 @@ public final class TcpQueue {
         LOG.debug("{}: connected, hdgst={} ddgst={} cpda-align={} maxh2cdata={}", label, hdgst, ddgst, cpdaAlign, maxh2cdata);
     }
 
+    @Override
     public int qid() { return qid; }
+    @Override
     public String label() { return label; }
     public int slotCount() { return slots.length; }
     public EventLoop eventLoop() { return loop; }
+    @Override
     public boolean isOpen() { return state == OPEN && channel != null && channel.isActive(); }
     /** Why the queue failed, or null. */
+    @Override
     public String failure() { return failure; }
     boolean icDone() { return icDone; }
     long maxPduLength() { return maxPduLength; }
     public void maxPduLength(long v) { maxPduLength = v; }
+    /** Room for PDU headers, digests and padding on top of the data in one PDU. */
+    public static final long PDU_OVERHEAD = 1024;
+    @Override
+    public void maxTransfer(long bytes) { maxPduLength = bytes + PDU_OVERHEAD; }
     public int inlineLimit() { return inlineLimit; }
     public void inlineLimit(int v) { inlineLimit = v; }
     public int maxh2cdata() { return maxh2cdata; }
     public boolean headerDigest() { return hdgst; }
     public boolean dataDigest() { return ddgst; }
     /** Called once, on the event loop, when the queue fails (not when it is closed by us). */
-    public void failureListener(Consumer<TcpQueue> l) { failureListener = l; }
+    @Override
+    public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
 
     /** Closes the connection; every outstanding and waiting request completes with {@link IoCallback#ERR_CLOSED}. */
+    @Override
     public void close() {
         if (state == CLOSED) {
             return;
@@ -263,6 +269,7 @@ public final class TcpQueue {
      * bytes; its position and limit are never touched. Exactly one of {@code cb} / {@code listener} is called, once,
      * on the event loop (or on the calling thread when the queue is already closed).
      */
+    @Override
     public void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
                        int dir, ByteBuffer data, int dataStart, int dataLength,
                        IoCallback cb, long ctx, CompletionListener listener) {
@@ -283,6 +290,7 @@ public final class TcpQueue {
     }
 
     /** Submits a command whose 64-byte SQE the caller prepared (admin and Fabrics commands); CID, PSDT and SGL are set here. */
+    @Override
     public void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
                        IoCallback cb, long ctx, CompletionListener listener) {
         if (state != OPEN) {
@@ -842,7 +850,7 @@ public final class TcpQueue {
             state = FAILED;
             failure = reason;
             LOG.warn("{}: failed: {}", label, reason);
-            Consumer<TcpQueue> l = failureListener;
+            Consumer<HostQueue> l = failureListener;
             failAll(code);
             if (l != null) {
                 try {

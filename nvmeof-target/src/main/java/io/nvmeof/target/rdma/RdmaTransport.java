@@ -67,6 +67,7 @@ public final class RdmaTransport implements AutoCloseable {
     private ProtectionDomain pd;
     private DeviceAttributes attributes;
     private int nextGroup;
+    private volatile DataPathObserver observer;
 
     private record Connection(CmId id, QueuePair qp, PollGroupThread group, RdmaQueue queue) {
     }
@@ -104,6 +105,15 @@ public final class RdmaTransport implements AutoCloseable {
         LOG.info("NVMe/RDMA listening on {}:{} (in-capsule data {} B, {} poll group(s))", address, listener.localPort(),
                 inlineDataSize, pollGroupCount);
         return info;
+    }
+
+    /** Sets (or with null removes) the observer of every RDMA WRITE and READ this listener's queues post. */
+    public void observer(DataPathObserver o) {
+        observer = o;
+    }
+
+    DataPathObserver observer() {
+        return observer;
     }
 
     public int port() {
@@ -177,7 +187,7 @@ public final class RdmaTransport implements AutoCloseable {
             QueuePair qp = id.createQueuePair(pd, QueuePairConfig.of(g.cq, 2 * depth + 16, depth));
             int initiatorDepth = Math.min(ev.initiatorDepth(), attributes.maxQpInitRdAtom());
             int responderResources = Math.min(ev.responderResources(), attributes.maxQpRdAtom());
-            VerbsRdmaChannel channel = new VerbsRdmaChannel(id, qp, g.counters);
+            VerbsRdmaChannel channel = new VerbsRdmaChannel(id, qp, g.counters, this);
             String peer = "rdma qid " + p.qid();
             g.group.execute(() -> {
                 try {

@@ -27,12 +27,14 @@ final class VerbsRdmaChannel implements RdmaChannel {
     private final Counters counters;
     private final SendBatch sends = new SendBatch(SendBatch.MAX_BATCH);
     private final RecvBatch recvs = new RecvBatch(SendBatch.MAX_BATCH);
+    private final RdmaTransport owner;
     private boolean failed;
 
-    VerbsRdmaChannel(CmId id, QueuePair qp, Counters counters) {
+    VerbsRdmaChannel(CmId id, QueuePair qp, Counters counters, RdmaTransport owner) {
         this.id = id;
         this.qp = qp;
         this.counters = counters;
+        this.owner = owner;
     }
 
     QueuePair queuePair() {
@@ -49,12 +51,20 @@ final class VerbsRdmaChannel implements RdmaChannel {
 
     @Override
     public void postRead(long wrId, long localAddress, int length, long lkey, long remoteAddress, long rkey) {
+        DataPathObserver o = owner.observer();
+        if (o != null) {
+            o.rdmaRead(remoteAddress, length, rkey);
+        }
         room();
         sends.rdmaRead(wrId, localAddress, length, (int) lkey, remoteAddress, (int) rkey, SendBatch.SIGNALED);
     }
 
     @Override
     public void postWrite(long wrId, long localAddress, int length, long lkey, long remoteAddress, long rkey) {
+        DataPathObserver o = owner.observer();
+        if (o != null) {
+            o.rdmaWrite(remoteAddress, length, rkey);
+        }
         room();
         sends.rdmaWrite(wrId, localAddress, length, (int) lkey, remoteAddress, (int) rkey, 0);
     }

@@ -1,4 +1,4 @@
-package io.nvmeof.initiator.tcp;
+package io.nvmeof.initiator.transport;
 
 /**
  * Internal completion hook (admin commands, futures). Runs on the queue's event loop.

@@ -1,0 +1,18 @@
+#!/bin/bash
+# Our initiator against our target over Soft-RoCE (rxe0) in one JVM: data patterns, zero copy proven by where the
+# target's RDMA WRITEs land, every kind of caller buffer, concurrent I/O on many queues, connect cycles, and a peer
+# vanishing mid-transfer on either side (OurRdmaInterop).
+JOB=our-initiator-our-target-rdma
+. "$(dirname "$0")/lib.sh"
+REPO="${REPO:?REPO must name the checkout}"
+CP="$REPO/nvmeof-cli/target/nvmeof.jar:$REPO/conformance-tests/target/test-classes"
+[ -f "$REPO/nvmeof-cli/target/nvmeof.jar" ] || { fail "no nvmeof.jar: build the project on the host first"; finish; exit 1; }
+rdma link show | grep -q rxe0 || { fail "no rxe0 in the guest (rdma link: $(rdma link show 2>&1))"; finish; exit 1; }
+
+java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx1g --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+  -cp "$CP" io.nvmeof.conformance.interop.OurRdmaInterop $GUEST_IP > "$RESULTS/$JOB.out" 2>&1
+rc=$?
+grep -E "^(PASS|FAIL) " "$RESULTS/$JOB.out" >> "$SUMMARY"
+grep -vE "^\s+at " "$RESULTS/$JOB.out" | tail -40
+[ $rc = 0 ] || [ "$(grep -c '^FAIL' "$SUMMARY")" -gt 0 ] || fail "the interop program exited $rc: $(tail -3 "$RESULTS/$JOB.out" | tr '\n' ' ')"
+finish

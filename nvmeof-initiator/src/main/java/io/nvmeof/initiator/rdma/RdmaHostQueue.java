@@ -1,0 +1,704 @@
+package io.nvmeof.initiator.rdma;
+
+import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.transport.CompletionListener;
+import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.rdma.Access;
+import io.nvmeof.rdma.CmEvent;
+import io.nvmeof.rdma.CmEventType;
+import io.nvmeof.rdma.CmId;
+import io.nvmeof.rdma.CompletionBatch;
+import io.nvmeof.rdma.MemoryRegion;
+import io.nvmeof.rdma.ProtectionDomain;
+import io.nvmeof.rdma.QueuePair;
+import io.nvmeof.rdma.QueuePairConfig;
+import io.nvmeof.rdma.RdmaException;
+import io.nvmeof.rdma.RecvBatch;
+import io.nvmeof.rdma.SendBatch;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One NVMe/RDMA host queue (Linux nvme-rdma's queue): a reliable-connected queue pair whose command capsules are SENT
+ * from registered slots, whose responses arrive in pre-posted 16-byte receives, and whose data the controller moves
+ * itself: RDMA WRITE into the caller's buffer for reads, RDMA READ from it for writes, both named by a keyed SGL
+ * (address, length, rkey) in the command. Small writes travel in the capsule instead.
+ *
+ * <p>A command completes when both its response arrived and its capsule's SEND completed (only then may the slot's
+ * memory be reused). A command that times out cannot be called back from the NIC: as the Linux host does, the queue
+ * is torn down (the queue pair moves to error, so nothing touches caller memory any more) and everything on it fails.
+ *
+ * <p>Threading as {@link io.nvmeof.initiator.tcp.TcpQueue}: submitters claim a slot lock-free, write the SQE into
+ * registered memory and hand the slot to the queue's {@link RdmaPoller} thread, which posts whole batches with one
+ * native call and polls completions in batches.
+ */
+final class RdmaHostQueue implements HostQueue {
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaHostQueue.class);
+
+    static final int KIND_RECV = 1;
+    static final int KIND_SEND = 2;
+
+    static final int MODE_NONE = 0;
+    static final int MODE_IN_CAPSULE = 1;
+    static final int MODE_ZERO_COPY = 2;
+    static final int MODE_BOUNCE = 3;
+
+    private static final int OPEN = 0;
+    private static final int FAILED = 1;
+    private static final int CLOSED = 2;
+
+    private final RdmaHostTransport transport;
+    private final RdmaPoller poller;
+    private final RegistrationCache cache;
+    private final int wrQueue;
+    private final int qid;
+    private final String label;
+    private final CmId cmId;
+    private final MemoryRegion region;
+    private final int lkey;
+    private final QueuePair qp;
+    private final int inlineLimit;
+    private final int stride;
+    private final long recvBase;
+    private final int recvCount;
+    private final UnsafeBuffer responses;
+    private final RdmaRequest[] slots;
+    private final int indexBits;
+    private final int indexMask;
+    private final int generationMask;
+    private final ManyToManyConcurrentArrayQueue<RdmaRequest> free;
+    private final ManyToOneConcurrentArrayQueue<RdmaRequest> submitted;
+    private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger pendingCount = new AtomicInteger();
+    private final int pendingLimit;
+    private final long commandTimeoutNanos;
+
+    // Poller-thread state.
+    private final SendBatch sends = new SendBatch(SendBatch.MAX_BATCH);
+    private final RecvBatch recvs = new RecvBatch(RecvBatch.MAX_BATCH);
+    private final Stats stats;
+
+    private volatile int state = OPEN;
+    private volatile String failure;
+    private volatile Consumer<HostQueue> failureListener;
+
+    /** Counters of one poller's queues: its thread writes them; others read them (racily) for statistics only. */
+    static final class Stats {
+        long postCalls;
+        long workRequests;
+        long zeroCopyBytes;
+        long inCapsuleBytes;
+        long bouncedBytes;
+        long temporaryRegistrations;
+    }
+
+    private record Pending(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback callback,
+                           long context, CompletionListener listener, long enqueuedNanos) {
+    }
+
+    /**
+     * Allocates and registers the queue's capsule and response memory, creates the queue pair on the poller's CQ and
+     * posts every receive: all before the connect, so the controller may answer at once.
+     */
+    RdmaHostQueue(RdmaHostTransport transport, RdmaPoller poller, RegistrationCache cache, ProtectionDomain pd,
+                  int wrQueue, int qid, int slotCount, int inlineLimit, CmId cmId, String address, long timeoutNanos)
+            throws RdmaException {
+        if (slotCount < 1 || slotCount > 65535) {
+            throw new IllegalArgumentException("slot count " + slotCount + " out of range");
+        }
+        this.transport = transport;
+        this.poller = poller;
+        this.cache = cache;
+        this.wrQueue = wrQueue;
+        this.qid = qid;
+        this.label = "queue " + qid + " of " + address + " (rdma)";
+        this.cmId = cmId;
+        this.inlineLimit = inlineLimit;
+        this.stride = (Command.LENGTH + inlineLimit + 63) & ~63;
+        this.recvCount = slotCount + 1;
+        long sendBytes = (long) stride * slotCount;
+        this.region = pd.allocateRegistered(sendBytes + (long) recvCount * Completion.LENGTH, Access.LOCAL_WRITE, false);
+        this.lkey = region.lkey();
+        this.recvBase = region.address() + sendBytes;
+        this.responses = new UnsafeBuffer(recvBase, recvCount * Completion.LENGTH);
+        this.slots = new RdmaRequest[slotCount];
+        this.indexBits = 32 - Integer.numberOfLeadingZeros(Math.max(1, slotCount - 1));
+        this.indexMask = (1 << indexBits) - 1;
+        this.generationMask = indexBits >= 16 ? 0 : (1 << (16 - indexBits)) - 1;
+        this.free = new ManyToManyConcurrentArrayQueue<>(Math.max(2, slotCount));
+        this.submitted = new ManyToOneConcurrentArrayQueue<>(Math.max(2, slotCount));
+        for (int i = 0; i < slotCount; i++) {
+            slots[i] = new RdmaRequest(i, region.address() + (long) i * stride, stride);
+            free.offer(slots[i]);
+        }
+        this.pendingLimit = Math.max(1024, 16 * slotCount);
+        this.commandTimeoutNanos = timeoutNanos;
+        this.stats = poller.stats();
+        QueuePair created = null;
+        try {
+            // One SEND per command outstanding, plus room; receives: one per response the controller may send.
+            created = cmId.createQueuePair(pd, QueuePairConfig.of(poller.cq(), slotCount + 8, recvCount));
+            RecvBatch initial = new RecvBatch(RecvBatch.MAX_BATCH);
+            for (int i = 0; i < recvCount; i++) {
+                initial.add(wrId(KIND_RECV, i), recvAddress(i), Completion.LENGTH, lkey);
+                if (initial.isFull()) {
+                    created.postRecv(initial);
+                    initial.clear();
+                }
+            }
+            if (initial.size() > 0) {
+                created.postRecv(initial);
+            }
+        } catch (RdmaException | RuntimeException e) {
+            if (created != null) {
+                created.close();
+            }
+            region.close();
+            throw e;
+        }
+        this.qp = created;
+    }
+
+    private long wrId(int kind, int index) {
+        return (long) wrQueue << 40 | (long) kind << 32 | (index & 0xFFFF_FFFFL);
+    }
+
+    private long recvAddress(int i) {
+        return recvBase + (long) i * Completion.LENGTH;
+    }
+
+    int wrQueue() { return wrQueue; }
+
+    @Override
+    public int qid() { return qid; }
+
+    @Override
+    public String label() { return label; }
+
+    @Override
+    public boolean isOpen() { return state == OPEN; }
+
+    @Override
+    public String failure() { return failure; }
+
+    @Override
+    public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
+
+    int slotCount() { return slots.length; }
+
+    // ------------------------------------------------------------------------------------------------ submission
+
+    @Override
+    public void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
+                       int dir, ByteBuffer data, int dataStart, int dataLength,
+                       IoCallback cb, long ctx, CompletionListener listener) {
+        if (state != OPEN) {
+            deliver(cb, ctx, listener, closedCode(), 0);
+            return;
+        }
+        RdmaRequest r = pendingCount.get() == 0 ? free.poll() : null;
+        if (r != null) {
+            r.capsule.setMemory(0, Command.LENGTH, (byte) 0);
+            fill(r.cmd, opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
+            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
+        } else {
+            UnsafeBuffer copy = new UnsafeBuffer(new byte[Command.LENGTH]);
+            fill(new Command().<Command>wrap(copy, 0), opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
+            overflow(copy.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener);
+        }
+    }
+
+    @Override
+    public void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
+                       IoCallback cb, long ctx, CompletionListener listener) {
+        if (state != OPEN) {
+            deliver(cb, ctx, listener, closedCode(), 0);
+            return;
+        }
+        RdmaRequest r = pendingCount.get() == 0 ? free.poll() : null;
+        if (r != null) {
+            r.capsule.putBytes(0, sqeTemplate, 0, Command.LENGTH);
+            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
+        } else {
+            byte[] copy = new byte[Command.LENGTH];
+            sqeTemplate.getBytes(0, copy);
+            overflow(copy, dir, data, dataStart, dataLength, cb, ctx, listener);
+        }
+    }
+
+    private static void fill(Command c, int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14,
+                             int cdw15) {
+        c.opcode(opcode).nsid(nsid).cdw10(cdw10).cdw11(cdw11).cdw12(cdw12).cdw13(cdw13).cdw(14, cdw14).cdw(15, cdw15);
+    }
+
+    private void launch(RdmaRequest r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
+                        long ctx, CompletionListener listener) {
+        try {
+            prepare(r, dir, data, dataStart, dataLength, cb, ctx, listener);
+        } catch (RuntimeException e) {
+            release(r);
+            throw e;
+        }
+        r.state = RdmaRequest.CLAIMED;
+        submitted.offer(r); // cannot fail: it holds every slot
+        poller.wake();
+    }
+
+    /**
+     * Fills CID, PSDT and SGL1 and decides how the data moves: no data (a null keyed SGL, as Linux sends), in the
+     * capsule (a write up to the in-capsule limit, copied next to the SQE), or a keyed SGL naming the caller's memory
+     * (registered direct buffers: zero copy) or a registered bounce copy (heap buffers).
+     */
+    private void prepare(RdmaRequest r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
+                         long ctx, CompletionListener listener) {
+        r.dir = dataLength == 0 ? DIR_NONE : dir;
+        r.data = data;
+        r.dataStart = dataStart;
+        r.dataLength = dataLength;
+        r.callback = cb;
+        r.context = ctx;
+        r.listener = listener;
+        r.generation = (r.generation + 1) & generationMask;
+        r.cid = r.generation << indexBits | r.index;
+        r.cmd.cid(r.cid);
+        r.cmd.psdt(Command.PSDT_SGL);
+        r.sendLength = Command.LENGTH;
+        if (r.dir == DIR_NONE) {
+            r.mode = MODE_NONE;
+            r.sgl.keyed(0, 0, 0, false);
+        } else if (r.dir == DIR_H2C && dataLength <= inlineLimit) {
+            r.mode = MODE_IN_CAPSULE;
+            r.capsule.putBytes(Command.LENGTH, data, dataStart, dataLength);
+            r.sgl.inCapsule(0, dataLength);
+            r.sendLength = Command.LENGTH + dataLength;
+        } else if (data.isDirect()) {
+            long address = RegistrationCache.address(data) + dataStart;
+            RegistrationCache.Entry e = cache.find(address, dataLength);
+            if (e == null) {
+                e = cache.registerOnFirstUse(data, address, dataLength);
+            }
+            int rkey;
+            if (e != null) {
+                rkey = e.rkey();
+            } else {
+                r.temporary = cache.registerTemporary(address, dataLength);
+                rkey = r.temporary.rkey();
+            }
+            r.mode = MODE_ZERO_COPY;
+            // Subtype 0 (address), never "invalidate": these are plain MRs, which a remote invalidate cannot target.
+            r.sgl.keyed(address, dataLength, rkey & 0xFFFF_FFFFL, false);
+        } else {
+            ByteBuffer bounce = ByteBuffer.allocateDirect(dataLength);
+            if (r.dir == DIR_H2C) {
+                bounce.put(0, data, dataStart, dataLength);
+            }
+            long address = RegistrationCache.address(bounce);
+            r.bounce = bounce;
+            r.temporary = cache.registerTemporary(address, dataLength);
+            r.mode = MODE_BOUNCE;
+            r.sgl.keyed(address, dataLength, r.temporary.rkey() & 0xFFFF_FFFFL, false);
+        }
+    }
+
+    private void overflow(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
+                          CompletionListener listener) {
+        if (pendingCount.incrementAndGet() > pendingLimit) {
+            pendingCount.decrementAndGet();
+            deliver(cb, ctx, listener, IoCallback.ERR_QUEUE_FULL, 0);
+            return;
+        }
+        pending.offer(new Pending(sqe, dir, data, dataStart, dataLength, cb, ctx, listener, System.nanoTime()));
+        poller.wake();
+    }
+
+    private int closedCode() {
+        return state == CLOSED ? IoCallback.ERR_CLOSED : IoCallback.ERR_TRANSPORT;
+    }
+
+    // ------------------------------------------------------------------------------------------------ poller side
+
+    /** True when the poller has something to post (checked before it sleeps). */
+    boolean hasWork() {
+        return !submitted.isEmpty() || pendingCount.get() > 0 && !free.isEmpty();
+    }
+
+    /** Poller: adds a SEND for every handed-over command and for waiting ones that found a slot; returns how many. */
+    int drainSubmissions() {
+        if (state != OPEN) {
+            if (!submitted.isEmpty() || pendingCount.get() > 0) {
+                failAll(closedCode());
+            }
+            return 0;
+        }
+        int n = 0;
+        RdmaRequest r;
+        while ((r = submitted.poll()) != null) {
+            post(r);
+            n++;
+        }
+        return n + startPending();
+    }
+
+    private int startPending() {
+        int n = 0;
+        while (pendingCount.get() > 0 && state == OPEN) {
+            RdmaRequest r = free.poll();
+            if (r == null) {
+                break;
+            }
+            Pending p = pending.poll();
+            if (p == null) {
+                free.offer(r); // counted but not yet enqueued; its submitter wakes the poller again
+                break;
+            }
+            pendingCount.decrementAndGet();
+            r.capsule.putBytes(0, p.sqe());
+            try {
+                prepare(r, p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(), p.context(), p.listener());
+            } catch (RuntimeException e) {
+                LOG.warn("{}: {}", label, e.getMessage());
+                release(r);
+                deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_TRANSPORT, 0);
+                continue;
+            }
+            post(r);
+            n++;
+        }
+        return n;
+    }
+
+    private void post(RdmaRequest r) {
+        r.state = RdmaRequest.INFLIGHT;
+        r.sendDone = false;
+        r.responseDone = false;
+        r.timedOut = false;
+        r.deadline = System.nanoTime() + commandTimeoutNanos;
+        if (sends.isFull()) {
+            flushSends();
+        }
+        sends.send(wrId(KIND_SEND, r.index), r.sendAddress, r.sendLength, lkey, SendBatch.SIGNALED);
+    }
+
+    /** Poller: posts what accumulated, one native call per batch. */
+    void flush() {
+        flushRecvs();
+        flushSends();
+    }
+
+    private void flushSends() {
+        if (sends.isEmpty()) {
+            return;
+        }
+        try {
+            if (state != CLOSED) {
+                stats.postCalls++;
+                stats.workRequests += sends.size();
+                qp.postSend(sends);
+            }
+        } catch (RdmaException | RuntimeException e) {
+            fail("ibv_post_send failed: " + e.getMessage(), IoCallback.ERR_TRANSPORT);
+        } finally {
+            sends.clear();
+        }
+    }
+
+    private void flushRecvs() {
+        if (recvs.size() == 0) {
+            return;
+        }
+        try {
+            if (state == OPEN) {
+                stats.postCalls++;
+                stats.workRequests += recvs.size();
+                qp.postRecv(recvs);
+            }
+        } catch (RdmaException | RuntimeException e) {
+            fail("ibv_post_recv failed: " + e.getMessage(), IoCallback.ERR_TRANSPORT);
+        } finally {
+            recvs.clear();
+        }
+    }
+
+    /** Poller: one work completion of this queue. */
+    void onCompletion(int kind, int index, int status, int byteLength) {
+        if (status != CompletionBatch.STATUS_SUCCESS) {
+            if (state == OPEN) {
+                fail((kind == KIND_RECV ? "receive" : "send") + " completed with " + CompletionBatch.statusName(status)
+                        + (status == CompletionBatch.STATUS_REM_ACCESS_ERR ? " (the controller refused our access)" : "")
+                        + (status == CompletionBatch.STATUS_RETRY_EXC_ERR ? " (the controller stopped answering)" : ""),
+                        IoCallback.ERR_TRANSPORT);
+            }
+            return;
+        }
+        if (state != OPEN) {
+            return;
+        }
+        if (kind == KIND_RECV) {
+            onResponse(index, byteLength);
+        } else if (kind == KIND_SEND && index >= 0 && index < slots.length) {
+            RdmaRequest r = slots[index];
+            if (r.state == RdmaRequest.INFLIGHT) {
+                r.sendDone = true;
+                if (r.responseDone) {
+                    complete(r);
+                }
+            }
+        }
+    }
+
+    private void onResponse(int index, int byteLength) {
+        if (index < 0 || index >= recvCount) {
+            return;
+        }
+        int at = index * Completion.LENGTH;
+        int cid = responses.getShort(at + Completion.CID, ByteOrder.LITTLE_ENDIAN) & 0xFFFF;
+        int status = (responses.getShort(at + Completion.STATUS, ByteOrder.LITTLE_ENDIAN) & 0xFFFF) >>> 1;
+        long result = responses.getLong(at + Completion.DW0, ByteOrder.LITTLE_ENDIAN);
+        // The buffer is read; give it back to the NIC (posted with this iteration's batch).
+        if (recvs.isFull()) {
+            flushRecvs();
+        }
+        recvs.add(wrId(KIND_RECV, index), recvAddress(index), Completion.LENGTH, lkey);
+        if (byteLength != Completion.LENGTH) {
+            fail("response of " + byteLength + " bytes (an NVMe/RDMA response is a 16-byte completion)",
+                    IoCallback.ERR_TRANSPORT);
+            return;
+        }
+        RdmaRequest r = lookup(cid);
+        if (r == null) {
+            fail(String.format("response for command id 0x%04x, which is not outstanding", cid), IoCallback.ERR_TRANSPORT);
+            return;
+        }
+        r.responseDone = true;
+        r.status = status;
+        r.result = result;
+        if (r.sendDone) {
+            complete(r);
+        }
+    }
+
+    private RdmaRequest lookup(int cid) {
+        int index = cid & indexMask;
+        if (index >= slots.length) {
+            return null;
+        }
+        RdmaRequest r = slots[index];
+        return r.cid == cid && r.state == RdmaRequest.INFLIGHT && !r.responseDone ? r : null;
+    }
+
+    /** Poller: response and SEND completion both in; the slot is free again before the callback runs. */
+    private void complete(RdmaRequest r) {
+        int status = r.status;
+        switch (r.mode) {
+            case MODE_IN_CAPSULE:
+                stats.inCapsuleBytes += r.dataLength;
+                break;
+            case MODE_ZERO_COPY:
+                stats.zeroCopyBytes += r.dataLength;
+                break;
+            case MODE_BOUNCE:
+                stats.bouncedBytes += r.dataLength;
+                if (r.dir == DIR_C2H && status == 0) {
+                    r.data.put(r.dataStart, r.bounce, 0, r.dataLength);
+                }
+                break;
+            default:
+                break;
+        }
+        IoCallback cb = r.callback;
+        CompletionListener l = r.listener;
+        long ctx = r.context;
+        long result = r.result;
+        release(r);
+        deliver(cb, ctx, l, status, result);
+    }
+
+    /** Drops the slot's references and temporary registration and returns it to the free list. */
+    private void release(RdmaRequest r) {
+        if (r.temporary != null) {
+            stats.temporaryRegistrations++;
+            try {
+                r.temporary.close();
+            } catch (RdmaException e) {
+                LOG.debug("{}: ibv_dereg_mr: {}", label, e.toString());
+            }
+            r.temporary = null;
+        }
+        r.bounce = null;
+        r.data = null;
+        r.callback = null;
+        r.listener = null;
+        r.state = RdmaRequest.FREE;
+        free.offer(r);
+    }
+
+    private void deliver(IoCallback cb, long ctx, CompletionListener l, int status, long result) {
+        try {
+            if (cb != null) {
+                cb.onComplete(ctx, status);
+            } else if (l != null) {
+                l.onCompletion(status, result);
+            }
+        } catch (Throwable t) {
+            LOG.warn("{}: completion callback threw", label, t);
+        }
+    }
+
+    /** Poller, periodic: a command past its deadline tears the queue down; waiting requests just time out. */
+    void scanTimeouts(long now) {
+        if (state != OPEN) {
+            return;
+        }
+        RdmaRequest late = null;
+        for (RdmaRequest r : slots) {
+            if (r.state == RdmaRequest.INFLIGHT && now - r.deadline >= 0) {
+                r.timedOut = true;
+                late = late == null ? r : late;
+            }
+        }
+        if (late != null) {
+            fail(String.format("command 0x%04x (opcode 0x%02x) timed out after %d ms; an NVMe/RDMA command whose data"
+                            + " the controller may still move cannot be abandoned, so the queue was torn down", late.cid,
+                    late.cmd.opcode(), TimeUnit.NANOSECONDS.toMillis(commandTimeoutNanos)), IoCallback.ERR_TRANSPORT);
+            return;
+        }
+        if (pendingCount.get() > 0) {
+            for (Pending p : pending) {
+                if (now - p.enqueuedNanos() - commandTimeoutNanos >= 0 && pending.remove(p)) {
+                    pendingCount.decrementAndGet();
+                    deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_TIMEOUT, 0);
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ failure, close
+
+    /** CM thread: the controller disconnected (or the device went away). */
+    void onCmEvent(CmEvent ev) {
+        if (ev.type() == CmEventType.DISCONNECTED || ev.type() == CmEventType.DEVICE_REMOVAL
+                || ev.type() == CmEventType.TIMEWAIT_EXIT) {
+            if (state == OPEN) {
+                poller.execute(() -> fail("controller disconnected (RDMA CM " + ev.type() + ")", IoCallback.ERR_TRANSPORT));
+            }
+        }
+    }
+
+    /** Poller: the queue is unusable; stop the NIC touching caller memory, then fail everything. */
+    void fail(String reason, int code) {
+        if (state != OPEN) {
+            failAll(code);
+            return;
+        }
+        state = FAILED;
+        failure = reason;
+        LOG.warn("{}: failed: {}", label, reason);
+        stopQueuePair();
+        failAll(code);
+        Consumer<HostQueue> l = failureListener;
+        if (l != null) {
+            try {
+                l.accept(this);
+            } catch (RuntimeException e) {
+                LOG.warn("{}: failure listener threw", label, e);
+            }
+        }
+    }
+
+    /** Moves the queue pair to error (outstanding work flushes, no more remote access) and starts the disconnect. */
+    private void stopQueuePair() {
+        try {
+            qp.moveToError();
+        } catch (RdmaException | RuntimeException e) {
+            LOG.debug("{}: moving the queue pair to error: {}", label, e.toString());
+        }
+        try {
+            cmId.disconnect();
+        } catch (RdmaException | RuntimeException e) {
+            LOG.debug("{}: rdma_disconnect: {}", label, e.toString());
+        }
+    }
+
+    /** Poller (or after the pollers stopped): completes everything outstanding or waiting. */
+    void failAll(int code) {
+        RdmaRequest r;
+        while ((r = submitted.poll()) != null) {
+            IoCallback cb = r.callback;
+            CompletionListener l = r.listener;
+            long ctx = r.context;
+            release(r);
+            deliver(cb, ctx, l, code, 0);
+        }
+        for (RdmaRequest s : slots) {
+            if (s.state == RdmaRequest.INFLIGHT) {
+                IoCallback cb = s.callback;
+                CompletionListener l = s.listener;
+                long ctx = s.context;
+                int c = s.timedOut ? IoCallback.ERR_TIMEOUT : code;
+                release(s);
+                deliver(cb, ctx, l, c, 0);
+            }
+        }
+        Pending p;
+        while ((p = pending.poll()) != null) {
+            pendingCount.decrementAndGet();
+            deliver(p.callback(), p.context(), p.listener(), code, 0);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (state == CLOSED) {
+            return;
+        }
+        boolean wasOpen = state == OPEN;
+        state = CLOSED;
+        if (failure == null) {
+            failure = "closed by host";
+        }
+        if (!poller.execute(() -> {
+            if (wasOpen) {
+                stopQueuePair();
+            }
+            failAll(IoCallback.ERR_CLOSED);
+        })) {
+            // The poller is gone: nothing else touches the slots.
+            if (wasOpen) {
+                stopQueuePair();
+            }
+            failAll(IoCallback.ERR_CLOSED);
+        }
+    }
+
+    /** After the pollers stopped: destroys the queue pair, the CM id and the queue's memory. */
+    void destroy() {
+        try {
+            qp.close();
+            cmId.close();
+            region.close();
+        } catch (RdmaException | RuntimeException e) {
+            LOG.debug("{}: releasing: {}", label, e.toString());
+        }
+    }
+
+    RdmaHostTransport transport() {
+        return transport;
+    }
+
+    @Override
+    public String toString() {
+        return label;
+    }
+}

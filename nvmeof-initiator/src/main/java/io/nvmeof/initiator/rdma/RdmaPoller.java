@@ -1,0 +1,235 @@
+package io.nvmeof.initiator.rdma;
+
+import io.nvmeof.rdma.CompletionBatch;
+import io.nvmeof.rdma.CompletionChannel;
+import io.nvmeof.rdma.CompletionQueue;
+import io.nvmeof.rdma.RdmaDevice;
+import io.nvmeof.rdma.RdmaException;
+import io.nvmeof.rdma.Wakeup;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One initiator I/O thread: a completion queue shared by its queues, polled in batches of up to 64 completions per
+ * native call; every queue's new commands posted with one native call per queue per iteration. It busy-polls while
+ * there is work and, after {@link #SPIN_BEFORE_SLEEP} empty iterations, arms the completion channel and sleeps until
+ * a completion or a submitter's {@link Wakeup} (signalled only when the thread said it sleeps), so an idle
+ * controller costs no CPU and a busy one no system call per I/O.
+ */
+final class RdmaPoller {
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaPoller.class);
+    static final int SPIN_BEFORE_SLEEP = 4000;
+    private static final int AWAKE = 0;
+    private static final int SLEEPING = 1;
+    private static final int WOKEN = 2;
+    private static final VarHandle SLEEP;
+
+    static {
+        try {
+            SLEEP = MethodHandles.lookup().findVarHandle(RdmaPoller.class, "sleepState", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final CompletionChannel channel;
+    private final CompletionQueue cq;
+    private final Wakeup wakeup;
+    private final Thread thread;
+    private final CompletionBatch batch = new CompletionBatch(64);
+    private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(1024);
+    private final RdmaHostQueue.Stats stats = new RdmaHostQueue.Stats();
+    private final long scanPeriodNanos;
+    /** Queues by work-request queue number; the poller thread's own copy, changed only through tasks. */
+    private RdmaHostQueue[] queues = new RdmaHostQueue[0];
+    private volatile boolean running = true;
+    @SuppressWarnings("unused") // through SLEEP
+    private volatile int sleepState;
+    long pollsWithWork;
+    long completions;
+    long sleeps;
+
+    RdmaPoller(RdmaDevice device, int index, int cqEntries, long scanPeriodNanos, String name) throws RdmaException {
+        this.channel = device.createCompletionChannel();
+        CompletionQueue q = null;
+        Wakeup w = null;
+        try {
+            q = device.createCompletionQueue(cqEntries, channel, index);
+            w = Wakeup.create();
+        } catch (RdmaException | RuntimeException e) {
+            if (q != null) {
+                q.close();
+            }
+            channel.close();
+            throw e;
+        }
+        this.cq = q;
+        this.wakeup = w;
+        this.scanPeriodNanos = scanPeriodNanos;
+        this.thread = new Thread(this::run, name);
+        this.thread.setDaemon(true);
+    }
+
+    CompletionQueue cq() { return cq; }
+
+    RdmaHostQueue.Stats stats() { return stats; }
+
+    boolean isPollerThread() { return Thread.currentThread() == thread; }
+
+    void start() {
+        thread.start();
+    }
+
+    /** Adds a connected queue (its completions may already be in the CQ: receives flushed before it is known are lost
+     * only if the queue failed, which its own error handling covers). */
+    void add(RdmaHostQueue q) {
+        execute(() -> {
+            int n = Math.max(queues.length, q.wrQueue() + 1);
+            RdmaHostQueue[] next = java.util.Arrays.copyOf(queues, n);
+            next[q.wrQueue()] = q;
+            queues = next;
+        });
+    }
+
+    /** Runs {@code task} on the poller thread; false when the poller has stopped (the task did not run). */
+    boolean execute(Runnable task) {
+        if (!running) {
+            return false;
+        }
+        while (!tasks.offer(task)) {
+            Thread.onSpinWait();
+        }
+        wake();
+        return true;
+    }
+
+    /** After handing work over: wakes the thread if (and only if) it sleeps. */
+    void wake() {
+        VarHandle.fullFence(); // the hand-over's store before the sleep flag's load (the poller does the reverse)
+        if ((int) SLEEP.getVolatile(this) == SLEEPING && SLEEP.compareAndSet(this, SLEEPING, WOKEN)) {
+            wakeup.signal();
+        }
+    }
+
+    private int pollOnce() throws RdmaException {
+        int n = cq.poll(batch);
+        if (n == 0) {
+            return 0;
+        }
+        pollsWithWork++;
+        completions += n;
+        RdmaHostQueue[] qs = queues;
+        for (int i = 0; i < n; i++) {
+            long wrId = batch.wrId(i);
+            int qn = (int) (wrId >>> 40) & 0xFF_FFFF;
+            RdmaHostQueue q = qn < qs.length ? qs[qn] : null;
+            if (q != null) {
+                q.onCompletion((int) (wrId >>> 32) & 0xF, (int) wrId, batch.status(i), batch.byteLength(i));
+            }
+        }
+        return n;
+    }
+
+    private int submissions() {
+        int n = tasks.drain(Runnable::run);
+        for (RdmaHostQueue q : queues) {
+            if (q != null) {
+                n += q.drainSubmissions();
+            }
+        }
+        for (RdmaHostQueue q : queues) {
+            if (q != null) {
+                q.flush();
+            }
+        }
+        return n;
+    }
+
+    private boolean hasWork() {
+        if (!tasks.isEmpty()) {
+            return true;
+        }
+        for (RdmaHostQueue q : queues) {
+            if (q != null && q.hasWork()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void run() {
+        int idle = 0;
+        long nextScan = System.nanoTime() + scanPeriodNanos;
+        while (running) {
+            try {
+                int work = pollOnce() + submissions();
+                long now = System.nanoTime();
+                if (now - nextScan >= 0) {
+                    nextScan = now + scanPeriodNanos;
+                    for (RdmaHostQueue q : queues) {
+                        if (q != null) {
+                            q.scanTimeouts(now);
+                        }
+                    }
+                }
+                if (work > 0) {
+                    idle = 0;
+                    continue;
+                }
+                if (++idle < SPIN_BEFORE_SLEEP) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                // Announce the sleep, arm the CQ, then look once more: a completion or a hand-over that raced with
+                // the announcement is seen here, and any later one signals the channel or the wakeup.
+                SLEEP.setVolatile(this, SLEEPING);
+                cq.requestNotify(false);
+                if (pollOnce() > 0 || hasWork()) {
+                    SLEEP.setVolatile(this, AWAKE);
+                    idle = 0;
+                    continue;
+                }
+                sleeps++;
+                channel.waitForEvent((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(scanPeriodNanos)), wakeup);
+                SLEEP.setVolatile(this, AWAKE);
+                idle = 0;
+            } catch (RdmaException | RuntimeException e) {
+                if (running) {
+                    LOG.warn("RDMA poller: {}", e.toString());
+                }
+            }
+        }
+    }
+
+    /** Stops the thread (tasks not yet run are dropped: the caller fails what they were for). */
+    void stop() {
+        running = false;
+        wakeup.signal();
+        if (Thread.currentThread() != thread) {
+            try {
+                thread.join(2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** After {@link #stop} and after its queues' queue pairs are destroyed. */
+    void destroy() {
+        try {
+            cq.close();
+            channel.close();
+            wakeup.close();
+        } catch (RdmaException | RuntimeException e) {
+            LOG.debug("closing an RDMA poller: {}", e.toString());
+        }
+    }
+
+    long postCalls() {
+        return stats.postCalls;
+    }
+}

@@ -1,0 +1,73 @@
+package io.nvmeof.initiator.tcp;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.initiator.transport.HostTransport;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/** NVMe/TCP for one controller: its queues share one Netty event loop group. */
+public final class TcpHostTransport implements HostTransport {
+    /** Our cap on one command's data when the controller reports MDTS 0 (no limit). */
+    static final long TRANSFER_CAP = 32L << 20;
+
+    private final TransportId id;
+    private final ConnectOptions options;
+    private final EventLoopGroup group;
+
+    public TcpHostTransport(TransportId id, ConnectOptions options) {
+        this.id = id;
+        this.options = options;
+        // Daemon threads: a forgotten close() must not keep the JVM alive.
+        this.group = new MultiThreadIoEventLoopGroup(options.eventLoopThreads(),
+                new DefaultThreadFactory("nvmeof-initiator", true), NioIoHandler.newFactory());
+    }
+
+    @Override
+    public HostQueue connectQueue(int qid, int slots, int inlineLimit, long maxTransfer) {
+        TcpQueue q = new TcpQueue(id.traddr(), id.trsvcid(), qid, slots, options.headerDigest(), options.dataDigest(),
+                options.commandTimeout(), qid == 0 ? TcpQueue.FABRICS_IN_CAPSULE : inlineLimit,
+                maxTransfer + TcpQueue.PDU_OVERHEAD);
+        q.connect(group, options.connectTimeout());
+        return q;
+    }
+
+    @Override
+    public long maxTransferCap() {
+        return TRANSFER_CAP;
+    }
+
+    @Override
+    public boolean inIoThread() {
+        for (var executor : group) {
+            if (executor.inEventLoop()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public ScheduledFuture<?> scheduleAtFixedRate(Runnable task, long periodMs) {
+        return group.next().scheduleAtFixedRate(task, periodMs, periodMs, TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public ByteBuffer allocateBuffer(int bytes) {
+        return ByteBuffer.allocateDirect(bytes);
+    }
+
+    @Override
+    public void close() {
+        var f = group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        if (!inIoThread()) {
+            f.awaitUninterruptibly(5, TimeUnit.SECONDS);
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package io.nvmeof.initiator.transport;
+
+import io.nvmeof.initiator.IoCallback;
+import java.nio.ByteBuffer;
+import java.util.function.Consumer;
+import org.agrona.DirectBuffer;
+
+/**
+ * One host-side NVMe-oF queue (admin or I/O) of one transport: it only moves command capsules, data and responses.
+ * The controller logic (Connect, property access, identify, keep alive) lives above it, in
+ * {@link io.nvmeof.initiator.NvmeofController}, once for every transport.
+ *
+ * <p>Threading: any thread may submit; completions run on the queue's I/O thread (a Netty event loop for TCP, a
+ * poller thread for RDMA). Exactly one of the callback or the listener is called once per submission.
+ */
+public interface HostQueue {
+    int DIR_NONE = 0;
+    /** Host to controller (write). */
+    int DIR_H2C = 1;
+    /** Controller to host (read). */
+    int DIR_C2H = 2;
+
+    /**
+     * Submits a command built from fields (the I/O hot path). CID, PSDT and the data pointer are filled in here.
+     * {@code data} is used from absolute index {@code dataStart} for {@code dataLength} bytes; its position and limit
+     * are never touched.
+     */
+    void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
+                int dir, ByteBuffer data, int dataStart, int dataLength,
+                IoCallback cb, long ctx, CompletionListener listener);
+
+    /** Submits a command whose 64-byte SQE the caller prepared (admin and Fabrics commands). */
+    void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
+                IoCallback cb, long ctx, CompletionListener listener);
+
+    int qid();
+
+    /** For messages: "queue 3 of 10.0.0.1:4420". */
+    String label();
+
+    boolean isOpen();
+
+    /** Why the queue failed, or null. */
+    String failure();
+
+    /** Called once, on the I/O thread, when the queue fails (not when this host closes it). */
+    void failureListener(Consumer<HostQueue> listener);
+
+    /** The controller's largest transfer became known (after Identify): size receive limits by it. */
+    default void maxTransfer(long bytes) {
+    }
+
+    /** Closes the queue; everything outstanding or waiting completes with {@link IoCallback#ERR_CLOSED}. */
+    void close();
+}
