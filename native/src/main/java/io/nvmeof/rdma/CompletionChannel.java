@@ -39,17 +39,8 @@ public final class CompletionChannel implements AutoCloseable {
      * {@link CompletionQueue#requestNotify(boolean)} again, then poll it empty, before waiting again.
      */
     public synchronized CompletionQueue waitForEvent(int timeoutMillis) throws RdmaException {
-        int rc = RdmaLibrary.check(NvrNative.nvr_wait_comp_channel(channel, timeoutMillis, cqOut),
-                "ibv_get_cq_event");
-        if (rc == 0) {
-            return null;
-        }
-        CompletionQueue cq = queues.get(cqOut[0]);
-        if (cq == null) {
-            throw new IllegalStateException("event for an unknown CQ 0x" + Long.toHexString(cqOut[0]));
-        }
-        cq.eventReceived();
-        return cq;
+        return taken(RdmaLibrary.check(NvrNative.nvr_wait_comp_channel(channel, timeoutMillis, cqOut),
+                "ibv_get_cq_event"));
     }
 
     /**
@@ -57,8 +48,12 @@ public final class CompletionChannel implements AutoCloseable {
      * consumed. A signal that came before the call makes it return at once.
      */
     public synchronized CompletionQueue waitForEvent(int timeoutMillis, Wakeup wakeup) throws RdmaException {
-        int rc = RdmaLibrary.check(NvrNative.nvr_wait_comp_channel_or_wakeup(channel, wakeup.fd(), timeoutMillis, cqOut),
-                "ibv_get_cq_event");
+        return taken(RdmaLibrary.check(NvrNative.nvr_wait_comp_channel_or_wakeup(channel, wakeup.fd(), timeoutMillis,
+                cqOut), "ibv_get_cq_event"));
+    }
+
+    /** After a wait: rc 1 means an event for the CQ in cqOut, which counts it for acknowledgement. */
+    private CompletionQueue taken(int rc) {
         if (rc != 1) {
             return null;
         }

@@ -2,7 +2,7 @@ package io.nvmeof.initiator.rdma;
 
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.transport.CompletionListener;
-import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.initiator.transport.SlotQueue;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.rdma.Access;
@@ -19,13 +19,7 @@ import io.nvmeof.rdma.RecvBatch;
 import io.nvmeof.rdma.SendBatch;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Consumer;
-import org.agrona.DirectBuffer;
-import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
-import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,11 +34,11 @@ import org.slf4j.LoggerFactory;
  * memory be reused). A command that times out cannot be called back from the NIC: as the Linux host does, the queue
  * is torn down (the queue pair moves to error, so nothing touches caller memory any more) and everything on it fails.
  *
- * <p>Threading as {@link io.nvmeof.initiator.tcp.TcpQueue}: submitters claim a slot lock-free, write the SQE into
- * registered memory and hand the slot to the queue's {@link RdmaPoller} thread, which posts whole batches with one
- * native call and polls completions in batches.
+ * <p>Threading ({@link SlotQueue}): submitters claim a slot lock-free, write the SQE into registered memory and hand
+ * the slot to the queue's {@link RdmaPoller} thread, which posts whole batches with one native call and polls
+ * completions in batches.
  */
-final class RdmaHostQueue implements HostQueue {
+final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaHostQueue.class);
 
     static final int KIND_RECV = 1;
@@ -55,16 +49,10 @@ final class RdmaHostQueue implements HostQueue {
     static final int MODE_ZERO_COPY = 2;
     static final int MODE_BOUNCE = 3;
 
-    private static final int OPEN = 0;
-    private static final int FAILED = 1;
-    private static final int CLOSED = 2;
-
     private final RdmaHostTransport transport;
     private final RdmaPoller poller;
     private final RegistrationCache cache;
     private final int wrQueue;
-    private final int qid;
-    private final String label;
     private final CmId cmId;
     private final MemoryRegion region;
     private final int lkey;
@@ -74,25 +62,11 @@ final class RdmaHostQueue implements HostQueue {
     private final long recvBase;
     private final int recvCount;
     private final UnsafeBuffer responses;
-    private final RdmaRequest[] slots;
-    private final int indexBits;
-    private final int indexMask;
-    private final int generationMask;
-    private final ManyToManyConcurrentArrayQueue<RdmaRequest> free;
-    private final ManyToOneConcurrentArrayQueue<RdmaRequest> submitted;
-    private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger pendingCount = new AtomicInteger();
-    private final int pendingLimit;
-    private final long commandTimeoutNanos;
 
     // Poller-thread state.
     private final SendBatch sends = new SendBatch(SendBatch.MAX_BATCH);
     private final RecvBatch recvs = new RecvBatch(RecvBatch.MAX_BATCH);
     private final Stats stats;
-
-    private volatile int state = OPEN;
-    private volatile String failure;
-    private volatile Consumer<HostQueue> failureListener;
 
     /** Counters of one poller's queues: its thread writes them; others read them (racily) for statistics only. */
     static final class Stats {
@@ -104,10 +78,6 @@ final class RdmaHostQueue implements HostQueue {
         long temporaryRegistrations;
     }
 
-    private record Pending(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback callback,
-                           long context, CompletionListener listener, long enqueuedNanos) {
-    }
-
     /**
      * Allocates and registers the queue's capsule and response memory, creates the queue pair on the poller's CQ and
      * posts every receive: all before the connect, so the controller may answer at once.
@@ -115,15 +85,11 @@ final class RdmaHostQueue implements HostQueue {
     RdmaHostQueue(RdmaHostTransport transport, RdmaPoller poller, RegistrationCache cache, ProtectionDomain pd,
                   int wrQueue, int qid, int slotCount, int inlineLimit, CmId cmId, String address, long timeoutNanos)
             throws RdmaException {
-        if (slotCount < 1 || slotCount > 65535) {
-            throw new IllegalArgumentException("slot count " + slotCount + " out of range");
-        }
+        super(qid, "queue " + qid + " of " + address + " (rdma)", new RdmaRequest[checkSlotCount(slotCount)], timeoutNanos);
         this.transport = transport;
         this.poller = poller;
         this.cache = cache;
         this.wrQueue = wrQueue;
-        this.qid = qid;
-        this.label = "queue " + qid + " of " + address + " (rdma)";
         this.cmId = cmId;
         this.inlineLimit = inlineLimit;
         this.stride = (Command.LENGTH + inlineLimit + 63) & ~63;
@@ -133,18 +99,10 @@ final class RdmaHostQueue implements HostQueue {
         this.lkey = region.lkey();
         this.recvBase = region.address() + sendBytes;
         this.responses = new UnsafeBuffer(recvBase, recvCount * Completion.LENGTH);
-        this.slots = new RdmaRequest[slotCount];
-        this.indexBits = 32 - Integer.numberOfLeadingZeros(Math.max(1, slotCount - 1));
-        this.indexMask = (1 << indexBits) - 1;
-        this.generationMask = indexBits >= 16 ? 0 : (1 << (16 - indexBits)) - 1;
-        this.free = new ManyToManyConcurrentArrayQueue<>(Math.max(2, slotCount));
-        this.submitted = new ManyToOneConcurrentArrayQueue<>(Math.max(2, slotCount));
         for (int i = 0; i < slotCount; i++) {
             slots[i] = new RdmaRequest(i, region.address() + (long) i * stride, stride);
-            free.offer(slots[i]);
         }
-        this.pendingLimit = Math.max(1024, 16 * slotCount);
-        this.commandTimeoutNanos = timeoutNanos;
+        freeAllSlots();
         this.stats = poller.stats();
         QueuePair created = null;
         try {
@@ -181,88 +139,16 @@ final class RdmaHostQueue implements HostQueue {
 
     int wrQueue() { return wrQueue; }
 
-    @Override
-    public int qid() { return qid; }
-
-    @Override
-    public String label() { return label; }
-
-    @Override
-    public boolean isOpen() { return state == OPEN; }
-
-    @Override
-    public String failure() { return failure; }
-
-    @Override
-    public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
-
-    int slotCount() { return slots.length; }
-
     // ------------------------------------------------------------------------------------------------ submission
-
-    @Override
-    public void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
-                       int dir, ByteBuffer data, int dataStart, int dataLength,
-                       IoCallback cb, long ctx, CompletionListener listener) {
-        if (state != OPEN) {
-            deliver(cb, ctx, listener, closedCode(), 0);
-            return;
-        }
-        RdmaRequest r = pendingCount.get() == 0 ? free.poll() : null;
-        if (r != null) {
-            r.capsule.setMemory(0, Command.LENGTH, (byte) 0);
-            fill(r.cmd, opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
-            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
-        } else {
-            UnsafeBuffer copy = new UnsafeBuffer(new byte[Command.LENGTH]);
-            fill(new Command().<Command>wrap(copy, 0), opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
-            overflow(copy.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener);
-        }
-    }
-
-    @Override
-    public void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
-                       IoCallback cb, long ctx, CompletionListener listener) {
-        if (state != OPEN) {
-            deliver(cb, ctx, listener, closedCode(), 0);
-            return;
-        }
-        RdmaRequest r = pendingCount.get() == 0 ? free.poll() : null;
-        if (r != null) {
-            r.capsule.putBytes(0, sqeTemplate, 0, Command.LENGTH);
-            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
-        } else {
-            byte[] copy = new byte[Command.LENGTH];
-            sqeTemplate.getBytes(0, copy);
-            overflow(copy, dir, data, dataStart, dataLength, cb, ctx, listener);
-        }
-    }
-
-    private static void fill(Command c, int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14,
-                             int cdw15) {
-        c.opcode(opcode).nsid(nsid).cdw10(cdw10).cdw11(cdw11).cdw12(cdw12).cdw13(cdw13).cdw(14, cdw14).cdw(15, cdw15);
-    }
-
-    private void launch(RdmaRequest r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
-                        long ctx, CompletionListener listener) {
-        try {
-            prepare(r, dir, data, dataStart, dataLength, cb, ctx, listener);
-        } catch (RuntimeException e) {
-            release(r);
-            throw e;
-        }
-        r.state = RdmaRequest.CLAIMED;
-        submitted.offer(r); // cannot fail: it holds every slot
-        poller.wake();
-    }
 
     /**
      * Fills CID, PSDT and SGL1 and decides how the data moves: no data (a null keyed SGL, as Linux sends), in the
      * capsule (a write up to the in-capsule limit, copied next to the SQE), or a keyed SGL naming the caller's memory
      * (registered direct buffers: zero copy) or a registered bounce copy (heap buffers).
      */
-    private void prepare(RdmaRequest r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
-                         long ctx, CompletionListener listener) {
+    @Override
+    protected void prepare(RdmaRequest r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
+                           long ctx, CompletionListener listener) {
         r.dir = dataLength == 0 ? DIR_NONE : dir;
         r.data = data;
         r.dataStart = dataStart;
@@ -270,9 +156,7 @@ final class RdmaHostQueue implements HostQueue {
         r.callback = cb;
         r.context = ctx;
         r.listener = listener;
-        r.generation = (r.generation + 1) & generationMask;
-        r.cid = r.generation << indexBits | r.index;
-        r.cmd.cid(r.cid);
+        assignCid(r);
         r.cmd.psdt(Command.PSDT_SGL);
         r.sendLength = Command.LENGTH;
         if (r.dir == DIR_NONE) {
@@ -280,7 +164,7 @@ final class RdmaHostQueue implements HostQueue {
             r.sgl.keyed(0, 0, 0, false);
         } else if (r.dir == DIR_H2C && dataLength <= inlineLimit) {
             r.mode = MODE_IN_CAPSULE;
-            r.capsule.putBytes(Command.LENGTH, data, dataStart, dataLength);
+            r.sqe.putBytes(Command.LENGTH, data, dataStart, dataLength);
             r.sgl.inCapsule(0, dataLength);
             r.sendLength = Command.LENGTH + dataLength;
         } else if (data.isDirect()) {
@@ -312,32 +196,22 @@ final class RdmaHostQueue implements HostQueue {
         }
     }
 
-    private void overflow(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                          CompletionListener listener) {
-        if (pendingCount.incrementAndGet() > pendingLimit) {
-            pendingCount.decrementAndGet();
-            deliver(cb, ctx, listener, IoCallback.ERR_QUEUE_FULL, 0);
-            return;
-        }
-        pending.offer(new Pending(sqe, dir, data, dataStart, dataLength, cb, ctx, listener, System.nanoTime()));
+    // ------------------------------------------------------------------------------------------------ poller side
+
+    @Override
+    protected void handOver() {
         poller.wake();
     }
 
-    private int closedCode() {
-        return state == CLOSED ? IoCallback.ERR_CLOSED : IoCallback.ERR_TRANSPORT;
-    }
-
-    // ------------------------------------------------------------------------------------------------ poller side
-
     /** True when the poller has something to post (checked before it sleeps). */
     boolean hasWork() {
-        return !submitted.isEmpty() || pendingCount.get() > 0 && !free.isEmpty();
+        return !submitted.isEmpty() || pendingCanStart();
     }
 
     /** Poller: adds a SEND for every handed-over command and for waiting ones that found a slot; returns how many. */
     int drainSubmissions() {
         if (state != OPEN) {
-            if (!submitted.isEmpty() || pendingCount.get() > 0) {
+            if (!submitted.isEmpty() || hasPending()) {
                 failAll(closedCode());
             }
             return 0;
@@ -351,32 +225,14 @@ final class RdmaHostQueue implements HostQueue {
         return n + startPending();
     }
 
-    private int startPending() {
-        int n = 0;
-        while (pendingCount.get() > 0 && state == OPEN) {
-            RdmaRequest r = free.poll();
-            if (r == null) {
-                break;
-            }
-            Pending p = pending.poll();
-            if (p == null) {
-                free.offer(r); // counted but not yet enqueued; its submitter wakes the poller again
-                break;
-            }
-            pendingCount.decrementAndGet();
-            r.capsule.putBytes(0, p.sqe());
-            try {
-                prepare(r, p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(), p.context(), p.listener());
-            } catch (RuntimeException e) {
-                LOG.warn("{}: {}", label, e.getMessage());
-                release(r);
-                deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_TRANSPORT, 0);
-                continue;
-            }
-            post(r);
-            n++;
-        }
-        return n;
+    @Override
+    protected void start(RdmaRequest r) {
+        post(r);
+    }
+
+    @Override
+    protected boolean outstanding(RdmaRequest r) {
+        return r.state == RdmaRequest.INFLIGHT && !r.responseDone;
     }
 
     private void post(RdmaRequest r) {
@@ -489,15 +345,6 @@ final class RdmaHostQueue implements HostQueue {
         }
     }
 
-    private RdmaRequest lookup(int cid) {
-        int index = cid & indexMask;
-        if (index >= slots.length) {
-            return null;
-        }
-        RdmaRequest r = slots[index];
-        return r.cid == cid && r.state == RdmaRequest.INFLIGHT && !r.responseDone ? r : null;
-    }
-
     /** Poller: response and SEND completion both in; the slot is free again before the callback runs. */
     private void complete(RdmaRequest r) {
         int status = r.status;
@@ -517,16 +364,12 @@ final class RdmaHostQueue implements HostQueue {
             default:
                 break;
         }
-        IoCallback cb = r.callback;
-        CompletionListener l = r.listener;
-        long ctx = r.context;
-        long result = r.result;
-        release(r);
-        deliver(cb, ctx, l, status, result);
+        releaseAndDeliver(r, status, r.result);
     }
 
     /** Drops the slot's references and temporary registration and returns it to the free list. */
-    private void release(RdmaRequest r) {
+    @Override
+    protected void release(RdmaRequest r) {
         if (r.temporary != null) {
             stats.temporaryRegistrations++;
             try {
@@ -537,23 +380,7 @@ final class RdmaHostQueue implements HostQueue {
             r.temporary = null;
         }
         r.bounce = null;
-        r.data = null;
-        r.callback = null;
-        r.listener = null;
-        r.state = RdmaRequest.FREE;
-        free.offer(r);
-    }
-
-    private void deliver(IoCallback cb, long ctx, CompletionListener l, int status, long result) {
-        try {
-            if (cb != null) {
-                cb.onComplete(ctx, status);
-            } else if (l != null) {
-                l.onCompletion(status, result);
-            }
-        } catch (Throwable t) {
-            LOG.warn("{}: completion callback threw", label, t);
-        }
+        super.release(r);
     }
 
     /** Poller, periodic: a command past its deadline tears the queue down; waiting requests just time out. */
@@ -574,14 +401,7 @@ final class RdmaHostQueue implements HostQueue {
                     late.cmd.opcode(), TimeUnit.NANOSECONDS.toMillis(commandTimeoutNanos)), IoCallback.ERR_TRANSPORT);
             return;
         }
-        if (pendingCount.get() > 0) {
-            for (Pending p : pending) {
-                if (now - p.enqueuedNanos() - commandTimeoutNanos >= 0 && pending.remove(p)) {
-                    pendingCount.decrementAndGet();
-                    deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_TIMEOUT, 0);
-                }
-            }
-        }
+        expirePending(now);
     }
 
     // ------------------------------------------------------------------------------------------------ failure, close
@@ -607,14 +427,7 @@ final class RdmaHostQueue implements HostQueue {
         LOG.warn("{}: failed: {}", label, reason);
         stopQueuePair();
         failAll(code);
-        Consumer<HostQueue> l = failureListener;
-        if (l != null) {
-            try {
-                l.accept(this);
-            } catch (RuntimeException e) {
-                LOG.warn("{}: failure listener threw", label, e);
-            }
-        }
+        notifyFailure();
     }
 
     /** Moves the queue pair to error (outstanding work flushes, no more remote access) and starts the disconnect. */
@@ -633,29 +446,13 @@ final class RdmaHostQueue implements HostQueue {
 
     /** Poller (or after the pollers stopped): completes everything outstanding or waiting. */
     void failAll(int code) {
-        RdmaRequest r;
-        while ((r = submitted.poll()) != null) {
-            IoCallback cb = r.callback;
-            CompletionListener l = r.listener;
-            long ctx = r.context;
-            release(r);
-            deliver(cb, ctx, l, code, 0);
-        }
+        failSubmitted(code);
         for (RdmaRequest s : slots) {
             if (s.state == RdmaRequest.INFLIGHT) {
-                IoCallback cb = s.callback;
-                CompletionListener l = s.listener;
-                long ctx = s.context;
-                int c = s.timedOut ? IoCallback.ERR_TIMEOUT : code;
-                release(s);
-                deliver(cb, ctx, l, c, 0);
+                releaseAndDeliver(s, s.timedOut ? IoCallback.ERR_TIMEOUT : code, 0);
             }
         }
-        Pending p;
-        while ((p = pending.poll()) != null) {
-            pendingCount.decrementAndGet();
-            deliver(p.callback(), p.context(), p.listener(), code, 0);
-        }
+        failPending(code);
     }
 
     @Override
@@ -695,10 +492,5 @@ final class RdmaHostQueue implements HostQueue {
 
     RdmaHostTransport transport() {
         return transport;
-    }
-
-    @Override
-    public String toString() {
-        return label;
     }
 }

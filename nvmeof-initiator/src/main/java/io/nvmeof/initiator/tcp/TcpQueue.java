@@ -18,7 +18,7 @@ import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.NvmeofTimeoutException;
 import io.nvmeof.initiator.transport.CompletionListener;
-import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.initiator.transport.SlotQueue;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
@@ -33,21 +33,14 @@ import io.nvmeof.protocol.tcp.R2TPdu;
 import io.nvmeof.protocol.tcp.TermReqPdu;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Consumer;
 import java.util.zip.CRC32C;
-import org.agrona.DirectBuffer;
-import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
-import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,40 +60,21 @@ import org.slf4j.LoggerFactory;
  * {@link IoCallback#ERR_QUEUE_FULL}). This never blocks the caller, which matters because callbacks run on the event
  * loop and commonly resubmit.
  */
-public final class TcpQueue implements HostQueue {
+public final class TcpQueue extends SlotQueue<Request> {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
 
     /** NVMe/TCP: admin and Fabrics command capsules accept 8 KiB of in-capsule data (Linux: NVME_TCP_ADMIN_CCSZ). */
     public static final int FABRICS_IN_CAPSULE = 8192;
 
-    private static final int OPEN = 0;
-    private static final int FAILED = 1;
-    private static final int CLOSED = 2;
-
     private final String host;
     private final int port;
-    private final int qid;
-    private final String label;
-    private final Request[] slots;
-    private final int indexBits;
-    private final int indexMask;
-    private final int generationMask;
-    private final ManyToManyConcurrentArrayQueue<Request> free;
-    private final ManyToOneConcurrentArrayQueue<Request> submitted;
-    private final ConcurrentLinkedQueue<PendingRequest> pending = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger pendingCount = new AtomicInteger();
-    private final int pendingLimit;
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Runnable drainTask = this::drain;
-    private final long commandTimeoutNanos;
     private final boolean wantHdgst;
     private final boolean wantDdgst;
 
     private volatile int inlineLimit;
     private volatile long maxPduLength;
-    private volatile int state = OPEN;
-    private volatile String failure;
-    private volatile Consumer<HostQueue> failureListener;
 
     private volatile Channel channel;
     private volatile EventLoop loop;
@@ -125,26 +99,14 @@ public final class TcpQueue implements HostQueue {
      */
     public TcpQueue(String host, int port, int qid, int slotCount, boolean headerDigest, boolean dataDigest,
                     Duration commandTimeout, int inlineLimit, long maxPduLength) {
-        if (slotCount < 1 || slotCount > 65535) {
-            throw new IllegalArgumentException("slot count " + slotCount + " out of range");
-        }
+        super(qid, "queue " + qid + " of " + (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + port,
+                new Request[checkSlotCount(slotCount)], commandTimeout.toNanos());
         this.host = host;
         this.port = port;
-        this.qid = qid;
-        this.label = "queue " + qid + " of " + (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + port;
-        this.slots = new Request[slotCount];
-        // Command id = generation << indexBits | slot index: a stale or forged id from the wire is recognised.
-        this.indexBits = 32 - Integer.numberOfLeadingZeros(Math.max(1, slotCount - 1));
-        this.indexMask = (1 << indexBits) - 1;
-        this.generationMask = indexBits >= 16 ? 0 : (1 << (16 - indexBits)) - 1;
-        this.free = new ManyToManyConcurrentArrayQueue<>(Math.max(2, slotCount));
-        this.submitted = new ManyToOneConcurrentArrayQueue<>(Math.max(2, slotCount));
         for (int i = 0; i < slotCount; i++) {
             slots[i] = new Request(i);
-            free.offer(slots[i]);
         }
-        this.pendingLimit = Math.max(1024, 16 * slotCount);
-        this.commandTimeoutNanos = commandTimeout.toNanos();
+        freeAllSlots();
         this.wantHdgst = headerDigest;
         this.wantDdgst = dataDigest;
         this.inlineLimit = inlineLimit;
@@ -211,17 +173,9 @@ public final class TcpQueue implements HostQueue {
         LOG.debug("{}: connected, hdgst={} ddgst={} cpda-align={} maxh2cdata={}", label, hdgst, ddgst, cpdaAlign, maxh2cdata);
     }
 
-    @Override
-    public int qid() { return qid; }
-    @Override
-    public String label() { return label; }
-    public int slotCount() { return slots.length; }
     public EventLoop eventLoop() { return loop; }
     @Override
     public boolean isOpen() { return state == OPEN && channel != null && channel.isActive(); }
-    /** Why the queue failed, or null. */
-    @Override
-    public String failure() { return failure; }
     boolean icDone() { return icDone; }
     long maxPduLength() { return maxPduLength; }
     public void maxPduLength(long v) { maxPduLength = v; }
@@ -234,9 +188,6 @@ public final class TcpQueue implements HostQueue {
     public int maxh2cdata() { return maxh2cdata; }
     public boolean headerDigest() { return hdgst; }
     public boolean dataDigest() { return ddgst; }
-    /** Called once, on the event loop, when the queue fails (not when it is closed by us). */
-    @Override
-    public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
 
     /** Closes the connection; every outstanding and waiting request completes with {@link IoCallback#ERR_CLOSED}. */
     @Override
@@ -249,7 +200,7 @@ public final class TcpQueue implements HostQueue {
             failure = "closed by host";
         }
         if (channel == null) {
-            failPendingOffLoop(IoCallback.ERR_CLOSED);
+            failPending(IoCallback.ERR_CLOSED);
             return;
         }
         channel.close();
@@ -263,67 +214,10 @@ public final class TcpQueue implements HostQueue {
 
     // ------------------------------------------------------------------------------------------------ submission
 
-    /**
-     * Submits a command built from fields (the I/O hot path: no allocation unless every slot is busy). The SGL, PSDT
-     * and CID are filled in here. {@code data} is used from absolute index {@code dataStart} for {@code dataLength}
-     * bytes; its position and limit are never touched. Exactly one of {@code cb} / {@code listener} is called, once,
-     * on the event loop (or on the calling thread when the queue is already closed).
-     */
-    @Override
-    public void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
-                       int dir, ByteBuffer data, int dataStart, int dataLength,
-                       IoCallback cb, long ctx, CompletionListener listener) {
-        if (state != OPEN) {
-            deliverNow(cb, ctx, listener, closedCode());
-            return;
-        }
-        Request r = pendingCount.get() == 0 ? free.poll() : null;
-        if (r != null) {
-            r.sqe.setMemory(0, Command.LENGTH, (byte) 0);
-            fill(r.cmd, opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
-            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
-        } else {
-            UnsafeBuffer copy = new UnsafeBuffer(new byte[Command.LENGTH]);
-            fill(new Command().<Command>wrap(copy, 0), opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
-            overflow(copy.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener);
-        }
-    }
-
-    /** Submits a command whose 64-byte SQE the caller prepared (admin and Fabrics commands); CID, PSDT and SGL are set here. */
-    @Override
-    public void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
-                       IoCallback cb, long ctx, CompletionListener listener) {
-        if (state != OPEN) {
-            deliverNow(cb, ctx, listener, closedCode());
-            return;
-        }
-        Request r = pendingCount.get() == 0 ? free.poll() : null;
-        if (r != null) {
-            r.sqe.putBytes(0, sqeTemplate, 0, Command.LENGTH);
-            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
-        } else {
-            byte[] copy = new byte[Command.LENGTH];
-            sqeTemplate.getBytes(0, copy);
-            overflow(copy, dir, data, dataStart, dataLength, cb, ctx, listener);
-        }
-    }
-
-    private static void fill(Command c, int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14,
-                             int cdw15) {
-        c.opcode(opcode).nsid(nsid).cdw10(cdw10).cdw11(cdw11).cdw12(cdw12).cdw13(cdw13).cdw(14, cdw14).cdw(15, cdw15);
-    }
-
-    private void launch(Request r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                        CompletionListener listener) {
-        prepare(r, dir, data, dataStart, dataLength, cb, ctx, listener);
-        r.state = Request.CLAIMED;
-        submitted.offer(r); // cannot fail: it holds every slot
-        scheduleDrain();
-    }
-
     /** Fills the slot's transfer description, CID, PSDT and SGL1. */
-    private void prepare(Request r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                         CompletionListener listener) {
+    @Override
+    protected void prepare(Request r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
+                           CompletionListener listener) {
         r.dir = dataLength == 0 ? DIR_NONE : dir;
         if (data != null && dataStart + dataLength > data.limit()) {
             // JDK absolute bulk operations are bounded by the limit, which callers may leave short (the API ignores
@@ -338,9 +232,7 @@ public final class TcpQueue implements HostQueue {
         r.listener = listener;
         int limit = r.cmd.opcode() == Opcodes.FABRICS ? FABRICS_IN_CAPSULE : inlineLimit;
         r.inCapsule = r.dir == DIR_H2C && dataLength <= limit;
-        r.generation = (r.generation + 1) & generationMask;
-        r.cid = r.generation << indexBits | r.index;
-        r.cmd.cid(r.cid);
+        assignCid(r);
         // NVMe-oF requires SGLs: PSDT 01b on every command, as the Linux host sets NVME_CMD_SGL_METABUF.
         r.cmd.psdt(Command.PSDT_SGL);
         if (r.inCapsule) {
@@ -352,31 +244,17 @@ public final class TcpQueue implements HostQueue {
         }
     }
 
-    private void overflow(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                          CompletionListener listener) {
-        if (pendingCount.incrementAndGet() > pendingLimit) {
-            pendingCount.decrementAndGet();
-            deliverNow(cb, ctx, listener, IoCallback.ERR_QUEUE_FULL);
-            return;
-        }
-        pending.offer(new PendingRequest(sqe, dir, data, dataStart, dataLength, cb, ctx, listener));
-        scheduleDrain();
-    }
-
-    private void scheduleDrain() {
+    @Override
+    protected void handOver() {
         if (drainScheduled.compareAndSet(false, true)) {
             try {
                 loop.execute(drainTask);
             } catch (RejectedExecutionException e) {
                 drainScheduled.set(false);
                 state = state == OPEN ? FAILED : state;
-                failPendingOffLoop(closedCode());
+                failPending(closedCode());
             }
         }
-    }
-
-    private int closedCode() {
-        return state == CLOSED ? IoCallback.ERR_CLOSED : IoCallback.ERR_TRANSPORT;
     }
 
     /** Event loop: encode every handed-over slot, give freed slots to waiting requests, flush once. */
@@ -392,34 +270,20 @@ public final class TcpQueue implements HostQueue {
             writeCommand(r);
             wrote = true;
         }
-        wrote |= startPending();
+        wrote |= startPending() > 0;
         if (wrote) {
             channel.flush();
         }
     }
 
-    /** Event loop: moves waiting requests into free slots, in order. */
-    private boolean startPending() {
-        boolean wrote = false;
-        while (pendingCount.get() > 0) {
-            Request r = free.poll();
-            if (r == null) {
-                break;
-            }
-            PendingRequest p = pending.poll();
-            if (p == null) {
-                // Counted but not yet enqueued by its submitter; that submitter schedules another drain.
-                r.state = Request.FREE;
-                free.offer(r);
-                break;
-            }
-            pendingCount.decrementAndGet();
-            r.sqe.putBytes(0, p.sqe);
-            prepare(r, p.dir, p.data, p.dataStart, p.dataLength, p.callback, p.context, p.listener);
-            writeCommand(r);
-            wrote = true;
-        }
-        return wrote;
+    @Override
+    protected void start(Request r) {
+        writeCommand(r);
+    }
+
+    @Override
+    protected boolean outstanding(Request r) {
+        return r.state == Request.INFLIGHT || r.state == Request.TIMED_OUT;
     }
 
     /** Event loop: CapsuleCmd PDU = header, SQE, [HDGST], [pad to CPDA], [in-capsule data, [DDGST]]. */
@@ -735,18 +599,6 @@ public final class TcpQueue implements HostQueue {
         }
     }
 
-    private Request lookup(int cid) {
-        int index = cid & indexMask;
-        if (index >= slots.length) {
-            return null;
-        }
-        Request r = slots[index];
-        if (r.cid != cid || (r.state != Request.INFLIGHT && r.state != Request.TIMED_OUT)) {
-            return null;
-        }
-        return r;
-    }
-
     // ------------------------------------------------------------------------------------------------ completion
 
     /** Event loop: the controller is done with the slot. Frees it first, so the callback may resubmit. */
@@ -761,33 +613,9 @@ public final class TcpQueue implements HostQueue {
         } else {
             deliver(cb, ctx, l, status, result);
         }
-        if (pendingCount.get() > 0 && startPending()) {
+        if (hasPending() && startPending() > 0) {
             channel.flush();
         }
-    }
-
-    private void release(Request r) {
-        r.callback = null;
-        r.listener = null;
-        r.data = null;
-        r.state = Request.FREE;
-        free.offer(r);
-    }
-
-    private void deliver(IoCallback cb, long ctx, CompletionListener l, int status, long result) {
-        try {
-            if (cb != null) {
-                cb.onComplete(ctx, status);
-            } else if (l != null) {
-                l.onCompletion(status, result);
-            }
-        } catch (Throwable t) {
-            LOG.warn("{}: completion callback threw", label, t);
-        }
-    }
-
-    private void deliverNow(IoCallback cb, long ctx, CompletionListener l, int status) {
-        deliver(cb, ctx, l, status, 0);
     }
 
     /** Event loop, periodic: commands past their deadline complete with ERR_TIMEOUT; their slots stay reserved. */
@@ -808,15 +636,7 @@ public final class TcpQueue implements HostQueue {
                 deliver(cb, r.context, l, IoCallback.ERR_TIMEOUT, 0);
             }
         }
-        if (pendingCount.get() > 0) {
-            for (Iterator<PendingRequest> it = pending.iterator(); it.hasNext(); ) {
-                PendingRequest p = it.next();
-                if (now - p.enqueuedNanos - commandTimeoutNanos >= 0 && pending.remove(p)) {
-                    pendingCount.decrementAndGet();
-                    deliver(p.callback, p.context, p.listener, IoCallback.ERR_TIMEOUT, 0);
-                }
-            }
-        }
+        expirePending(now);
     }
 
     // ------------------------------------------------------------------------------------------------ failure
@@ -850,15 +670,8 @@ public final class TcpQueue implements HostQueue {
             state = FAILED;
             failure = reason;
             LOG.warn("{}: failed: {}", label, reason);
-            Consumer<HostQueue> l = failureListener;
             failAll(code);
-            if (l != null) {
-                try {
-                    l.accept(this);
-                } catch (RuntimeException e) {
-                    LOG.warn("{}: failure listener threw", label, e);
-                }
-            }
+            notifyFailure();
         } else {
             failAll(code);
         }
@@ -869,14 +682,7 @@ public final class TcpQueue implements HostQueue {
         if (scanTask != null) {
             scanTask.cancel(false);
         }
-        Request r;
-        while ((r = submitted.poll()) != null) {
-            IoCallback cb = r.callback;
-            CompletionListener l = r.listener;
-            long ctx = r.context;
-            release(r);
-            deliver(cb, ctx, l, code, 0);
-        }
+        failSubmitted(code);
         for (Request s : slots) {
             if (s.state == Request.INFLIGHT || s.state == Request.TIMED_OUT) {
                 boolean timedOut = s.state == Request.TIMED_OUT;
@@ -889,15 +695,7 @@ public final class TcpQueue implements HostQueue {
                 }
             }
         }
-        failPendingOffLoop(code);
-    }
-
-    private void failPendingOffLoop(int code) {
-        PendingRequest p;
-        while ((p = pending.poll()) != null) {
-            pendingCount.decrementAndGet();
-            deliver(p.callback, p.context, p.listener, code, 0);
-        }
+        failPending(code);
     }
 
     // ------------------------------------------------------------------------------------------------ helpers
@@ -940,10 +738,5 @@ public final class TcpQueue implements HostQueue {
                 dstIndex += n;
             }
         }
-    }
-
-    @Override
-    public String toString() {
-        return label;
     }
 }

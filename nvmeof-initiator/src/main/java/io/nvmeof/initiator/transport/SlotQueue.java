@@ -1,0 +1,332 @@
+package io.nvmeof.initiator.transport;
+
+import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.protocol.Command;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The transport-independent half of a host queue: command slots, command identifiers, lock-free hand-over from any
+ * submitting thread to the queue's I/O thread, and the bounded overflow queue. A transport supplies how a command's
+ * data is described ({@link #prepare}), how the I/O thread is told ({@link #handOver}) and how a command is sent
+ * ({@link #start}).
+ *
+ * <p>Submission: a submitter claims a free slot (MPMC free list), writes the SQE into the slot, lets the transport
+ * describe the data, and hands the slot over through an MPSC queue. No allocation and no lock on that path.
+ *
+ * <p>Flow control: at most {@code slots.length} commands are outstanding; a slot is reused only after the controller
+ * is done with it. When every slot is busy, requests wait in FIFO order in an overflow queue (bounded; beyond the
+ * bound they fail with {@link IoCallback#ERR_QUEUE_FULL}). Submitting never blocks, which matters because callbacks
+ * run on the I/O thread and commonly resubmit.
+ */
+public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
+    private static final Logger LOG = LoggerFactory.getLogger(SlotQueue.class);
+
+    protected static final int OPEN = 0;
+    protected static final int FAILED = 1;
+    protected static final int CLOSED = 2;
+
+    protected final int qid;
+    protected final String label;
+    protected final R[] slots;
+    protected final ManyToOneConcurrentArrayQueue<R> submitted;
+    protected final long commandTimeoutNanos;
+    private final int indexBits;
+    private final int indexMask;
+    private final int generationMask;
+    private final ManyToManyConcurrentArrayQueue<R> free;
+    private final ConcurrentLinkedQueue<PendingRequest> pending = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger pendingCount = new AtomicInteger();
+    private final int pendingLimit;
+
+    protected volatile int state = OPEN;
+    protected volatile String failure;
+    protected volatile Consumer<HostQueue> failureListener;
+
+    /** @param slots filled by the subclass; slot i must have index i */
+    protected SlotQueue(int qid, String label, R[] slots, long commandTimeoutNanos) {
+        if (slots.length < 1 || slots.length > 65535) {
+            throw new IllegalArgumentException("slot count " + slots.length + " out of range");
+        }
+        this.qid = qid;
+        this.label = label;
+        this.slots = slots;
+        this.commandTimeoutNanos = commandTimeoutNanos;
+        // Command id = generation << indexBits | slot index: a stale or forged id from the wire is recognised.
+        this.indexBits = 32 - Integer.numberOfLeadingZeros(Math.max(1, slots.length - 1));
+        this.indexMask = (1 << indexBits) - 1;
+        this.generationMask = indexBits >= 16 ? 0 : (1 << (16 - indexBits)) - 1;
+        this.free = new ManyToManyConcurrentArrayQueue<>(Math.max(2, slots.length));
+        this.submitted = new ManyToOneConcurrentArrayQueue<>(Math.max(2, slots.length));
+        this.pendingLimit = Math.max(1024, 16 * slots.length);
+    }
+
+    /** For subclasses sizing their slot array: 1 to 65535 commands (16-bit command identifiers). */
+    protected static int checkSlotCount(int slotCount) {
+        if (slotCount < 1 || slotCount > 65535) {
+            throw new IllegalArgumentException("slot count " + slotCount + " out of range");
+        }
+        return slotCount;
+    }
+
+    /** Puts every slot on the free list; call once the subclass filled {@link #slots}. */
+    protected final void freeAllSlots() {
+        for (R r : slots) {
+            free.offer(r);
+        }
+    }
+
+    @Override
+    public int qid() { return qid; }
+
+    @Override
+    public String label() { return label; }
+
+    @Override
+    public boolean isOpen() { return state == OPEN; }
+
+    @Override
+    public String failure() { return failure; }
+
+    @Override
+    public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
+
+    public int slotCount() { return slots.length; }
+
+    // ------------------------------------------------------------------------------------------------ transport hooks
+
+    /**
+     * Describes the data of a claimed slot whose SQE is written: sets {@code r}'s transfer fields and callbacks, calls
+     * {@link #assignCid}, sets PSDT and SGL1. Runs on the submitting thread (or the I/O thread for overflowed requests).
+     * A RuntimeException fails the submission; the slot is released.
+     */
+    protected abstract void prepare(R r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
+                                    long ctx, CompletionListener listener);
+
+    /** Tells the I/O thread that slots or overflowed requests wait (any thread; cheap when it is already busy). */
+    protected abstract void handOver();
+
+    /** I/O thread: sends the command of a prepared slot (marks it {@link QueueSlot#INFLIGHT}). */
+    protected abstract void start(R r);
+
+    /** True while the controller may still answer {@code r} (so a completion for its CID is accepted). */
+    protected abstract boolean outstanding(R r);
+
+    // ------------------------------------------------------------------------------------------------ submission
+
+    @Override
+    public final void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
+                             int dir, ByteBuffer data, int dataStart, int dataLength,
+                             IoCallback cb, long ctx, CompletionListener listener) {
+        if (state != OPEN) {
+            deliver(cb, ctx, listener, closedCode(), 0);
+            return;
+        }
+        R r = pendingCount.get() == 0 ? free.poll() : null;
+        if (r != null) {
+            r.sqe.setMemory(0, Command.LENGTH, (byte) 0);
+            fill(r.cmd, opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
+            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
+        } else {
+            UnsafeBuffer copy = new UnsafeBuffer(new byte[Command.LENGTH]);
+            fill(new Command().<Command>wrap(copy, 0), opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
+            overflow(copy.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener);
+        }
+    }
+
+    @Override
+    public final void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
+                             IoCallback cb, long ctx, CompletionListener listener) {
+        if (state != OPEN) {
+            deliver(cb, ctx, listener, closedCode(), 0);
+            return;
+        }
+        R r = pendingCount.get() == 0 ? free.poll() : null;
+        if (r != null) {
+            r.sqe.putBytes(0, sqeTemplate, 0, Command.LENGTH);
+            launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
+        } else {
+            byte[] copy = new byte[Command.LENGTH];
+            sqeTemplate.getBytes(0, copy);
+            overflow(copy, dir, data, dataStart, dataLength, cb, ctx, listener);
+        }
+    }
+
+    private static void fill(Command c, int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14,
+                             int cdw15) {
+        c.opcode(opcode).nsid(nsid).cdw10(cdw10).cdw11(cdw11).cdw12(cdw12).cdw13(cdw13).cdw(14, cdw14).cdw(15, cdw15);
+    }
+
+    private void launch(R r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
+                        CompletionListener listener) {
+        try {
+            prepare(r, dir, data, dataStart, dataLength, cb, ctx, listener);
+        } catch (RuntimeException e) {
+            release(r);
+            throw e;
+        }
+        r.state = QueueSlot.CLAIMED;
+        submitted.offer(r); // cannot fail: it holds every slot
+        handOver();
+    }
+
+    private void overflow(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
+                          CompletionListener listener) {
+        if (pendingCount.incrementAndGet() > pendingLimit) {
+            pendingCount.decrementAndGet();
+            deliver(cb, ctx, listener, IoCallback.ERR_QUEUE_FULL, 0);
+            return;
+        }
+        pending.offer(new PendingRequest(sqe, dir, data, dataStart, dataLength, cb, ctx, listener, System.nanoTime()));
+        handOver();
+    }
+
+    /** Fills the slot's CID (next generation) into its SQE. */
+    protected final void assignCid(R r) {
+        r.generation = (r.generation + 1) & generationMask;
+        r.cid = r.generation << indexBits | r.index;
+        r.cmd.cid(r.cid);
+    }
+
+    protected final int closedCode() {
+        return state == CLOSED ? IoCallback.ERR_CLOSED : IoCallback.ERR_TRANSPORT;
+    }
+
+    /** True when requests wait for a slot. */
+    protected final boolean hasPending() {
+        return pendingCount.get() > 0;
+    }
+
+    /** True when a waiting request could take a free slot now. */
+    protected final boolean pendingCanStart() {
+        return pendingCount.get() > 0 && !free.isEmpty();
+    }
+
+    /** I/O thread: moves waiting requests into free slots, in order, and starts them; returns how many. */
+    protected final int startPending() {
+        int n = 0;
+        while (pendingCount.get() > 0 && state == OPEN) {
+            R r = free.poll();
+            if (r == null) {
+                break;
+            }
+            PendingRequest p = pending.poll();
+            if (p == null) {
+                // Counted but not yet enqueued by its submitter; that submitter hands over again.
+                free.offer(r);
+                break;
+            }
+            pendingCount.decrementAndGet();
+            r.sqe.putBytes(0, p.sqe());
+            try {
+                prepare(r, p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(), p.context(), p.listener());
+            } catch (RuntimeException e) {
+                LOG.warn("{}: {}", label, e.getMessage());
+                release(r);
+                deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_TRANSPORT, 0);
+                continue;
+            }
+            start(r);
+            n++;
+        }
+        return n;
+    }
+
+    /** The slot a CID from the wire names, or null when no such command is outstanding. */
+    protected final R lookup(int cid) {
+        int index = cid & indexMask;
+        if (index >= slots.length) {
+            return null;
+        }
+        R r = slots[index];
+        return r.cid == cid && outstanding(r) ? r : null;
+    }
+
+    // ------------------------------------------------------------------------------------------------ completion
+
+    /** Drops the slot's references and returns it to the free list; transports extend it to release their own. */
+    protected void release(R r) {
+        r.callback = null;
+        r.listener = null;
+        r.data = null;
+        r.state = QueueSlot.FREE;
+        free.offer(r);
+    }
+
+    /** Calls the callback or the listener; a throwing callback is logged and does not disturb the queue. */
+    protected final void deliver(IoCallback cb, long ctx, CompletionListener l, int status, long result) {
+        try {
+            if (cb != null) {
+                cb.onComplete(ctx, status);
+            } else if (l != null) {
+                l.onCompletion(status, result);
+            }
+        } catch (Throwable t) {
+            LOG.warn("{}: completion callback threw", label, t);
+        }
+    }
+
+    /** Completes a slot owned by the I/O thread: release first, so the callback may resubmit into it. */
+    protected final void releaseAndDeliver(R r, int status, long result) {
+        IoCallback cb = r.callback;
+        CompletionListener l = r.listener;
+        long ctx = r.context;
+        release(r);
+        deliver(cb, ctx, l, status, result);
+    }
+
+    /** I/O thread, periodic: requests that waited for a slot longer than the command timeout fail with ERR_TIMEOUT. */
+    protected final void expirePending(long now) {
+        if (pendingCount.get() == 0) {
+            return;
+        }
+        for (PendingRequest p : pending) {
+            if (now - p.enqueuedNanos() - commandTimeoutNanos >= 0 && pending.remove(p)) {
+                pendingCount.decrementAndGet();
+                deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_TIMEOUT, 0);
+            }
+        }
+    }
+
+    /** Fails what was handed over but not sent yet (on the I/O thread, or once it is gone). */
+    protected final void failSubmitted(int code) {
+        R r;
+        while ((r = submitted.poll()) != null) {
+            releaseAndDeliver(r, code, 0);
+        }
+    }
+
+    /** Fails every request waiting for a slot (any thread). */
+    protected final void failPending(int code) {
+        PendingRequest p;
+        while ((p = pending.poll()) != null) {
+            pendingCount.decrementAndGet();
+            deliver(p.callback(), p.context(), p.listener(), code, 0);
+        }
+    }
+
+    /** Runs the failure listener once (the queue failed, it was not closed by this host). */
+    protected final void notifyFailure() {
+        Consumer<HostQueue> l = failureListener;
+        if (l != null) {
+            try {
+                l.accept(this);
+            } catch (RuntimeException e) {
+                LOG.warn("{}: failure listener threw", label, e);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return label;
+    }
+}
