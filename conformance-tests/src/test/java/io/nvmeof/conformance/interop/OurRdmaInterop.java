@@ -296,6 +296,27 @@ public final class OurRdmaInterop {
             }
         });
 
+        check("a command naming an rkey the host never registered ends that queue pair only", () -> {
+            try (NvmeofController good = NvmeofController.connect(id, opts.toBuilder().ioQueues(1).build())) {
+                int before = listener.connections();
+                String outcome = badRkeyQueue(new java.net.InetSocketAddress(addr, target.rdmaPort(0)));
+                waitFor(() -> listener.connections() == before, 15_000);
+                require(listener.connections() == before, "the bad queue pair was not torn down: "
+                        + listener.connections() + " queue pairs, " + before + " before");
+                NamespaceHandle n = good.namespaces().get(0);
+                byte[] pattern = new byte[65536];
+                random.nextBytes(pattern);
+                ByteBuffer b = good.allocateBuffer(pattern.length).put(pattern).flip();
+                n.write(7000, pattern.length / bs, b).get(60, TimeUnit.SECONDS);
+                ByteBuffer back = good.allocateBuffer(pattern.length);
+                n.read(7000, pattern.length / bs, back).get(60, TimeUnit.SECONDS);
+                byte[] got = new byte[pattern.length];
+                back.get(got);
+                require(Arrays.equals(pattern, got), "the other controller's data differ");
+                System.out.println("NOTE bad rkey: " + outcome);
+            }
+        });
+
         check("the target vanishing with I/O in flight fails every request promptly (no hang)", () -> {
             NvmeofController cc = NvmeofController.connect(id, opts.toBuilder().ioQueues(2).queueDepth(32)
                     .keepAliveTimeoutMs(2000).build());
@@ -322,6 +343,130 @@ public final class OurRdmaInterop {
             System.out.println("NOTE " + ok + " I/Os finished before the target went, " + failedIo + " failed after");
             cc.close();
         });
+    }
+
+    /**
+     * A raw NVMe/RDMA admin queue (native API, no initiator library): Connect properly, then Identify with a keyed SGL
+     * whose rkey was never registered. The target's RDMA WRITE must fail at our NIC, which ends this queue pair: our
+     * receive is flushed or the connection drops, and no successful Identify completion ever arrives.
+     */
+    static String badRkeyQueue(java.net.InetSocketAddress target) throws Exception {
+        try (io.nvmeof.rdma.CmEventChannel ch = io.nvmeof.rdma.CmEventChannel.create()) {
+            io.nvmeof.rdma.CmId cmId = ch.createId();
+            cmId.resolve(target, 5000);
+            io.nvmeof.rdma.ProtectionDomain pd = cmId.device().allocateProtectionDomain();
+            io.nvmeof.rdma.CompletionQueue cq = cmId.device().createCompletionQueue(64, null, 0);
+            io.nvmeof.rdma.MemoryRegion mr = pd.allocateRegistered(16384, io.nvmeof.rdma.Access.LOCAL_AND_REMOTE, false);
+            try {
+                io.nvmeof.rdma.QueuePair qp = cmId.createQueuePair(pd, io.nvmeof.rdma.QueuePairConfig.of(cq, 16, 16));
+                long base = mr.address();
+                org.agrona.concurrent.UnsafeBuffer mem = new org.agrona.concurrent.UnsafeBuffer(base, 16384);
+                io.nvmeof.rdma.RecvBatch recv = new io.nvmeof.rdma.RecvBatch(4);
+                // Responses land in posting order: Connect in 1, Property Set in 2, Identify in 3.
+                recv.add(1, base + 64, 16, mr.lkey()).add(2, base + 80, 16, mr.lkey()).add(3, base + 96, 16, mr.lkey());
+                qp.postRecv(recv);
+                byte[] pdata = new byte[32];
+                new io.nvmeof.protocol.rdma.RdmaCmRequest().<io.nvmeof.protocol.rdma.RdmaCmRequest>wrap(
+                        new org.agrona.concurrent.UnsafeBuffer(pdata), 0).recfmt(0).qid(0).hrqsize(32).hsqsize(31);
+                cmId.connect(io.nvmeof.rdma.ConnectionParameters.forConnect(pdata, 16, 0));
+                ch.expect(io.nvmeof.rdma.CmEventType.ESTABLISHED, cmId, 15000);
+
+                // Fabrics Connect, its data fetched by the target from [base + 1024, +1024) under our real rkey.
+                new io.nvmeof.protocol.fabrics.ConnectData().<io.nvmeof.protocol.fabrics.ConnectData>wrap(mem, 1024)
+                        .hostId(new byte[16]).cntlid(0xFFFF).subnqn(NQN)
+                        .hostnqn("nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb");
+                io.nvmeof.protocol.fabrics.FabricsCommand fc = new io.nvmeof.protocol.fabrics.FabricsCommand().wrap(mem, 0);
+                fc.opcode(io.nvmeof.protocol.Opcodes.FABRICS);
+                fc.fctype(io.nvmeof.protocol.Opcodes.FCTYPE_CONNECT).qid(0).sqsize(31).kato(0);
+                fc.cid(1).psdt(io.nvmeof.protocol.Command.PSDT_SGL);
+                new io.nvmeof.protocol.SglDescriptor().<io.nvmeof.protocol.SglDescriptor>wrap(mem,
+                        io.nvmeof.protocol.Command.DPTR).keyed(base + 1024, 1024, mr.rkey() & 0xFFFF_FFFFL, false);
+                io.nvmeof.rdma.SendBatch send = new io.nvmeof.rdma.SendBatch(4);
+                send.send(10, base, 64, mr.lkey(), io.nvmeof.rdma.SendBatch.SIGNALED);
+                qp.postSend(send);
+                io.nvmeof.rdma.CompletionBatch wc = new io.nvmeof.rdma.CompletionBatch(16);
+                long deadline = System.currentTimeMillis() + 15000;
+                boolean connected = false;
+                while (!connected && System.currentTimeMillis() < deadline) {
+                    int n = cq.poll(wc);
+                    for (int i = 0; i < n; i++) {
+                        require(wc.isSuccess(i), "work completion " + io.nvmeof.rdma.CompletionBatch.statusName(wc.status(i)));
+                        if (wc.wrId(i) == 1) {
+                            int status = (mem.getShort(64 + 14) & 0xFFFF) >>> 1;
+                            require(status == 0, "Connect failed with status 0x" + Integer.toHexString(status));
+                            connected = true;
+                        }
+                    }
+                }
+                require(connected, "no Connect response");
+
+                // CC.EN = 1 (Property Set, no data): admin commands are refused before the controller is enabled.
+                mem.setMemory(0, 64, (byte) 0);
+                fc.opcode(io.nvmeof.protocol.Opcodes.FABRICS);
+                fc.fctype(io.nvmeof.protocol.Opcodes.FCTYPE_PROPERTY_SET).propertySize(4)
+                        .propertyOffset(io.nvmeof.protocol.regs.ControllerRegisters.CC)
+                        .propertyValue(io.nvmeof.protocol.regs.ControllerRegisters.CC_ENABLE_DEFAULT);
+                fc.cid(3).psdt(io.nvmeof.protocol.Command.PSDT_SGL);
+                new io.nvmeof.protocol.SglDescriptor().<io.nvmeof.protocol.SglDescriptor>wrap(mem,
+                        io.nvmeof.protocol.Command.DPTR).keyed(0, 0, 0, false);
+                send.clear();
+                send.send(12, base, 64, mr.lkey(), io.nvmeof.rdma.SendBatch.SIGNALED);
+                qp.postSend(send);
+                boolean enabled = false;
+                deadline = System.currentTimeMillis() + 15000;
+                while (!enabled && System.currentTimeMillis() < deadline) {
+                    int n = cq.poll(wc);
+                    for (int i = 0; i < n; i++) {
+                        require(wc.isSuccess(i), "work completion " + io.nvmeof.rdma.CompletionBatch.statusName(wc.status(i)));
+                        if (wc.wrId(i) == 2) {
+                            int status = (mem.getShort(80 + 14) & 0xFFFF) >>> 1;
+                            require(status == 0, "Property Set CC failed with status 0x" + Integer.toHexString(status));
+                            enabled = true;
+                        }
+                    }
+                }
+                require(enabled, "no Property Set response");
+                Thread.sleep(200); // CSTS.RDY follows CC.EN at once on our target; no need to poll it here
+
+                // Identify into [base + 4096, +4096) under an rkey nobody registered.
+                mem.setMemory(0, 64, (byte) 0);
+                io.nvmeof.protocol.Command id = new io.nvmeof.protocol.Command().wrap(mem, 0);
+                id.opcode(io.nvmeof.protocol.Opcodes.ADMIN_IDENTIFY).cid(2).psdt(io.nvmeof.protocol.Command.PSDT_SGL)
+                        .cdw10(io.nvmeof.protocol.Opcodes.CNS_CONTROLLER);
+                long bogus = (mr.rkey() ^ 0x00A5_5A00) & 0xFFFF_FFFFL;
+                new io.nvmeof.protocol.SglDescriptor().<io.nvmeof.protocol.SglDescriptor>wrap(mem,
+                        io.nvmeof.protocol.Command.DPTR).keyed(base + 4096, 4096, bogus, false);
+                send.clear();
+                send.send(11, base, 64, mr.lkey(), io.nvmeof.rdma.SendBatch.SIGNALED);
+                qp.postSend(send);
+                deadline = System.currentTimeMillis() + 20000;
+                while (System.currentTimeMillis() < deadline) {
+                    int n = cq.poll(wc);
+                    for (int i = 0; i < n; i++) {
+                        if (!wc.isSuccess(i)) {
+                            return "our queue pair saw " + io.nvmeof.rdma.CompletionBatch.statusName(wc.status(i))
+                                    + " on work request " + wc.wrId(i);
+                        }
+                        if (wc.wrId(i) == 3) {
+                            int status = (mem.getShort(96 + 14) & 0xFFFF) >>> 1;
+                            throw new AssertionError("Identify with an unregistered rkey was answered (status 0x"
+                                    + Integer.toHexString(status) + "): the target cannot have written its data");
+                        }
+                    }
+                    io.nvmeof.rdma.CmEvent ev = ch.poll(10);
+                    if (ev != null && ev.type() == io.nvmeof.rdma.CmEventType.DISCONNECTED) {
+                        cmId.disconnect();
+                        return "the target disconnected the queue pair";
+                    }
+                }
+                throw new AssertionError("neither an error completion nor a disconnect within 20 s");
+            } finally {
+                cmId.close();
+                cq.close();
+                mr.close();
+                pd.close();
+            }
+        }
     }
 
     static void issue(NamespaceHandle ns, ByteBuffer[] bufs, long[] unitOf, long[] stamp, int slot, AtomicInteger next,

@@ -25,6 +25,22 @@ public interface BlockBackend extends AutoCloseable {
     /** Deallocates a range; afterwards it reads as zeroes (Identify Namespace DLFEAT says so). */
     void deallocate(long offset, long length) throws IOException;
 
+    /**
+     * For zero-copy reads: the backend's own memory holding {@code length} bytes at {@code offset} in one piece, or
+     * null when it has none (files; never-written or region-straddling ranges), in which case the caller reads
+     * through a copy. A returned region is pinned: it is never freed or moved while the backend lives (deallocating
+     * it zeroes it instead), so a transport may register it once and let the NIC send straight from it. The bytes
+     * begin {@link #pinnedRegionOffset} bytes into the region.
+     */
+    default ByteBuffer pinnedRegion(long offset, int length) {
+        return null;
+    }
+
+    /** Where the bytes at {@code offset} begin inside the region {@link #pinnedRegion} returned for it. */
+    default int pinnedRegionOffset(long offset) {
+        return 0;
+    }
+
     /** A short description for logs and the CLI, e.g. {@code ram} or the file path. */
     String describe();
 

@@ -1,11 +1,14 @@
 package io.nvmeof.target.backend;
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * A namespace held in off-heap memory, in chunks allocated on first write so that a large, mostly empty namespace
- * costs only what is written. Unwritten chunks read as zeroes; deallocating a whole chunk frees it.
+ * costs only what is written. Unwritten chunks read as zeroes; deallocating a whole chunk frees it, unless a
+ * transport sends from it directly ({@link #pinnedRegion}: the chunk is then zeroed instead, since the NIC may be
+ * registered on it).
  */
 public final class RamBackend implements BlockBackend {
     static final int CHUNK_SHIFT = 21; // 2 MiB
@@ -16,6 +19,8 @@ public final class RamBackend implements BlockBackend {
 
     private final long size;
     private final AtomicReferenceArray<ByteBuffer> chunks;
+    /** 1 for chunks handed out by {@link #pinnedRegion}: they stay at their address for the backend's life. */
+    private final AtomicIntegerArray pinned;
 
     public RamBackend(long sizeBytes) {
         if (sizeBytes <= 0) {
@@ -27,6 +32,7 @@ public final class RamBackend implements BlockBackend {
         }
         this.size = sizeBytes;
         this.chunks = new AtomicReferenceArray<>((int) count);
+        this.pinned = new AtomicIntegerArray((int) count);
     }
 
     @Override
@@ -91,6 +97,25 @@ public final class RamBackend implements BlockBackend {
     }
 
     @Override
+    public ByteBuffer pinnedRegion(long offset, int length) {
+        int index = (int) (offset >>> CHUNK_SHIFT);
+        int within = (int) (offset & (CHUNK_SIZE - 1));
+        if (length <= 0 || within + length > CHUNK_SIZE || offset + length > size) {
+            return null;
+        }
+        ByteBuffer c = chunks.get(index);
+        if (c != null && pinned.get(index) == 0) {
+            pinned.set(index, 1);
+        }
+        return c;
+    }
+
+    @Override
+    public int pinnedRegionOffset(long offset) {
+        return (int) (offset & (CHUNK_SIZE - 1));
+    }
+
+    @Override
     public void flush() {
         // Memory is as durable as it gets; nothing to do.
     }
@@ -112,7 +137,7 @@ public final class RamBackend implements BlockBackend {
             int n = (int) Math.min(length, CHUNK_SIZE - within);
             ByteBuffer c = chunks.get(index);
             if (c != null) {
-                if (release && n == CHUNK_SIZE) {
+                if (release && n == CHUNK_SIZE && pinned.get(index) == 0) {
                     chunks.set(index, null);
                 } else {
                     c.put(within, ZEROES, 0, n);

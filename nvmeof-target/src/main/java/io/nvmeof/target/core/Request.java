@@ -41,6 +41,13 @@ public final class Request {
     public ByteBuf data;
     /** True when host data came in the command capsule. */
     public boolean dataInCapsule;
+    /**
+     * Zero-copy reads: the namespace's own memory the transport sends the data from, instead of {@link #data}
+     * (set by the transport's allocateReadData when the backend offers a pinned region; see BlockBackend).
+     */
+    public ByteBuffer sourceRegion;
+    /** Native address of the read's first byte inside {@link #sourceRegion}. */
+    public long sourceAddress;
 
     /** NVMe status ({@link Status}) and command-specific result (CQE DW0/DW1). */
     public int status;
@@ -78,6 +85,8 @@ public final class Request {
         direction = DIR_NONE;
         data = null;
         dataInCapsule = false;
+        sourceRegion = null;
+        sourceAddress = 0;
         status = Status.SUCCESS;
         result = 0;
         errorLocation = 0xFFFF;

@@ -1,6 +1,8 @@
 package io.nvmeof.target.rdma;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.concurrent.Executor;
 import org.agrona.collections.Int2ObjectHashMap;
@@ -22,6 +24,8 @@ public final class RdmaPollGroup implements Executor {
     private int nextId = 1;
     private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(4096);
     private final List<RdmaQueue> dirty = new ArrayList<>();
+    /** Pinned namespace memory this group's queues send from, by region: registered on first use, kept. */
+    private final IdentityHashMap<ByteBuffer, Long> pinnedKeys = new IdentityHashMap<>();
 
     static long wrId(int queueId, int kind, int index) {
         return (long) queueId << 40 | (long) kind << 32 | (index & 0xFFFF_FFFFL);
@@ -91,6 +95,16 @@ public final class RdmaPollGroup implements Executor {
         n += dirty.size();
         dirty.clear();
         return n;
+    }
+
+    /** The lkey of a pinned backend region (registered the first time this group sends from it). */
+    long pinnedLkey(ByteBuffer region, MemoryRegistrar registrar) {
+        Long key = pinnedKeys.get(region);
+        if (key == null) {
+            key = registrar.register(region);
+            pinnedKeys.put(region, key);
+        }
+        return key;
     }
 
     @Override

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.SglDescriptor;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
@@ -13,6 +14,7 @@ import io.nvmeof.target.core.TargetCore;
 import io.nvmeof.target.transport.TransportQueue;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,7 +23,8 @@ import org.slf4j.LoggerFactory;
  * One NVMe/RDMA queue pair (Linux nvmet rdma.c): command capsules arrive in pre-posted receives; host writes are
  * fetched with RDMA READ from the host's keyed buffer (at most {@code maxReads} at once, the negotiated initiator
  * depth); host reads are answered with an RDMA WRITE into the host's buffer chained before the response SEND, which
- * invalidates the host's key when it asked (keyed SGL subtype Fh). All work requests of a poll iteration go to the NIC
+ * invalidates the host's key when it asked (keyed SGL subtype Fh); reads of RAM namespaces are sent straight from
+ * the namespace's pinned memory (one RDMA WRITE, no copy). All work requests of a poll iteration go to the NIC
  * in one flush. Runs on its poll group's thread only.
  */
 public final class RdmaQueue implements TransportQueue {
@@ -248,6 +251,16 @@ public final class RdmaQueue implements TransportQueue {
 
     @Override
     public boolean allocateReadData(Request req) {
+        if (req.ns != null && req.cmd.opcode() == Opcodes.IO_READ) {
+            // A RAM namespace's own memory: one RDMA WRITE from it, no copy into a pool buffer.
+            long offset = req.cmd.slba() << req.ns.blockShift();
+            ByteBuffer region = req.ns.backend().pinnedRegion(offset, req.transferLength);
+            if (region != null) {
+                req.sourceRegion = region;
+                req.sourceAddress = BufferUtil.address(region) + req.ns.backend().pinnedRegionOffset(offset);
+                return true;
+            }
+        }
         ByteBuf data = pool.tryAllocate(req.transferLength);
         if (data == null) {
             waitingForBuffer.add(req);
@@ -320,7 +333,10 @@ public final class RdmaQueue implements TransportQueue {
         }
         int slot = req.slot();
         responsesView.putBytes(slot * Completion.LENGTH, req.cqeBuffer(), 0, Completion.LENGTH);
-        if (Status.isSuccess(req.status) && req.direction == Request.DIR_CONTROLLER_TO_HOST && req.data != null
+        if (Status.isSuccess(req.status) && req.sourceRegion != null) {
+            channel.postWrite(wrId(KIND_WRITE, slot), req.sourceAddress, req.transferLength,
+                    group.pinnedLkey(req.sourceRegion, registrar), remoteAddress[slot], remoteKey[slot]);
+        } else if (Status.isSuccess(req.status) && req.direction == Request.DIR_CONTROLLER_TO_HOST && req.data != null
                 && req.transferLength > 0) {
             // One-sided: the data lands in the host's buffer; the SEND after it on the same queue pair is only
             // delivered once the WRITE is placed, so the host sees data before the completion.

@@ -264,15 +264,19 @@ public final class RdmaTransport implements AutoCloseable {
         }
     };
 
+    /** Registers once per buffer: pinned namespace memory is asked for by every poll group that sends from it. */
     private long register(ByteBuffer direct) {
-        try {
-            MemoryRegion mr = pd.register(direct, Access.LOCAL_WRITE);
-            synchronized (registrations) {
+        synchronized (registrations) {
+            MemoryRegion mr = registrations.get(direct);
+            if (mr == null) {
+                try {
+                    mr = pd.register(direct, Access.LOCAL_WRITE);
+                } catch (Exception e) {
+                    throw new IllegalStateException("memory registration failed: " + e.getMessage(), e);
+                }
                 registrations.put(direct, mr);
             }
             return mr.lkey() & 0xFFFF_FFFFL;
-        } catch (Exception e) {
-            throw new IllegalStateException("memory registration failed: " + e.getMessage(), e);
         }
     }
 
@@ -413,6 +417,13 @@ public final class RdmaTransport implements AutoCloseable {
             LOG.info("NVMe/RDMA native calls: {} post calls for {} work requests, {} polls for {} completions: "
                     + "{} native calls per work request", posts, wrs, polls, completions,
                     String.format("%.3f", (posts + polls) / (double) Math.max(1, wrs)));
+        }
+        List<ByteBuffer> left;
+        synchronized (registrations) {
+            left = new ArrayList<>(registrations.keySet());
+        }
+        for (ByteBuffer b : left) {
+            deregister(b); // pinned namespace memory (and anything a queue could not release)
         }
         try {
             if (listener != null) {

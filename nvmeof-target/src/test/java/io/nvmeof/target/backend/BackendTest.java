@@ -2,6 +2,9 @@ package io.nvmeof.target.backend;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.nio.ByteBuffer;
@@ -56,6 +59,35 @@ class BackendTest {
         ram.deallocate(0, 2 << 20);
         assertEquals(2L << 20, ram.allocatedBytes(), "deallocating a whole chunk frees it");
         assertThrows(IllegalArgumentException.class, () -> new RamBackend(0));
+    }
+
+    @Test
+    void ramRegionsHandedOutForZeroCopyStayPinned() throws Exception {
+        RamBackend ram = new RamBackend(8L << 20);
+        assertNull(ram.pinnedRegion(4096, 4096), "never-written memory has no region");
+        byte[] data = new byte[8192];
+        new java.util.Random(9).nextBytes(data);
+        ram.write((2L << 20) + 4096, ByteBuffer.wrap(data));
+        assertNull(ram.pinnedRegion((4L << 20) - 4096, 8192), "a range across two chunks has no single region");
+        ByteBuffer region = ram.pinnedRegion((2L << 20) + 4096, 8192);
+        assertNotNull(region);
+        int at = ram.pinnedRegionOffset((2L << 20) + 4096);
+        assertEquals(4096, at);
+        byte[] seen = new byte[8192];
+        region.get(at, seen);
+        assertArrayEquals(data, seen, "the region holds the namespace's bytes");
+        // Deallocating a pinned chunk zeroes it in place (the NIC may be registered on it) rather than freeing it.
+        ram.deallocate(2L << 20, 2L << 20);
+        assertSame(region, ram.pinnedRegion((2L << 20) + 4096, 8192));
+        assertEquals(0, region.get(at + 100));
+        ByteBuffer back = ByteBuffer.allocate(8192);
+        ram.read((2L << 20) + 4096, back);
+        assertArrayEquals(new byte[8192], back.array());
+        // An unpinned chunk is still freed by deallocation.
+        ram.write(0, ByteBuffer.wrap(data));
+        long before = ram.allocatedBytes();
+        ram.deallocate(0, 2L << 20);
+        assertEquals(before - (2L << 20), ram.allocatedBytes());
     }
 
     @Test

@@ -27,6 +27,8 @@ final class InMemoryNic implements RdmaChannel, MemoryRegistrar {
     final Map<Long, Region> hostKeys = new HashMap<>();
     final ArrayDeque<Wr> receives = new ArrayDeque<>();
     final List<Wr> posted = new ArrayList<>();
+    /** Every work request the target ever posted (except receives), in order. */
+    final List<Wr> history = new ArrayList<>();
     final ArrayDeque<Completion> completions = new ArrayDeque<>();
     final List<byte[]> responses = new ArrayList<>();
     final List<Long> invalidated = new ArrayList<>();
@@ -139,6 +141,7 @@ final class InMemoryNic implements RdmaChannel, MemoryRegistrar {
             }
         }
         maxReadsPerFlush = Math.max(maxReadsPerFlush, reads);
+        history.addAll(posted);
         posted.clear();
     }
 

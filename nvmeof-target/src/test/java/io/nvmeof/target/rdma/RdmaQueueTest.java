@@ -164,6 +164,51 @@ class RdmaQueueTest {
     }
 
     @Test
+    void ramNamespaceReadsAreOneRdmaWriteFromTheNamespaceMemory() {
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, 8192, 2);
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        byte[] data = new byte[65536];
+        new Random(3).nextBytes(data);
+        ByteBuffer src = ByteBuffer.allocateDirect(data.length).put(data).flip();
+        byte[] w = sqe(Opcodes.IO_WRITE);
+        new Command().<Command>wrap(new UnsafeBuffer(w), 0).nsid(1).slba(8192).blockCount(128);
+        keyed(w, src, data.length, io.nic.hostRegister(src), false);
+        assertEquals(Status.SUCCESS, io.execute(w, null).status());
+        io.nic.history.clear();
+
+        ByteBuffer dst = ByteBuffer.allocateDirect(data.length);
+        byte[] rq = sqe(Opcodes.IO_READ);
+        new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(8192).blockCount(128);
+        keyed(rq, dst, data.length, io.nic.hostRegister(dst), false);
+        assertEquals(Status.SUCCESS, io.execute(rq, null).status());
+        byte[] back = new byte[data.length];
+        dst.get(back);
+        assertArrayEquals(data, back);
+
+        ByteBuffer region = core.subsystem(NQN).namespace(1).backend().pinnedRegion(8192L * 512, data.length);
+        long expected = InMemoryNic.address(region) + (8192L * 512) % (2 << 20);
+        InMemoryNic.Wr write = io.nic.history.stream().filter(x -> x.op() == 'W').findFirst().orElseThrow();
+        assertEquals(expected, write.local(), "the RDMA WRITE is sent from the namespace's own memory");
+        assertEquals(data.length, write.length(), "one RDMA WRITE for the whole read");
+        long fromPool = io.nic.history.stream().filter(x -> x.op() == 'W')
+                .filter(x -> x.local() >= pool.regionAddress() && x.local() < pool.regionAddress() + pool.region().capacity())
+                .count();
+        assertEquals(0, fromPool, "no RDMA WRITE from a pool buffer");
+
+        // Never-written blocks have no memory to send from: they go through a zeroed pool buffer.
+        ByteBuffer zeroes = ByteBuffer.allocateDirect(4096);
+        byte[] rz = sqe(Opcodes.IO_READ);
+        new Command().<Command>wrap(new UnsafeBuffer(rz), 0).nsid(1).slba(20000).blockCount(8);
+        keyed(rz, zeroes, 4096, io.nic.hostRegister(zeroes), false);
+        assertEquals(Status.SUCCESS, io.execute(rz, null).status());
+        while (zeroes.hasRemaining()) {
+            assertEquals(0, zeroes.get());
+        }
+    }
+
+    @Test
     void rdmaReadsStayWithinTheInitiatorDepth() {
         Host admin = new Host(32, 0, 4);
         int cntlid = bringUp(admin);
