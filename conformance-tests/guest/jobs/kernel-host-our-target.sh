@@ -120,6 +120,12 @@ else
   fail "nvme connect -g -G: $(dmesg | tail -3 | tr '\n' ' ')"
 fi
 
+# Our own initiator against our target, for the initiator rows of the side-by-side table (RDMA: the same file
+# namespace the kernel host's fio used above).
+if [ "$TRANSPORT" = rdma ]; then
+  initiator_bench ours-rdma rdma $GUEST_IP $PORT $NQN 2
+fi
+
 # 50 connect/disconnect cycles leave nothing behind in the target: sockets and controllers.
 sleep 2
 fds_before=$(ls /proc/$TARGET_PID/fd | wc -l)

@@ -120,3 +120,21 @@ fio_perf() {
       --time_based=1 --runtime="$6" --ramp_time=2 --size=64M --lat_percentiles=1 \
       --output-format=json --output="$RESULTS/perf-$1.json"
 }
+
+# initiator_bench NAME TRANSPORT ADDR PORT NQN NSID: our initiator's own benchmark (nvmeof.jar bench) over the same
+# workloads as fio_perf, fio-compatible JSON in perf-init-NAME-WORKLOAD.json (report.py tabulates them).
+initiator_bench() {
+  local name=$1 tr=$2 addr=$3 port=$4 nqn=$5 nsid=$6 spec wl rw bs qd out
+  for spec in randread-4k-qd1:randread:4k:1 randread-4k-qd16:randread:4k:16 randwrite-4k-qd16:randwrite:4k:16 \
+              read-128k-qd16:read:128k:16; do
+    IFS=: read -r wl rw bs qd <<< "$spec"
+    out="$RESULTS/perf-init-$name-$wl"
+    java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+      -jar "$REPO/nvmeof-cli/target/nvmeof.jar" bench -t "$tr" -a "$addr" -s "$port" -n "$nqn" -N "$nsid" \
+      --rw "$rw" --bs "$bs" --qd "$qd" --time 8 --ramp 2 --size 64M --json > "$out.json" 2> "$out.log"
+    check "our initiator's bench over $tr against $name: $wl" python3 -c "
+import json, sys
+j = json.load(open('$out.json'))['jobs'][0]
+assert j['read']['iops'] + j['write']['iops'] > 0, 'no I/O'"
+  done
+}

@@ -45,7 +45,10 @@ public final class CmEvent {
         return status;
     }
 
-    /** The id the event is about; for CONNECT_REQUEST a NEW id for the incoming connection (accept or reject it). */
+    /**
+     * The id the event is about; for CONNECT_REQUEST a NEW id for the incoming connection (accept or reject it). Null
+     * when the event names an id this channel no longer knows (destroyed while the event was on its way).
+     */
     public CmId id() {
         return id;
     }

@@ -68,11 +68,13 @@ public final class CmEventChannel implements AutoCloseable {
                     : new Pointer(info[4]).getByteArray(0, (int) info[5]);
             long p = info[6];
             CmId id = ids.get(idPtr);
-            if (id == null) {
+            if (id == null && type == CmEventType.CONNECT_REQUEST) {
                 // A CONNECT_REQUEST's new connection id: it belongs to this channel from now on.
                 id = new CmId(this, idPtr);
                 ids.put(idPtr, id);
             }
+            // Any other event for an id we do not know (one destroyed meanwhile) carries a null id: never wrap a
+            // pointer that may be freed already.
             event = new CmEvent(type, status, id, listenPtr == 0 ? null : ids.get(listenPtr), pdata,
                     (int) (p & 0xFF), (int) (p >>> 8 & 0xFF), (int) (p >>> 16 & 0xFF), (int) (p >>> 24 & 0xFF),
                     (int) info[7]);

@@ -30,8 +30,9 @@ import org.slf4j.LoggerFactory;
  * itself: RDMA WRITE into the caller's buffer for reads, RDMA READ from it for writes, both named by a keyed SGL
  * (address, length, rkey) in the command. Small writes travel in the capsule instead.
  *
- * <p>A command completes when both its response arrived and its capsule's SEND completed (only then may the slot's
- * memory be reused). A command that times out cannot be called back from the NIC: as the Linux host does, the queue
+ * <p>A command completes when its response arrives: the controller cannot answer a capsule it has not received
+ * whole, so by then the NIC is done with the slot's memory too. Capsule SENDs are therefore mostly unsignaled
+ * ({@link #SIGNAL_EVERY}), and receives are re-posted in batches ({@link #RECEIVE_SLACK}). A command that times out cannot be called back from the NIC: as the Linux host does, the queue
  * is torn down (the queue pair moves to error, so nothing touches caller memory any more) and everything on it fails.
  *
  * <p>Threading ({@link SlotQueue}): submitters claim a slot lock-free, write the SQE into registered memory and hand
@@ -43,6 +44,14 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
 
     static final int KIND_RECV = 1;
     static final int KIND_SEND = 2;
+
+    /**
+     * Capsule SENDs are unsignaled but for every 16th: a response proves the controller received its capsule, so a
+     * slot is free when its response arrives, and the send queue is reaped by the signaled ones. Halves completions.
+     */
+    static final int SIGNAL_EVERY = 16;
+    /** Receives posted beyond the commands in flight, so re-posting them can wait and go in batches. */
+    static final int RECEIVE_SLACK = 32;
 
     static final int MODE_NONE = 0;
     static final int MODE_IN_CAPSULE = 1;
@@ -61,12 +70,16 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     private final int stride;
     private final long recvBase;
     private final int recvCount;
+    private final int recvLowWater;
     private final UnsafeBuffer responses;
 
     // Poller-thread state.
     private final SendBatch sends = new SendBatch(SendBatch.MAX_BATCH);
     private final RecvBatch recvs = new RecvBatch(RecvBatch.MAX_BATCH);
     private final Stats stats;
+    private int recvsPosted;
+    private int inflight;
+    private int unsignaled;
 
     /** Counters of one poller's queues: its thread writes them; others read them (racily) for statistics only. */
     static final class Stats {
@@ -76,6 +89,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         long inCapsuleBytes;
         long bouncedBytes;
         long temporaryRegistrations;
+        long commands;
     }
 
     /**
@@ -93,7 +107,9 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         this.cmId = cmId;
         this.inlineLimit = inlineLimit;
         this.stride = (Command.LENGTH + inlineLimit + 63) & ~63;
-        this.recvCount = slotCount + 1;
+        // Receives are 16 bytes each: a fixed slack costs nothing and lets even a queue of depth 1 batch re-posts.
+        this.recvCount = slotCount + RECEIVE_SLACK;
+        this.recvLowWater = RECEIVE_SLACK / 2;
         long sendBytes = (long) stride * slotCount;
         this.region = pd.allocateRegistered(sendBytes + (long) recvCount * Completion.LENGTH, Access.LOCAL_WRITE, false);
         this.lkey = region.lkey();
@@ -106,8 +122,9 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         this.stats = poller.stats();
         QueuePair created = null;
         try {
-            // One SEND per command outstanding, plus room; receives: one per response the controller may send.
-            created = cmId.createQueuePair(pd, QueuePairConfig.of(poller.cq(), slotCount + 8, recvCount));
+            // Send queue: a SEND per command in flight, plus unsignaled ones that completed but are reaped only by the
+            // next signaled completion (room for twice the slots: far more than that lag can reach).
+            created = cmId.createQueuePair(pd, QueuePairConfig.of(poller.cq(), 2 * slotCount + SIGNAL_EVERY + 8, recvCount));
             RecvBatch initial = new RecvBatch(RecvBatch.MAX_BATCH);
             for (int i = 0; i < recvCount; i++) {
                 initial.add(wrId(KIND_RECV, i), recvAddress(i), Completion.LENGTH, lkey);
@@ -127,6 +144,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
             throw e;
         }
         this.qp = created;
+        this.recvsPosted = recvCount;
     }
 
     private long wrId(int kind, int index) {
@@ -232,24 +250,33 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
 
     @Override
     protected boolean outstanding(RdmaRequest r) {
-        return r.state == RdmaRequest.INFLIGHT && !r.responseDone;
+        return r.state == RdmaRequest.INFLIGHT;
     }
 
     private void post(RdmaRequest r) {
         r.state = RdmaRequest.INFLIGHT;
-        r.sendDone = false;
-        r.responseDone = false;
         r.timedOut = false;
         r.deadline = System.nanoTime() + commandTimeoutNanos;
+        inflight++;
         if (sends.isFull()) {
             flushSends();
         }
-        sends.send(wrId(KIND_SEND, r.index), r.sendAddress, r.sendLength, lkey, SendBatch.SIGNALED);
+        int flags = 0;
+        if (++unsignaled >= SIGNAL_EVERY) {
+            unsignaled = 0;
+            flags = SendBatch.SIGNALED;
+        }
+        sends.send(wrId(KIND_SEND, r.index), r.sendAddress, r.sendLength, lkey, flags);
     }
 
-    /** Poller: posts what accumulated, one native call per batch. */
+    /**
+     * Poller: posts what accumulated, one native call per batch. Re-posted receives wait until they run low against
+     * the commands in flight (every command must find a receive for its response), so they too go in batches.
+     */
     void flush() {
-        flushRecvs();
+        if (recvs.size() > 0 && recvsPosted - inflight < recvLowWater) {
+            flushRecvs();
+        }
         flushSends();
     }
 
@@ -277,8 +304,10 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         try {
             if (state == OPEN) {
                 stats.postCalls++;
-                stats.workRequests += recvs.size();
-                qp.postRecv(recvs);
+                int n = recvs.size();
+                stats.workRequests += n;
+                qp.postRecv(recvs); // clears the batch
+                recvsPosted += n;
             }
         } catch (RdmaException | RuntimeException e) {
             fail("ibv_post_recv failed: " + e.getMessage(), IoCallback.ERR_TRANSPORT);
@@ -303,21 +332,15 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         }
         if (kind == KIND_RECV) {
             onResponse(index, byteLength);
-        } else if (kind == KIND_SEND && index >= 0 && index < slots.length) {
-            RdmaRequest r = slots[index];
-            if (r.state == RdmaRequest.INFLIGHT) {
-                r.sendDone = true;
-                if (r.responseDone) {
-                    complete(r);
-                }
-            }
         }
+        // A signaled SEND's completion only reaps the send queue: its slot was freed by its response.
     }
 
     private void onResponse(int index, int byteLength) {
         if (index < 0 || index >= recvCount) {
             return;
         }
+        recvsPosted--;
         int at = index * Completion.LENGTH;
         int cid = responses.getShort(at + Completion.CID, ByteOrder.LITTLE_ENDIAN) & 0xFFFF;
         int status = (responses.getShort(at + Completion.STATUS, ByteOrder.LITTLE_ENDIAN) & 0xFFFF) >>> 1;
@@ -337,17 +360,16 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
             fail(String.format("response for command id 0x%04x, which is not outstanding", cid), IoCallback.ERR_TRANSPORT);
             return;
         }
-        r.responseDone = true;
         r.status = status;
         r.result = result;
-        if (r.sendDone) {
-            complete(r);
-        }
+        complete(r);
     }
 
-    /** Poller: response and SEND completion both in; the slot is free again before the callback runs. */
+    /** Poller: the response is in; the slot is free again before the callback runs. */
     private void complete(RdmaRequest r) {
         int status = r.status;
+        inflight--;
+        stats.commands++;
         switch (r.mode) {
             case MODE_IN_CAPSULE:
                 stats.inCapsuleBytes += r.dataLength;

@@ -103,7 +103,7 @@ public final class RdmaHostTransport implements HostTransport {
         while (running) {
             try {
                 CmEvent ev = cm.poll(100);
-                if (ev == null) {
+                if (ev == null || ev.id() == null) {
                     continue;
                 }
                 Consumer<CmEvent> h = handlers.get(ev.id());
@@ -334,6 +334,7 @@ public final class RdmaHostTransport implements HostTransport {
         long polls = 0;
         long completions = 0;
         long sleeps = 0;
+        long commands = 0;
         synchronized (this) {
             for (RdmaPoller p : pollers) {
                 RdmaHostQueue.Stats s = p.stats();
@@ -346,13 +347,14 @@ public final class RdmaHostTransport implements HostTransport {
                 polls += p.pollsWithWork;
                 completions += p.completions;
                 sleeps += p.sleeps;
+                commands += s.commands;
             }
         }
         return String.format("rdma: %d bytes zero-copy, %d in-capsule, %d bounced; %d cached registrations, %d per-I/O"
                         + " registrations; %d post calls for %d work requests, %d polls for %d completions"
-                        + " (%.3f native calls per work request); %d sleeps",
+                        + " (%.3f native calls per work request, %.3f per command); %d sleeps",
                 zero, inCapsule, bounced, cache == null ? 0 : cache.size(), temporary, posts, wrs, polls, completions,
-                (posts + polls) / (double) Math.max(1, wrs), sleeps);
+                (posts + polls) / (double) Math.max(1, wrs), (posts + polls) / (double) Math.max(1, commands), sleeps);
     }
 
     /** Registered buffers' cache, for tests: the registration covering an address, or null. */
@@ -367,6 +369,14 @@ public final class RdmaHostTransport implements HostTransport {
         }
         running = false;
         timer.shutdownNow();
+        // The CM thread first: destroying ids while it may hold an event about one of them is a use after free.
+        if (Thread.currentThread() != cmThread) {
+            try {
+                cmThread.join(2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         List<RdmaPoller> ps;
         synchronized (this) {
             ps = new ArrayList<>(pollers);
@@ -389,11 +399,6 @@ public final class RdmaHostTransport implements HostTransport {
         }
         for (RdmaPoller p : ps) {
             p.destroy();
-        }
-        try {
-            cmThread.join(1000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
         try {
             if (cache != null) {

@@ -53,7 +53,11 @@ final class RegistrationCache implements AutoCloseable {
 
     /** The registration covering [address, address + length), or null. Lock-free. */
     Entry find(long address, long length) {
-        Entry[] e = entries;
+        return find(entries, address, length);
+    }
+
+    /** In {@code e}, sorted by start address: the last-starting registration that covers the range, or null. */
+    static Entry find(Entry[] e, long address, long length) {
         int lo = 0;
         int hi = e.length - 1;
         int at = -1;

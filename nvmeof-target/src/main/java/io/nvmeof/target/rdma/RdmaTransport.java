@@ -147,6 +147,9 @@ public final class RdmaTransport implements AutoCloseable {
     }
 
     private void handle(CmEvent ev) {
+        if (ev.id() == null) {
+            return; // about an id already destroyed
+        }
         switch (ev.type()) {
             case CONNECT_REQUEST:
                 connectRequest(ev);
