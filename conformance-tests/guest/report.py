@@ -42,22 +42,13 @@ for transport, title in [("tcp", "NVMe/TCP"), ("rdma", "NVMe/RDMA over Soft-RoCE
     print()
 
 
-def bench(name):
-    path = os.path.join(results, f"perf-init-{name}.json")
-    if not os.path.exists(path):
-        return None
-    job = json.load(open(path))["jobs"][0]
-    side = job["read"] if job["read"]["iops"] > 0 else job["write"]
-    lat = side["lat_ns"]
-    return side["iops"], side["bw"] / 1024, lat["mean"] / 1000, lat.get("percentile", {}).get("99.000000", 0) / 1000
-
 
 print("## Our initiator (nvmeof.jar bench) over NVMe/RDMA, side by side (guest figures)\n")
 print("| workload | kernel nvmet-rdma IOPS | MiB/s | mean us | p99 us | nvmeof-java target IOPS | MiB/s | mean us | p99 us |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for w, label in [("randread-4k-qd1", "4 KiB random read, QD 1"), ("randread-4k-qd16", "4 KiB random read, QD 16"),
                  ("randwrite-4k-qd16", "4 KiB random write, QD 16"), ("read-128k-qd16", "128 KiB sequential read, QD 16")]:
-    k, o = bench("kernel-rdma-" + w), bench("ours-rdma-" + w)
+    k, o = fio("init-kernel-rdma-" + w), fio("init-ours-rdma-" + w)
     cell = lambda r: "| n/a | | | " if r is None else f"| {r[0]:,.0f} | {r[1]:.1f} | {r[2]:,.0f} | {r[3]:,.0f} "
     print(f"| {label} {cell(k)}{cell(o)}|")
 print()
