@@ -5,6 +5,9 @@ set -u
 RESULTS="${RESULTS:?RESULTS must name the results folder}"
 JOB="${JOB:?JOB must name this job}"
 mkdir -p "$RESULTS"
+# A JVM that crashes leaves its hs_err report with the results, not in the shared checkout.
+export JAVA_TOOL_OPTIONS="-XX:ErrorFile=$RESULTS/hs_err_pid%p.log"
+CRASHES_BEFORE=$(ls "$RESULTS"/hs_err_pid*.log 2>/dev/null | wc -l)
 SUMMARY="$RESULTS/$JOB.summary"
 : > "$SUMMARY"
 GUEST_IP=10.0.2.15
@@ -28,6 +31,11 @@ check() {
 }
 
 finish() {
+  local crashes
+  crashes=$(ls "$RESULTS"/hs_err_pid*.log 2>/dev/null | wc -l)
+  if [ "$crashes" -gt "$CRASHES_BEFORE" ]; then
+    fail "a JVM crashed during this job: $(ls -t "$RESULTS"/hs_err_pid*.log | head -1) ($(grep -m1 'Problematic frame' -A1 "$(ls -t "$RESULTS"/hs_err_pid*.log | head -1)" | tail -1))"
+  fi
   # Count from the summary: some checks are recorded there directly (lines a Java checker printed).
   PASSES=$(grep -c '^PASS' "$SUMMARY")
   FAILS=$(grep -c '^FAIL' "$SUMMARY")
@@ -110,7 +118,7 @@ wait_dev() { # NQN SECONDS
 # fio_verify NAME DEVICE BS QD SIZE: random write, then read back and verify every block (crc32c).
 fio_verify() {
   fio --name="$1" --filename="$2" --ioengine=libaio --direct=1 --rw=randwrite --bs="$3" --iodepth="$4" \
-      --size="$5" --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=0 \
+      --size="$5" --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=0 --verify_state_save=0 \
       --output-format=json --output="$RESULTS/fio-$1.json"
 }
 
@@ -132,8 +140,11 @@ initiator_bench() {
     java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
       -jar "$REPO/nvmeof-cli/target/nvmeof.jar" bench -t "$tr" -a "$addr" -s "$port" -n "$nqn" -N "$nsid" \
       --rw "$rw" --bs "$bs" --qd "$qd" --time 8 --ramp 2 --size 64M --json > "$out.json" 2> "$out.log"
+    local rc=$?
+    # Exit status 0 too: a JVM that crashed while closing after printing its JSON must not pass.
     check "our initiator's bench over $tr against $name: $wl" python3 -c "
 import json, sys
+assert $rc == 0, 'bench exited $rc: ' + open('$out.log').read()[-300:]
 j = json.load(open('$out.json'))['jobs'][0]
 assert j['read']['iops'] + j['write']['iops'] > 0, 'no I/O'"
   done

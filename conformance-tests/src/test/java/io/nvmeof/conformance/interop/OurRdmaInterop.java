@@ -327,6 +327,7 @@ public final class OurRdmaInterop {
                         : n.write(i * 2048L, (1 << 20) / bs, cc.allocateBuffer(1 << 20));
             }
             target.close();
+            long gone = System.nanoTime();
             int ok = 0;
             int failedIo = 0;
             for (CompletableFuture<?> f : fs) {
@@ -337,10 +338,14 @@ public final class OurRdmaInterop {
                     failedIo++;
                 }
             }
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - gone);
+            // Well below the 60 s command timeout: the loss is noticed from the connection, not by timing out.
+            require(waitedMs < 20_000, "the last request completed " + waitedMs + " ms after the target went");
             // New I/O after the loss fails at once rather than waiting for a timeout.
             waitFor(() -> !cc.isConnected(), 30_000);
             require(!cc.isConnected(), "the controller still reports itself connected");
-            System.out.println("NOTE " + ok + " I/Os finished before the target went, " + failedIo + " failed after");
+            System.out.println("NOTE " + ok + " I/Os finished before the target went, " + failedIo + " failed after;"
+                    + " all done " + waitedMs + " ms after it went");
             cc.close();
         });
     }

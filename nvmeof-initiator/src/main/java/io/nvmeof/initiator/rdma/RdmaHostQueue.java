@@ -50,7 +50,11 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
      * slot is free when its response arrives, and the send queue is reaped by the signaled ones. Halves completions.
      */
     static final int SIGNAL_EVERY = 16;
-    /** Receives posted beyond the commands in flight, so re-posting them can wait and go in batches. */
+    /**
+     * Receives posted beyond the queue's depth, so re-posting them can wait and go in batches: the re-post batch holds
+     * at most this many, so at least {@code slots} receives are always posted, one for every command that can be in
+     * flight.
+     */
     static final int RECEIVE_SLACK = 32;
 
     static final int MODE_NONE = 0;
@@ -58,11 +62,11 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     static final int MODE_ZERO_COPY = 2;
     static final int MODE_BOUNCE = 3;
 
-    private final RdmaHostTransport transport;
     private final RdmaPoller poller;
     private final RegistrationCache cache;
     private final int wrQueue;
     private final CmId cmId;
+    private final ByteBuffer memory;
     private final MemoryRegion region;
     private final int lkey;
     private final QueuePair qp;
@@ -70,16 +74,16 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     private final int stride;
     private final long recvBase;
     private final int recvCount;
-    private final int recvLowWater;
     private final UnsafeBuffer responses;
 
     // Poller-thread state.
     private final SendBatch sends = new SendBatch(SendBatch.MAX_BATCH);
-    private final RecvBatch recvs = new RecvBatch(RecvBatch.MAX_BATCH);
+    private final RecvBatch recvs = new RecvBatch(RECEIVE_SLACK);
     private final Stats stats;
-    private int recvsPosted;
-    private int inflight;
     private int unsignaled;
+    /** Send queue entries not yet reaped by a signaled completion, and how many the queue pair holds. */
+    private int sendQueueUsed;
+    private final int sendQueueCapacity;
 
     /** Counters of one poller's queues: its thread writes them; others read them (racily) for statistics only. */
     static final class Stats {
@@ -96,11 +100,10 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
      * Allocates and registers the queue's capsule and response memory, creates the queue pair on the poller's CQ and
      * posts every receive: all before the connect, so the controller may answer at once.
      */
-    RdmaHostQueue(RdmaHostTransport transport, RdmaPoller poller, RegistrationCache cache, ProtectionDomain pd,
+    RdmaHostQueue(RdmaPoller poller, RegistrationCache cache, ProtectionDomain pd,
                   int wrQueue, int qid, int slotCount, int inlineLimit, CmId cmId, String address, long timeoutNanos)
             throws RdmaException {
         super(qid, "queue " + qid + " of " + address + " (rdma)", new RdmaRequest[checkSlotCount(slotCount)], timeoutNanos);
-        this.transport = transport;
         this.poller = poller;
         this.cache = cache;
         this.wrQueue = wrQueue;
@@ -109,9 +112,12 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         this.stride = (Command.LENGTH + inlineLimit + 63) & ~63;
         // Receives are 16 bytes each: a fixed slack costs nothing and lets even a queue of depth 1 batch re-posts.
         this.recvCount = slotCount + RECEIVE_SLACK;
-        this.recvLowWater = RECEIVE_SLACK / 2;
+        this.sendQueueCapacity = sendQueueEntries(slotCount);
         long sendBytes = (long) stride * slotCount;
-        this.region = pd.allocateRegistered(sendBytes + (long) recvCount * Completion.LENGTH, Access.LOCAL_WRITE, false);
+        // Java-owned memory, registered: a submitter racing a close may still write an SQE after the registration
+        // is gone, and must find memory there (this queue keeps the buffer reachable), not a freed mapping.
+        this.memory = ByteBuffer.allocateDirect((int) (sendBytes + (long) recvCount * Completion.LENGTH));
+        this.region = pd.register(memory, Access.LOCAL_WRITE);
         this.lkey = region.lkey();
         this.recvBase = region.address() + sendBytes;
         this.responses = new UnsafeBuffer(recvBase, recvCount * Completion.LENGTH);
@@ -122,9 +128,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         this.stats = poller.stats();
         QueuePair created = null;
         try {
-            // Send queue: a SEND per command in flight, plus unsignaled ones that completed but are reaped only by the
-            // next signaled completion (room for twice the slots: far more than that lag can reach).
-            created = cmId.createQueuePair(pd, QueuePairConfig.of(poller.cq(), 2 * slotCount + SIGNAL_EVERY + 8, recvCount));
+            created = cmId.createQueuePair(pd, QueuePairConfig.of(poller.cq(), sendQueueCapacity, recvCount));
             RecvBatch initial = new RecvBatch(RecvBatch.MAX_BATCH);
             for (int i = 0; i < recvCount; i++) {
                 initial.add(wrId(KIND_RECV, i), recvAddress(i), Completion.LENGTH, lkey);
@@ -144,7 +148,19 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
             throw e;
         }
         this.qp = created;
-        this.recvsPosted = recvCount;
+    }
+
+    /**
+     * Send queue entries: a SEND per command in flight plus unsignaled ones that completed but are reaped only by the
+     * next signaled completion. The poller also stops posting when they are all in use (back-pressure, never ENOMEM).
+     */
+    static int sendQueueEntries(int slots) {
+        return slots + 2 * SIGNAL_EVERY;
+    }
+
+    /** Completions one queue can produce at most at once (all receives and all send entries flushed at an error). */
+    static int completionEntries(int slots) {
+        return slots + RECEIVE_SLACK + sendQueueEntries(slots);
     }
 
     private long wrId(int kind, int index) {
@@ -229,14 +245,15 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     /** Poller: adds a SEND for every handed-over command and for waiting ones that found a slot; returns how many. */
     int drainSubmissions() {
         if (state != OPEN) {
-            if (!submitted.isEmpty() || hasPending()) {
-                failAll(closedCode());
-            }
+            // Only what never reached the wire: commands in flight are failed after the queue pair is stopped
+            // (fail() or the close task), never while the controller may still move their data.
+            failSubmitted(closedCode());
+            failPending(closedCode());
             return 0;
         }
         int n = 0;
         RdmaRequest r;
-        while ((r = submitted.poll()) != null) {
+        while (canStart() && (r = submitted.poll()) != null) {
             post(r);
             n++;
         }
@@ -249,6 +266,11 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     }
 
     @Override
+    protected boolean canStart() {
+        return sendQueueUsed < sendQueueCapacity;
+    }
+
+    @Override
     protected boolean outstanding(RdmaRequest r) {
         return r.state == RdmaRequest.INFLIGHT;
     }
@@ -257,26 +279,25 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         r.state = RdmaRequest.INFLIGHT;
         r.timedOut = false;
         r.deadline = System.nanoTime() + commandTimeoutNanos;
-        inflight++;
         if (sends.isFull()) {
             flushSends();
         }
-        int flags = 0;
-        if (++unsignaled >= SIGNAL_EVERY) {
+        sendQueueUsed++;
+        // A signaled SEND's work request ID carries how many entries its completion reaps (it and the unsignaled
+        // ones before it); near a full send queue every SEND is signaled, so entries come back as soon as possible.
+        if (++unsignaled >= SIGNAL_EVERY || sendQueueUsed + SIGNAL_EVERY >= sendQueueCapacity) {
+            sends.send(wrId(KIND_SEND, unsignaled), r.sendAddress, r.sendLength, lkey, SendBatch.SIGNALED);
             unsignaled = 0;
-            flags = SendBatch.SIGNALED;
+        } else {
+            sends.send(wrId(KIND_SEND, 0), r.sendAddress, r.sendLength, lkey, 0);
         }
-        sends.send(wrId(KIND_SEND, r.index), r.sendAddress, r.sendLength, lkey, flags);
     }
 
     /**
-     * Poller: posts what accumulated, one native call per batch. Re-posted receives wait until they run low against
-     * the commands in flight (every command must find a receive for its response), so they too go in batches.
+     * Poller: posts the iteration's SENDs, one native call per batch. Re-posted receives go when their batch is full
+     * ({@link #RECEIVE_SLACK}), so they cost a native call per 32 responses.
      */
     void flush() {
-        if (recvs.size() > 0 && recvsPosted - inflight < recvLowWater) {
-            flushRecvs();
-        }
         flushSends();
     }
 
@@ -304,10 +325,8 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         try {
             if (state == OPEN) {
                 stats.postCalls++;
-                int n = recvs.size();
-                stats.workRequests += n;
-                qp.postRecv(recvs); // clears the batch
-                recvsPosted += n;
+                stats.workRequests += recvs.size();
+                qp.postRecv(recvs);
             }
         } catch (RdmaException | RuntimeException e) {
             fail("ibv_post_recv failed: " + e.getMessage(), IoCallback.ERR_TRANSPORT);
@@ -332,15 +351,16 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         }
         if (kind == KIND_RECV) {
             onResponse(index, byteLength);
+        } else if (kind == KIND_SEND) {
+            // Reaps the send queue (its slot was freed by its response already).
+            sendQueueUsed -= index;
         }
-        // A signaled SEND's completion only reaps the send queue: its slot was freed by its response.
     }
 
     private void onResponse(int index, int byteLength) {
         if (index < 0 || index >= recvCount) {
             return;
         }
-        recvsPosted--;
         int at = index * Completion.LENGTH;
         int cid = responses.getShort(at + Completion.CID, ByteOrder.LITTLE_ENDIAN) & 0xFFFF;
         int status = (responses.getShort(at + Completion.STATUS, ByteOrder.LITTLE_ENDIAN) & 0xFFFF) >>> 1;
@@ -368,7 +388,6 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     /** Poller: the response is in; the slot is free again before the callback runs. */
     private void complete(RdmaRequest r) {
         int status = r.status;
-        inflight--;
         stats.commands++;
         switch (r.mode) {
             case MODE_IN_CAPSULE:
@@ -441,8 +460,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     /** Poller: the queue is unusable; stop the NIC touching caller memory, then fail everything. */
     void fail(String reason, int code) {
         if (state != OPEN) {
-            failAll(code);
-            return;
+            return; // closed meanwhile: the close task stops the queue pair and fails what is outstanding
         }
         state = FAILED;
         failure = reason;
@@ -510,9 +528,5 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         } catch (RdmaException | RuntimeException e) {
             LOG.debug("{}: releasing: {}", label, e.toString());
         }
-    }
-
-    RdmaHostTransport transport() {
-        return transport;
     }
 }

@@ -142,7 +142,7 @@ public final class RdmaHostTransport implements HostTransport {
             RdmaPoller poller = ensureDevice(cmId.device(), qid);
             cmId.resolveRoute(timeoutMs);
             await(events, CmEventType.ROUTE_RESOLVED, timeoutMs, where);
-            q = new RdmaHostQueue(this, poller, cache, pd, nextWrQueue.getAndIncrement(), qid, slots, inlineLimit, cmId,
+            q = new RdmaHostQueue(poller, cache, pd, nextWrQueue.getAndIncrement(), qid, slots, inlineLimit, cmId,
                     id.address(), options.commandTimeout().toNanos());
             // Private data as the Linux host: HRQSIZE = queue size, HSQSIZE = SQSIZE (queue size - 1, 0-based).
             byte[] pdata = new byte[RdmaCmRequest.LENGTH];
@@ -255,9 +255,12 @@ public final class RdmaHostTransport implements HostTransport {
             pd = dev.allocateProtectionDomain();
             cache = new RegistrationCache(pd);
             int threads = options.eventLoopThreads();
-            int queuesPerPoller = (options.ioQueues() + threads - 1) / threads + 1;
-            int entries = (int) Math.min(Math.max(256, attributes.maxCqe()),
-                    (long) queuesPerPoller * (2L * options.queueDepth() + 16));
+            // Room for every completion its queues can produce at once: when a queue pair fails, all its receives
+            // and send entries complete together (the admin queue shares poller 0).
+            int ioPerPoller = (options.ioQueues() + threads - 1) / threads;
+            long need = (long) ioPerPoller * RdmaHostQueue.completionEntries(options.queueDepth())
+                    + RdmaHostQueue.completionEntries(32);
+            int entries = (int) Math.min(attributes.maxCqe(), Math.max(256, need));
             long scan = Math.max(TimeUnit.MILLISECONDS.toNanos(10),
                     Math.min(TimeUnit.MILLISECONDS.toNanos(100), options.commandTimeout().toNanos() / 4));
             for (int i = 0; i < threads; i++) {
@@ -357,11 +360,6 @@ public final class RdmaHostTransport implements HostTransport {
                 (posts + polls) / (double) Math.max(1, wrs), (posts + polls) / (double) Math.max(1, commands), sleeps);
     }
 
-    /** Registered buffers' cache, for tests: the registration covering an address, or null. */
-    RegistrationCache cache() {
-        return cache;
-    }
-
     @Override
     public void close() {
         if (!running) {
@@ -369,6 +367,12 @@ public final class RdmaHostTransport implements HostTransport {
         }
         running = false;
         timer.shutdownNow();
+        try {
+            // A keep-alive being submitted must be done before queue memory is deregistered.
+            timer.awaitTermination(2, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         // The CM thread first: destroying ids while it may hold an event about one of them is a use after free.
         if (Thread.currentThread() != cmThread) {
             try {
@@ -398,7 +402,12 @@ public final class RdmaHostTransport implements HostTransport {
             LOG.debug("{}: {}", id, statistics());
         }
         for (RdmaPoller p : ps) {
-            p.destroy();
+            if (p.isStopped()) {
+                p.destroy();
+            } else {
+                // Never free a CQ a live thread may still poll: leak it instead (and say so).
+                LOG.warn("{}: an RDMA poller thread did not stop; its completion queue is left allocated", id);
+            }
         }
         try {
             if (cache != null) {

@@ -211,14 +211,18 @@ final class RdmaPoller {
         wakeup.signal();
         if (Thread.currentThread() != thread) {
             try {
-                thread.join(2000);
+                thread.join(10_000); // it waits at most one scan period, and was just woken
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         }
     }
 
-    /** After {@link #stop} and after its queues' queue pairs are destroyed. */
+    boolean isStopped() {
+        return !thread.isAlive();
+    }
+
+    /** After {@link #stop} (once the thread ended) and after its queues' queue pairs are destroyed. */
     void destroy() {
         try {
             cq.close();
@@ -227,9 +231,5 @@ final class RdmaPoller {
         } catch (RdmaException | RuntimeException e) {
             LOG.debug("closing an RDMA poller: {}", e.toString());
         }
-    }
-
-    long postCalls() {
-        return stats.postCalls;
     }
 }

@@ -53,9 +53,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
 
     /** @param slots filled by the subclass; slot i must have index i */
     protected SlotQueue(int qid, String label, R[] slots, long commandTimeoutNanos) {
-        if (slots.length < 1 || slots.length > 65535) {
-            throw new IllegalArgumentException("slot count " + slots.length + " out of range");
-        }
+        checkSlotCount(slots.length);
         this.qid = qid;
         this.label = label;
         this.slots = slots;
@@ -116,6 +114,11 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
 
     /** I/O thread: sends the command of a prepared slot (marks it {@link QueueSlot#INFLIGHT}). */
     protected abstract void start(R r);
+
+    /** I/O thread: false while the transport cannot send another command yet (e.g. its send queue is full). */
+    protected boolean canStart() {
+        return true;
+    }
 
     /** True while the controller may still answer {@code r} (so a completion for its CID is accepted). */
     protected abstract boolean outstanding(R r);
@@ -213,7 +216,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     /** I/O thread: moves waiting requests into free slots, in order, and starts them; returns how many. */
     protected final int startPending() {
         int n = 0;
-        while (pendingCount.get() > 0 && state == OPEN) {
+        while (pendingCount.get() > 0 && state == OPEN && canStart()) {
             R r = free.poll();
             if (r == null) {
                 break;

@@ -103,11 +103,13 @@ public final class RamBackend implements BlockBackend {
         if (length <= 0 || within + length > CHUNK_SIZE || offset + length > size) {
             return null;
         }
-        ByteBuffer c = chunks.get(index);
-        if (c != null && pinned.get(index) == 0) {
+        // Pin first, then look: a deallocation that runs in between sees the pin and zeroes instead of freeing. (One
+        // that checked the pin just before may still drop the chunk; the caller then holds an orphan that its
+        // registration keeps alive, with the old bytes: a read racing a deallocate of the same blocks.)
+        if (pinned.get(index) == 0) {
             pinned.set(index, 1);
         }
-        return c;
+        return chunks.get(index);
     }
 
     @Override

@@ -48,6 +48,8 @@ public final class Request {
     public ByteBuffer sourceRegion;
     /** Native address of the read's first byte inside {@link #sourceRegion}. */
     public long sourceAddress;
+    /** The transport's local key for {@link #sourceRegion}. */
+    public long sourceKey;
 
     /** NVMe status ({@link Status}) and command-specific result (CQE DW0/DW1). */
     public int status;
@@ -87,6 +89,7 @@ public final class Request {
         dataInCapsule = false;
         sourceRegion = null;
         sourceAddress = 0;
+        sourceKey = 0;
         status = Status.SUCCESS;
         result = 0;
         errorLocation = 0xFFFF;

@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.concurrent.Executor;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The RDMA side of a poll group: the queues one thread serves, the completions it dispatches to them, the tasks other
@@ -16,6 +18,7 @@ import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
  * <p>A work request ID carries the queue (bits 63:40), what finished (bits 35:32) and the index (bits 31:0).
  */
 public final class RdmaPollGroup implements Executor {
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaPollGroup.class);
     /**
      * Queues by ID. IDs are never reused while the group lives (24 bits, skipping live ones on wrap): a closed queue's
      * flushed work requests may still be in the completion queue, and must not reach a newer queue.
@@ -97,11 +100,20 @@ public final class RdmaPollGroup implements Executor {
         return n;
     }
 
-    /** The lkey of a pinned backend region (registered the first time this group sends from it). */
+    /**
+     * The lkey of a pinned backend region (registered the first time this group sends from it), or -1 when it cannot
+     * be registered (remembered and logged once: reads from it are then copied).
+     */
     long pinnedLkey(ByteBuffer region, MemoryRegistrar registrar) {
         Long key = pinnedKeys.get(region);
         if (key == null) {
-            key = registrar.register(region);
+            try {
+                key = registrar.register(region);
+            } catch (RuntimeException e) {
+                LOG.warn("cannot register {} bytes of namespace memory ({}); reads from it are copied instead",
+                        region.capacity(), e.getMessage());
+                key = -1L;
+            }
             pinnedKeys.put(region, key);
         }
         return key;

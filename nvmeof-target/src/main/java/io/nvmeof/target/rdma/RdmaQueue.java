@@ -251,11 +251,13 @@ public final class RdmaQueue implements TransportQueue {
 
     @Override
     public boolean allocateReadData(Request req) {
-        if (req.ns != null && req.cmd.opcode() == Opcodes.IO_READ) {
+        if (req.ns != null && !req.isAdminQueue() && req.cmd.opcode() == Opcodes.IO_READ) {
             // A RAM namespace's own memory: one RDMA WRITE from it, no copy into a pool buffer.
             long offset = req.cmd.slba() << req.ns.blockShift();
             ByteBuffer region = req.ns.backend().pinnedRegion(offset, req.transferLength);
-            if (region != null) {
+            long key = region == null ? -1 : group.pinnedLkey(region, registrar);
+            if (key != -1) {
+                req.sourceKey = key;
                 req.sourceRegion = region;
                 req.sourceAddress = BufferUtil.address(region) + req.ns.backend().pinnedRegionOffset(offset);
                 return true;
@@ -334,8 +336,8 @@ public final class RdmaQueue implements TransportQueue {
         int slot = req.slot();
         responsesView.putBytes(slot * Completion.LENGTH, req.cqeBuffer(), 0, Completion.LENGTH);
         if (Status.isSuccess(req.status) && req.sourceRegion != null) {
-            channel.postWrite(wrId(KIND_WRITE, slot), req.sourceAddress, req.transferLength,
-                    group.pinnedLkey(req.sourceRegion, registrar), remoteAddress[slot], remoteKey[slot]);
+            channel.postWrite(wrId(KIND_WRITE, slot), req.sourceAddress, req.transferLength, req.sourceKey,
+                    remoteAddress[slot], remoteKey[slot]);
         } else if (Status.isSuccess(req.status) && req.direction == Request.DIR_CONTROLLER_TO_HOST && req.data != null
                 && req.transferLength > 0) {
             // One-sided: the data lands in the host's buffer; the SEND after it on the same queue pair is only

@@ -27,6 +27,8 @@ final class InMemoryNic implements RdmaChannel, MemoryRegistrar {
     final Map<Long, Region> hostKeys = new HashMap<>();
     final ArrayDeque<Wr> receives = new ArrayDeque<>();
     final List<Wr> posted = new ArrayList<>();
+    /** Makes register() fail, as ibv_reg_mr does when the locked-memory limit is reached. */
+    boolean refuseRegistrations;
     /** Every work request the target ever posted (except receives), in order. */
     final List<Wr> history = new ArrayList<>();
     final ArrayDeque<Completion> completions = new ArrayDeque<>();
@@ -68,6 +70,9 @@ final class InMemoryNic implements RdmaChannel, MemoryRegistrar {
 
     @Override
     public long register(ByteBuffer direct) {
+        if (refuseRegistrations) {
+            throw new IllegalStateException("registration refused (test)");
+        }
         return 7;
     }
 

@@ -111,6 +111,15 @@ class RdmaQueueTest {
         return c.dw0() & 0xFFFF;
     }
 
+    /** An enabled controller with I/O queue 1 (depth 128) connected on a fresh queue pair. */
+    Host ioQueue(int inline, int maxReads) {
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, inline, maxReads);
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        return io;
+    }
+
     @Test
     void identifyIsWrittenIntoTheHostBufferAndTheKeyInvalidated() {
         Host admin = new Host(32, 0, 4);
@@ -130,10 +139,7 @@ class RdmaQueueTest {
 
     @Test
     void writesByRdmaReadAndInCapsuleReadsByRdmaWrite() {
-        Host admin = new Host(32, 0, 4);
-        int cntlid = bringUp(admin);
-        Host io = new Host(128, 8192, 2);
-        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        Host io = ioQueue(8192, 2);
 
         Random r = new Random(1);
         byte[] big = new byte[65536];
@@ -165,10 +171,7 @@ class RdmaQueueTest {
 
     @Test
     void ramNamespaceReadsAreOneRdmaWriteFromTheNamespaceMemory() {
-        Host admin = new Host(32, 0, 4);
-        int cntlid = bringUp(admin);
-        Host io = new Host(128, 8192, 2);
-        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        Host io = ioQueue(8192, 2);
         byte[] data = new byte[65536];
         new Random(3).nextBytes(data);
         ByteBuffer src = ByteBuffer.allocateDirect(data.length).put(data).flip();
@@ -199,6 +202,10 @@ class RdmaQueueTest {
 
         // Never-written blocks have no memory to send from: they go through a zeroed pool buffer.
         ByteBuffer zeroes = ByteBuffer.allocateDirect(4096);
+        while (zeroes.hasRemaining()) {
+            zeroes.put((byte) 0x5A);
+        }
+        zeroes.clear();
         byte[] rz = sqe(Opcodes.IO_READ);
         new Command().<Command>wrap(new UnsafeBuffer(rz), 0).nsid(1).slba(20000).blockCount(8);
         keyed(rz, zeroes, 4096, io.nic.hostRegister(zeroes), false);
@@ -209,11 +216,34 @@ class RdmaQueueTest {
     }
 
     @Test
+    void namespaceMemoryThatCannotBeRegisteredIsReadThroughACopy() {
+        Host io = ioQueue(8192, 2);
+        byte[] data = new byte[4096];
+        new Random(4).nextBytes(data);
+        byte[] w = sqe(Opcodes.IO_WRITE);
+        new Command().<Command>wrap(new UnsafeBuffer(w), 0).nsid(1).slba(4096).blockCount(8);
+        new SglDescriptor().<SglDescriptor>wrap(new UnsafeBuffer(w), Command.DPTR).inCapsule(0, 4096);
+        assertEquals(Status.SUCCESS, io.execute(w, data).status());
+        io.nic.refuseRegistrations = true;
+        for (int i = 0; i < 2; i++) { // the refusal is remembered: the second read does not try again
+            ByteBuffer dst = ByteBuffer.allocateDirect(4096);
+            byte[] rq = sqe(Opcodes.IO_READ);
+            new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(4096).blockCount(8);
+            keyed(rq, dst, 4096, io.nic.hostRegister(dst), false);
+            io.nic.history.clear();
+            assertEquals(Status.SUCCESS, io.execute(rq, null).status(), "exactly one response, successful");
+            byte[] back = new byte[4096];
+            dst.get(back);
+            assertArrayEquals(data, back);
+            InMemoryNic.Wr write = io.nic.history.stream().filter(x -> x.op() == 'W').findFirst().orElseThrow();
+            assertTrue(write.local() >= pool.regionAddress() && write.local() < pool.regionAddress() + pool.region().capacity(),
+                    "sent from a pool buffer");
+        }
+    }
+
+    @Test
     void rdmaReadsStayWithinTheInitiatorDepth() {
-        Host admin = new Host(32, 0, 4);
-        int cntlid = bringUp(admin);
-        Host io = new Host(128, 0, 1);
-        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        Host io = ioQueue(0, 1);
         // Four writes arrive together; with an initiator depth of 1 only one READ may be outstanding.
         for (int i = 0; i < 4; i++) {
             ByteBuffer src = ByteBuffer.allocateDirect(4096);
@@ -268,10 +298,7 @@ class RdmaQueueTest {
 
     @Test
     void readsWaitForARegisteredBufferInsteadOfFailing() {
-        Host admin = new Host(32, 0, 4);
-        int cntlid = bringUp(admin);
-        Host io = new Host(128, 0, 4);
-        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        Host io = ioQueue(0, 4);
         // 100 reads of 128 KiB arrive at once; the pool holds 8 of that size (+2 of 1 MiB), so most must wait.
         int before = io.nic.responses.size();
         for (int i = 0; i < 100; i++) {
