@@ -103,9 +103,13 @@ public final class RamBackend implements BlockBackend {
         if (length <= 0 || within + length > CHUNK_SIZE || offset + length > size) {
             return null;
         }
-        // Pin first, then look: a deallocation that runs in between sees the pin and zeroes instead of freeing. (One
-        // that checked the pin just before may still drop the chunk; the caller then holds an orphan that its
-        // registration keeps alive, with the old bytes: a read racing a deallocate of the same blocks.)
+        if (chunks.get(index) == null) {
+            return null; // never written (or freed): nothing to pin
+        }
+        // Pin, then look again: a deallocation after the pin zeroes the chunk instead of freeing it, and one that
+        // freed it meanwhile leaves null here. (One that checked the pin just before it was set may still drop the
+        // chunk after this look; the caller then holds an orphan its registration keeps alive, with the old bytes:
+        // a read racing a deallocate of the same blocks.)
         if (pinned.get(index) == 0) {
             pinned.set(index, 1);
         }
