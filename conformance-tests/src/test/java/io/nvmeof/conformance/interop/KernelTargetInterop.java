@@ -22,32 +22,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Usage: {@code KernelTargetInterop [tcp|rdma] ADDRESS PORT SUBNQN}
  */
-public final class KernelTargetInterop {
-    private int passed;
-    private int failed;
+public final class KernelTargetInterop extends InteropChecks {
     private String trtype = "tcp";
-
-    interface Check {
-        void run() throws Exception;
-    }
-
-    void check(String name, Check c) {
-        try {
-            c.run();
-            passed++;
-            System.out.println("PASS " + name);
-        } catch (Throwable t) {
-            failed++;
-            System.out.println("FAIL " + name + ": " + t);
-        }
-        System.out.flush();
-    }
-
-    static void require(boolean condition, String what) {
-        if (!condition) {
-            throw new AssertionError(what);
-        }
-    }
 
     public static void main(String[] args) {
         if (args.length == 3) {
@@ -60,8 +36,7 @@ public final class KernelTargetInterop {
         KernelTargetInterop t = new KernelTargetInterop();
         t.trtype = args[0];
         t.run(args[1], Integer.parseInt(args[2]), args[3]);
-        System.out.println(t.passed + " passed, " + t.failed + " failed");
-        System.exit(t.failed == 0 ? 0 : 1);
+        t.exit();
     }
 
     void run(String addr, int port, String nqn) {

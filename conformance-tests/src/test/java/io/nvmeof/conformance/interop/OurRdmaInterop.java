@@ -29,33 +29,8 @@ import org.agrona.BufferUtil;
  * with nothing left behind, and a peer vanishing mid-transfer on either side. Prints PASS/FAIL lines; exits non-zero
  * on failure. Usage: {@code OurRdmaInterop ADDRESS}.
  */
-public final class OurRdmaInterop {
+public final class OurRdmaInterop extends InteropChecks {
     private static final String NQN = TargetConfig.DEFAULT_NQN;
-    private int passed;
-    private int failed;
-
-    interface Check {
-        void run() throws Exception;
-    }
-
-    void check(String name, Check c) {
-        try {
-            c.run();
-            passed++;
-            System.out.println("PASS " + name);
-        } catch (Throwable t) {
-            failed++;
-            System.out.println("FAIL " + name + ": " + t);
-            t.printStackTrace(System.out);
-        }
-        System.out.flush();
-    }
-
-    static void require(boolean condition, String what) {
-        if (!condition) {
-            throw new AssertionError(what);
-        }
-    }
 
     /** Records the target's one-sided operations while enabled. */
     static final class Recorder implements DataPathObserver {
@@ -85,8 +60,7 @@ public final class OurRdmaInterop {
         }
         OurRdmaInterop t = new OurRdmaInterop();
         t.run(args[0]);
-        System.out.println(t.passed + " passed, " + t.failed + " failed");
-        System.exit(t.failed == 0 ? 0 : 1);
+        t.exit();
     }
 
     void run(String addr) throws Exception {

@@ -176,22 +176,15 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     // ------------------------------------------------------------------------------------------------ submission
 
     /**
-     * Fills CID, PSDT and SGL1 and decides how the data moves: no data (a null keyed SGL, as Linux sends), in the
+     * Fills SGL1, deciding how the data moves: no data (a null keyed SGL, as Linux sends), in the
      * capsule (a write up to the in-capsule limit, copied next to the SQE), or a keyed SGL naming the caller's memory
      * (registered direct buffers: zero copy) or a registered bounce copy (heap buffers).
      */
     @Override
-    protected void prepare(RdmaRequest r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
-                           long ctx, CompletionListener listener) {
-        r.dir = dataLength == 0 ? DIR_NONE : dir;
-        r.data = data;
-        r.dataStart = dataStart;
-        r.dataLength = dataLength;
-        r.callback = cb;
-        r.context = ctx;
-        r.listener = listener;
-        assignCid(r);
-        r.cmd.psdt(Command.PSDT_SGL);
+    protected void prepare(RdmaRequest r) {
+        int dataStart = r.dataStart;
+        int dataLength = r.dataLength;
+        ByteBuffer data = r.data;
         r.sendLength = Command.LENGTH;
         if (r.dir == DIR_NONE) {
             r.mode = MODE_NONE;

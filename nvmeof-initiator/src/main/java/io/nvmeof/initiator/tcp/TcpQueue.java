@@ -214,33 +214,17 @@ public final class TcpQueue extends SlotQueue<Request> {
 
     // ------------------------------------------------------------------------------------------------ submission
 
-    /** Fills the slot's transfer description, CID, PSDT and SGL1. */
+    /** In-capsule data (Fabrics commands, or writes up to the limit) or a transport SGL for R2T/H2CData/C2HData. */
     @Override
-    protected void prepare(Request r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                           CompletionListener listener) {
-        r.dir = dataLength == 0 ? DIR_NONE : dir;
-        if (data != null && dataStart + dataLength > data.limit()) {
-            // JDK absolute bulk operations are bounded by the limit, which callers may leave short (the API ignores
-            // position..limit); a view with limit = capacity costs one small object, only for such buffers.
-            data = data.duplicate().clear();
-        }
-        r.data = data;
-        r.dataStart = dataStart;
-        r.dataLength = dataLength;
-        r.callback = cb;
-        r.context = ctx;
-        r.listener = listener;
+    protected void prepare(Request r) {
         int limit = r.cmd.opcode() == Opcodes.FABRICS ? FABRICS_IN_CAPSULE : inlineLimit;
-        r.inCapsule = r.dir == DIR_H2C && dataLength <= limit;
-        assignCid(r);
-        // NVMe-oF requires SGLs: PSDT 01b on every command, as the Linux host sets NVME_CMD_SGL_METABUF.
-        r.cmd.psdt(Command.PSDT_SGL);
+        r.inCapsule = r.dir == DIR_H2C && r.dataLength <= limit;
         if (r.inCapsule) {
             // Offset 0 from the start of in-capsule data: we refuse controllers with ICDOFF != 0 for in-capsule use.
-            r.sgl.inCapsule(0, dataLength);
+            r.sgl.inCapsule(0, r.dataLength);
         } else {
             // Transport SGL; with length 0 it is the "null" descriptor the Linux host sends for data-less commands.
-            r.sgl.transportBlock(dataLength);
+            r.sgl.transportBlock(r.dataLength);
         }
     }
 

@@ -102,12 +102,12 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     // ------------------------------------------------------------------------------------------------ transport hooks
 
     /**
-     * Describes the data of a claimed slot whose SQE is written: sets {@code r}'s transfer fields and callbacks, calls
-     * {@link #assignCid}, sets PSDT and SGL1. Runs on the submitting thread (or the I/O thread for overflowed requests).
-     * A RuntimeException fails the submission; the slot is released.
+     * Describes how a claimed slot's data moves: SGL1 and the transport's own per-command state. The SQE, CID, PSDT,
+     * the transfer fields ({@code dir}, {@code data}, {@code dataStart}, {@code dataLength}) and the callbacks are
+     * set already. Runs on the submitting thread (or the I/O thread for overflowed requests). A RuntimeException fails
+     * the submission; the slot is released.
      */
-    protected abstract void prepare(R r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb,
-                                    long ctx, CompletionListener listener);
+    protected abstract void prepare(R r);
 
     /** Tells the I/O thread that slots or overflowed requests wait (any thread; cheap when it is already busy). */
     protected abstract void handOver();
@@ -129,11 +129,10 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     public final void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
                              int dir, ByteBuffer data, int dataStart, int dataLength,
                              IoCallback cb, long ctx, CompletionListener listener) {
-        if (state != OPEN) {
-            deliver(cb, ctx, listener, closedCode(), 0);
+        if (refusedAsClosed(cb, ctx, listener)) {
             return;
         }
-        R r = pendingCount.get() == 0 ? free.poll() : null;
+        R r = claim();
         if (r != null) {
             r.sqe.setMemory(0, Command.LENGTH, (byte) 0);
             fill(r.cmd, opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
@@ -148,11 +147,10 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     @Override
     public final void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
                              IoCallback cb, long ctx, CompletionListener listener) {
-        if (state != OPEN) {
-            deliver(cb, ctx, listener, closedCode(), 0);
+        if (refusedAsClosed(cb, ctx, listener)) {
             return;
         }
-        R r = pendingCount.get() == 0 ? free.poll() : null;
+        R r = claim();
         if (r != null) {
             r.sqe.putBytes(0, sqeTemplate, 0, Command.LENGTH);
             launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
@@ -163,6 +161,19 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         }
     }
 
+    private boolean refusedAsClosed(IoCallback cb, long ctx, CompletionListener listener) {
+        if (state == OPEN) {
+            return false;
+        }
+        deliver(cb, ctx, listener, closedCode(), 0);
+        return true;
+    }
+
+    /** A free slot, or null when none is free or requests already wait (they go first, in order). */
+    private R claim() {
+        return pendingCount.get() == 0 ? free.poll() : null;
+    }
+
     private static void fill(Command c, int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14,
                              int cdw15) {
         c.opcode(opcode).nsid(nsid).cdw10(cdw10).cdw11(cdw11).cdw12(cdw12).cdw13(cdw13).cdw(14, cdw14).cdw(15, cdw15);
@@ -171,7 +182,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     private void launch(R r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
                         CompletionListener listener) {
         try {
-            prepare(r, dir, data, dataStart, dataLength, cb, ctx, listener);
+            describe(r, dir, data, dataStart, dataLength, cb, ctx, listener);
         } catch (RuntimeException e) {
             release(r);
             throw e;
@@ -192,11 +203,28 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         handOver();
     }
 
-    /** Fills the slot's CID (next generation) into its SQE. */
-    protected final void assignCid(R r) {
+    /** The part of every submission that is not the transport's: transfer fields, callbacks, CID, PSDT; then SGL1. */
+    private void describe(R r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
+                          CompletionListener listener) {
+        r.dir = dataLength == 0 ? HostQueue.DIR_NONE : dir;
+        if (data != null && dataStart + dataLength > data.limit()) {
+            // JDK absolute bulk operations are bounded by the limit, which callers may leave short (the API ignores
+            // position..limit); a view with limit = capacity costs one small object, only for such buffers.
+            data = data.duplicate().clear();
+        }
+        r.data = data;
+        r.dataStart = dataStart;
+        r.dataLength = dataLength;
+        r.callback = cb;
+        r.context = ctx;
+        r.listener = listener;
+        // Command id = next generation of the slot.
         r.generation = (r.generation + 1) & generationMask;
         r.cid = r.generation << indexBits | r.index;
         r.cmd.cid(r.cid);
+        // NVMe-oF requires SGLs: PSDT 01b on every command, as the Linux host sets NVME_CMD_SGL_METABUF.
+        r.cmd.psdt(Command.PSDT_SGL);
+        prepare(r);
     }
 
     protected final int closedCode() {
@@ -230,7 +258,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
             pendingCount.decrementAndGet();
             r.sqe.putBytes(0, p.sqe());
             try {
-                prepare(r, p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(), p.context(), p.listener());
+                describe(r, p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(), p.context(), p.listener());
             } catch (RuntimeException e) {
                 LOG.warn("{}: {}", label, e.getMessage());
                 release(r);

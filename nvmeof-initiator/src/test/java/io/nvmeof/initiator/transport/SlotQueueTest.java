@@ -41,16 +41,10 @@ class SlotQueueTest {
         }
 
         @Override
-        protected void prepare(Slot r, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                               CompletionListener listener) {
-            if (dataLength < 0) {
+        protected void prepare(Slot r) {
+            if (r.dataLength < 0) {
                 throw new IllegalArgumentException("negative length");
             }
-            r.dir = dir;
-            r.callback = cb;
-            r.context = ctx;
-            r.listener = listener;
-            assignCid(r);
         }
 
         @Override
