@@ -46,6 +46,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,7 +60,7 @@
 #define NVR_EXPORT __attribute__((visibility("default")))
 
 /* Bumped whenever a record layout or a signature changes; Java refuses a helper of another version. */
-#define NVR_ABI_VERSION 2
+#define NVR_ABI_VERSION 3
 
 #define NVR_SEND_DESC_SIZE 48
 #define NVR_RECV_DESC_SIZE 24
@@ -478,12 +479,22 @@ NVR_EXPORT int nvr_destroy_cq(void *cq) { return neg_rc(ibv_destroy_cq((struct i
 /* Waits up to timeout_ms (-1 forever) for a completion event on the channel and takes it (ibv_get_cq_event).
  * Returns 1 with *cq_out set, 0 on timeout, -errno on failure. The caller must ibv_ack_cq_events (nvr_ack_cq_events)
  * every event it took before destroying the CQ; acking is a mutex operation, so Java acks in batches. */
+/* POLLERR/POLLHUP on a channel's descriptor: the device is gone (hot unplug, driver unbind). Reported as an error,
+ * never as a timeout, or a poller that sleeps on the channel would wake at once for ever (a 100 % CPU spin). */
+static int poll_failure(short revents) {
+    if (revents & POLLNVAL) return -EBADF;
+    if (revents & (POLLERR | POLLHUP)) return -ENODEV;
+    return 0;
+}
+
 NVR_EXPORT int nvr_wait_comp_channel(void *channel, int timeout_ms, void **cq_out) {
     struct ibv_comp_channel *ch = (struct ibv_comp_channel *)channel;
+    if (!ch || !cq_out) return -EBADF;
     struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
     int rc = poll(&pfd, 1, timeout_ms);
     if (rc < 0) return errno == EINTR ? 0 : neg_errno();
     if (rc == 0) return 0;
+    if (!(pfd.revents & POLLIN) && poll_failure(pfd.revents)) return poll_failure(pfd.revents);
     struct ibv_cq *cq = NULL;
     void *ctx = NULL;
     if (ibv_get_cq_event(ch, &cq, &ctx)) return neg_errno();
@@ -500,6 +511,7 @@ NVR_EXPORT int nvr_wakeup_create(void) {
 }
 
 NVR_EXPORT int nvr_wakeup_signal(int fd) {
+    if (fd < 0) return -EBADF;
     uint64_t one = 1;
     ssize_t n = write(fd, &one, sizeof(one));
     return n == (ssize_t)sizeof(one) || errno == EAGAIN ? 0 : neg_errno();
@@ -511,10 +523,13 @@ NVR_EXPORT int nvr_wakeup_close(int fd) { return close(fd) ? neg_errno() : 0; }
  * for a CQ event (a pending wakeup is consumed as well), 2 for a wakeup alone, 0 on timeout, -errno on failure. */
 NVR_EXPORT int nvr_wait_comp_channel_or_wakeup(void *channel, int wake_fd, int timeout_ms, void **cq_out) {
     struct ibv_comp_channel *ch = (struct ibv_comp_channel *)channel;
+    if (!ch || !cq_out || wake_fd < 0) return -EBADF;
     struct pollfd pfd[2] = {{.fd = ch->fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
     int rc = poll(pfd, 2, timeout_ms);
     if (rc < 0) return errno == EINTR ? 0 : neg_errno();
     if (rc == 0) return 0;
+    if (!(pfd[0].revents & POLLIN) && poll_failure(pfd[0].revents)) return poll_failure(pfd[0].revents);
+    if (!(pfd[1].revents & POLLIN) && poll_failure(pfd[1].revents)) return poll_failure(pfd[1].revents);
     int woken = 0;
     if (pfd[1].revents & POLLIN) {
         uint64_t v;
@@ -531,10 +546,61 @@ NVR_EXPORT int nvr_wait_comp_channel_or_wakeup(void *channel, int wake_fd, int t
 }
 
 NVR_EXPORT void nvr_ack_cq_events(void *cq, int n) {
-    if (n > 0) ibv_ack_cq_events((struct ibv_cq *)cq, (unsigned int)n);
+    if (cq && n > 0) ibv_ack_cq_events((struct ibv_cq *)cq, (unsigned int)n);
 }
 
-NVR_EXPORT int nvr_comp_channel_fd(void *channel) { return ((struct ibv_comp_channel *)channel)->fd; }
+NVR_EXPORT int nvr_comp_channel_fd(void *channel) {
+    return channel ? ((struct ibv_comp_channel *)channel)->fd : -EBADF;
+}
+
+/* Takes the device's next asynchronous event (CQ overrun, QP fatal or access error, port up or down, device fatal),
+ * waiting up to timeout_ms, and acknowledges it. out[4] (u64): 0 event type (enum ibv_event_type), 1 the QP number
+ * for QP events, 2 the CQ pointer for CQ events, 3 the port for port events. Returns 1, 0 when there was none, or
+ * -errno. The context's async descriptor is made non-blocking, so this never waits past timeout_ms. */
+NVR_EXPORT int nvr_get_async_event(void *context, int timeout_ms, uint64_t *out) {
+    struct ibv_context *ctx = (struct ibv_context *)context;
+    if (!ctx || !out) return -EBADF;
+    int flags = fcntl(ctx->async_fd, F_GETFL);
+    if (flags < 0) return neg_errno();
+    if (!(flags & O_NONBLOCK) && fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK) < 0) return neg_errno();
+    struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+    int rc = poll(&pfd, 1, timeout_ms);
+    if (rc < 0) return errno == EINTR ? 0 : neg_errno();
+    if (rc == 0) return 0;
+    if (!(pfd.revents & POLLIN) && poll_failure(pfd.revents)) return poll_failure(pfd.revents);
+    struct ibv_async_event ev;
+    if (ibv_get_async_event(ctx, &ev)) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : neg_errno();
+    memset(out, 0, 4 * sizeof(uint64_t));
+    out[0] = (uint64_t)ev.event_type;
+    switch (ev.event_type) {
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_PATH_MIG:
+        case IBV_EVENT_PATH_MIG_ERR:
+        case IBV_EVENT_QP_LAST_WQE_REACHED:
+            out[1] = ev.element.qp ? ev.element.qp->qp_num : 0;
+            break;
+        case IBV_EVENT_CQ_ERR:
+            out[2] = (uint64_t)(uintptr_t)ev.element.cq;
+            break;
+        case IBV_EVENT_PORT_ACTIVE:
+        case IBV_EVENT_PORT_ERR:
+        case IBV_EVENT_LID_CHANGE:
+        case IBV_EVENT_PKEY_CHANGE:
+        case IBV_EVENT_SM_CHANGE:
+        case IBV_EVENT_CLIENT_REREGISTER:
+        case IBV_EVENT_GID_CHANGE:
+            out[3] = (uint64_t)ev.element.port_num;
+            break;
+        default:
+            break;
+    }
+    ibv_ack_async_event(&ev);
+    return 1;
+}
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Shared receive queues and queue pairs                                                                         */
@@ -606,6 +672,13 @@ NVR_EXPORT int nvr_qp_to_error(void *qp) {
 NVR_EXPORT int nvr_create_event_channel(void **out) {
     struct rdma_event_channel *ch = rdma_create_event_channel();
     if (!ch) return neg_errno();
+    /* Non-blocking, as SPDK makes it: events are waited for with poll(), and rdma_get_cm_event must never block. */
+    int flags = fcntl(ch->fd, F_GETFL);
+    if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        int e = neg_errno();
+        rdma_destroy_event_channel(ch);
+        return e;
+    }
     *out = ch;
     return 0;
 }
@@ -689,12 +762,16 @@ NVR_EXPORT int nvr_disconnect(void *id) { return rdma_disconnect((struct rdma_cm
  * nvr_ack_cm_event once its fields are read), 0 on timeout, -errno on failure. */
 NVR_EXPORT int nvr_wait_cm_event(void *channel, int timeout_ms, void **event_out) {
     struct rdma_event_channel *ch = (struct rdma_event_channel *)channel;
+    if (!ch || !event_out) return -EBADF;
     struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
     int rc = poll(&pfd, 1, timeout_ms);
     if (rc < 0) return errno == EINTR ? 0 : neg_errno();
     if (rc == 0) return 0;
+    if (!(pfd.revents & POLLIN) && poll_failure(pfd.revents)) return poll_failure(pfd.revents);
     struct rdma_cm_event *ev = NULL;
-    if (rdma_get_cm_event(ch, &ev)) return neg_errno();
+    /* The descriptor is non-blocking (nvr_create_event_channel): librdmacm retries internally, and on a blocking
+     * descriptor that could wait past timeout_ms while Java holds the channel's lock, so close would hang. */
+    if (rdma_get_cm_event(ch, &ev)) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : neg_errno();
     *event_out = ev;
     return 1;
 }

@@ -208,6 +208,24 @@ class BadInputTest {
     }
 
     @Test
+    void logPageOffsetWithTheTopBitSet() throws IOException {
+        for (String nqn : new String[] {TestTargets.NQN, io.nvmeof.protocol.fabrics.Nqn.DISCOVERY}) {
+            try (RawTcpHost h = new RawTcpHost(port)) {
+                h.bringUpAdmin(nqn);
+                int lid = nqn.equals(TestTargets.NQN) ? Opcodes.LOG_SMART_HEALTH : Opcodes.LOG_DISCOVERY;
+                byte[] sqe = RawTcpHost.sqe();
+                // LPO 8000000000000000h: as a signed long it is negative, and was taken as "within the log".
+                RawTcpHost.cmd(sqe).opcode(Opcodes.ADMIN_GET_LOG_PAGE).cdw10(lid | (512 / 4 - 1) << 16).cdw12(0)
+                        .cdw13(0x8000_0000);
+                RawTcpHost.sgl(sqe).transportBlock(512);
+                Completion c = h.execute(sqe, null);
+                assertEquals(Status.INVALID_FIELD, Status.code(c.status()), nqn + ": LPO beyond the log, as nvmet answers");
+                assertTrue(Status.dnr(c.status()));
+            }
+        }
+    }
+
+    @Test
     void connectToUnknownNqn() throws IOException {
         try (RawTcpHost h = new RawTcpHost(port)) {
             h.initialize(0);
@@ -241,14 +259,14 @@ class BadInputTest {
             new UnsafeBuffer(sqe).putShort(40, (short) 1, ByteOrder.LITTLE_ENDIAN);
             Completion c = h.execute(sqe, RawTcpHost.connectData(0xFFFF, TestTargets.NQN, RawTcpHost.HOSTNQN));
             assertEquals(Status.CONNECT_INCOMPATIBLE_FORMAT, Status.code(c.status()));
-            c = h.connect(0, 32, 0xFFFF, TestTargets.NQN, RawTcpHost.HOSTNQN, 0);
-            assertEquals(Status.CONNECT_INVALID_PARAMETERS, Status.code(c.status()));
+            c = h.connect(0, 0, 0xFFFF, TestTargets.NQN, RawTcpHost.HOSTNQN, 0);
+            assertEquals(Status.CONNECT_INVALID_PARAMETERS, Status.code(c.status()), "SQSIZE 0");
             assertEquals(44, c.dw0(), "IATTR=0 (SQE), IPO=44 (SQSIZE)");
         }
     }
 
     @Test
-    void ioQueueConnectBeyondNegotiatedCount() throws IOException {
+    void ioQueueConnectBeyondTheControllersQueuesAndMqes() throws IOException {
         try (RawTcpHost admin = new RawTcpHost(port)) {
             int cntlid = admin.bringUpAdmin(TestTargets.NQN);
             byte[] sf = RawTcpHost.sqe();
@@ -259,8 +277,8 @@ class BadInputTest {
             assertEquals(2, Features.submissionQueues(granted.dw0()));
             try (RawTcpHost io = new RawTcpHost(port)) {
                 io.initialize(0);
-                Completion c = io.connect(3, 127, cntlid, TestTargets.NQN, RawTcpHost.HOSTNQN, 0);
-                assertEquals(Status.CONNECT_INVALID_PARAMETERS, Status.code(c.status()));
+                Completion c = io.connect(9, 127, cntlid, TestTargets.NQN, RawTcpHost.HOSTNQN, 0);
+                assertEquals(Status.CONNECT_INVALID_PARAMETERS, Status.code(c.status()), "QID 9 of a controller with 8");
                 assertEquals(42, c.dw0(), "IPO=42 (QID)");
             }
             try (RawTcpHost io = new RawTcpHost(port)) {

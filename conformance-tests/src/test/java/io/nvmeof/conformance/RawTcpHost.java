@@ -39,7 +39,16 @@ final class RawTcpHost implements AutoCloseable {
     private final Crc32c crc = new Crc32c();
 
     RawTcpHost(int port) throws IOException {
-        socket = new Socket("127.0.0.1", port);
+        this(port, 0);
+    }
+
+    /** With {@code receiveBuffer} > 0, the socket's receive buffer is that small (a host that reads slowly or never). */
+    RawTcpHost(int port, int receiveBuffer) throws IOException {
+        socket = new Socket();
+        if (receiveBuffer > 0) {
+            socket.setReceiveBufferSize(receiveBuffer);
+        }
+        socket.connect(new java.net.InetSocketAddress("127.0.0.1", port), 5000);
         socket.setSoTimeout(5000);
         socket.setTcpNoDelay(true);
         in = new DataInputStream(socket.getInputStream());
@@ -184,6 +193,33 @@ final class RawTcpHost implements AutoCloseable {
             }
             if (pdu[0] == PduHeader.TYPE_C2H_TERM_REQ) {
                 throw new IOException("target sent C2HTermReq FES " + (pdu[8] & 0xFF));
+            }
+        }
+    }
+
+    /** A command's completion and the data its C2HData PDUs carried (placed at their DATAO). */
+    record Reply(Completion cqe, byte[] data) {
+    }
+
+    /** Sends a command that returns {@code length} bytes and collects them with its completion (no digests). */
+    Reply executeForData(byte[] sqe, int length) throws IOException {
+        cmd(sqe).cid(++cid);
+        send(capsule(sqe, null));
+        return readReply(length);
+    }
+
+    /** Reads the data PDUs and the response of the next command that completes, {@code length} bytes of data at most. */
+    Reply readReply(int length) throws IOException {
+        byte[] data = new byte[length];
+        while (true) {
+            byte[] pdu = readPdu();
+            if (pdu[0] == PduHeader.TYPE_C2H_DATA) {
+                DataPdu d = new DataPdu().wrap(new UnsafeBuffer(pdu), 0);
+                System.arraycopy(pdu, d.pdo(), data, (int) d.datao(), (int) d.datal());
+            } else if (pdu[0] == PduHeader.TYPE_CAPSULE_RESP) {
+                return new Reply(new Completion().wrap(new UnsafeBuffer(Arrays.copyOfRange(pdu, 8, 24)), 0), data);
+            } else {
+                throw new IOException("unexpected PDU type " + PduHeader.typeName(pdu[0]));
             }
         }
     }

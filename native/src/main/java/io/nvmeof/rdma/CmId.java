@@ -134,15 +134,15 @@ public final class CmId implements AutoCloseable {
 
     /** Destroys the queue pair (if any) and the id. */
     @Override
-    public void close() throws RdmaException {
+    public synchronized void close() throws RdmaException {
+        // Atomic and idempotent: two threads closing the same id must not both call rdma_destroy_id.
         if (id != 0) {
             if (queuePair != null) {
                 queuePair.close();
             }
-            long i = id;
+            RdmaLibrary.check(NvrNative.nvr_destroy_id(id), "rdma_destroy_id"); // the handle stays on failure
             channel.forget(this);
             id = 0;
-            RdmaLibrary.check(NvrNative.nvr_destroy_id(i), "rdma_destroy_id");
         }
     }
 }

@@ -21,8 +21,16 @@ public final class CompletionChannel implements AutoCloseable {
     }
 
     /** The channel's file descriptor (for an external poll/epoll loop). */
-    public int fd() {
-        return NvrNative.nvr_comp_channel_fd(channel);
+    public synchronized int fd() {
+        return NvrNative.nvr_comp_channel_fd(requireOpen());
+    }
+
+    /** The handle, or an exception once closed: C must never be handed a destroyed (or null) channel. */
+    private long requireOpen() {
+        if (channel == 0) {
+            throw new IllegalStateException("completion channel closed");
+        }
+        return channel;
     }
 
     synchronized void register(CompletionQueue cq) {
@@ -39,7 +47,7 @@ public final class CompletionChannel implements AutoCloseable {
      * {@link CompletionQueue#requestNotify(boolean)} again, then poll it empty, before waiting again.
      */
     public synchronized CompletionQueue waitForEvent(int timeoutMillis) throws RdmaException {
-        return taken(RdmaLibrary.check(NvrNative.nvr_wait_comp_channel(channel, timeoutMillis, cqOut),
+        return taken(RdmaLibrary.check(NvrNative.nvr_wait_comp_channel(requireOpen(), timeoutMillis, cqOut),
                 "ibv_get_cq_event"));
     }
 
@@ -48,7 +56,7 @@ public final class CompletionChannel implements AutoCloseable {
      * consumed. A signal that came before the call makes it return at once.
      */
     public synchronized CompletionQueue waitForEvent(int timeoutMillis, Wakeup wakeup) throws RdmaException {
-        return taken(RdmaLibrary.check(NvrNative.nvr_wait_comp_channel_or_wakeup(channel, wakeup.fd(), timeoutMillis,
+        return taken(RdmaLibrary.check(NvrNative.nvr_wait_comp_channel_or_wakeup(requireOpen(), wakeup.fd(), timeoutMillis,
                 cqOut), "ibv_get_cq_event"));
     }
 
@@ -68,9 +76,14 @@ public final class CompletionChannel implements AutoCloseable {
     @Override
     public synchronized void close() throws RdmaException {
         if (channel != 0) {
-            long c = channel;
+            // EBUSY while CQs still use it: the handle stays, so close can be retried once they are destroyed.
+            RdmaLibrary.check(NvrNative.nvr_destroy_comp_channel(channel), "ibv_destroy_comp_channel");
             channel = 0;
-            RdmaLibrary.check(NvrNative.nvr_destroy_comp_channel(c), "ibv_destroy_comp_channel");
         }
+    }
+
+    /** The lock that orders event taking ({@link #waitForEvent}) with a CQ's acknowledgement and destruction. */
+    Object eventLock() {
+        return this;
     }
 }

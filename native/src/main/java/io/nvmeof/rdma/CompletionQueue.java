@@ -96,17 +96,22 @@ public final class CompletionQueue implements AutoCloseable {
     /** Destroys the CQ (its queue pairs must be destroyed first), acknowledging outstanding events first. */
     @Override
     public void close() throws RdmaException {
-        if (cq != 0) {
-            long c = cq;
+        // Under the channel's lock, which a waiter holds while it takes an event and counts it here: an event taken
+        // by a racing waiter is then counted before the acknowledgement, and ibv_destroy_cq (which waits until every
+        // event was acknowledged) cannot wait for ever.
+        synchronized (channel != null ? channel.eventLock() : this) {
+            if (cq == 0) {
+                return;
+            }
             if (unackedEvents > 0) {
-                NvrNative.nvr_ack_cq_events(c, unackedEvents);
+                NvrNative.nvr_ack_cq_events(cq, unackedEvents);
                 unackedEvents = 0;
             }
+            RdmaLibrary.check(NvrNative.nvr_destroy_cq(cq), "ibv_destroy_cq"); // EBUSY (QPs left): the handle stays
             if (channel != null) {
                 channel.unregister(this);
             }
             cq = 0;
-            RdmaLibrary.check(NvrNative.nvr_destroy_cq(c), "ibv_destroy_cq");
         }
     }
 }

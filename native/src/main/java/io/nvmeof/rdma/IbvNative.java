@@ -13,4 +13,5 @@ final class IbvNative {
     static native void ibv_free_device_list(long list);
     static native String ibv_get_device_name(long device);
     static native String ibv_wc_status_str(int status);
+    static native String ibv_event_type_str(int event);
 }

@@ -73,16 +73,14 @@ public final class MemoryRegion implements AutoCloseable {
 
     /** Deregisters (and unmaps memory this region allocated). */
     @Override
-    public void close() throws RdmaException {
+    public synchronized void close() throws RdmaException {
         if (mr != 0) {
-            long m = mr;
+            // The pages are freed only once the NIC can no longer reach them: if deregistration fails, both stay
+            // (a leak, never memory the NIC may still write), and close can be retried.
+            RdmaLibrary.check(NvrNative.nvr_dereg_mr(mr), "ibv_dereg_mr");
             mr = 0;
-            try {
-                RdmaLibrary.check(NvrNative.nvr_dereg_mr(m), "ibv_dereg_mr");
-            } finally {
-                if (ownsPages) {
-                    NvrNative.nvr_free_pages(address, length);
-                }
+            if (ownsPages) {
+                NvrNative.nvr_free_pages(address, length);
             }
         }
     }

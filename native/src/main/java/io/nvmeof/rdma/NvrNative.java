@@ -59,6 +59,7 @@ final class NvrNative {
     static native int nvr_wait_comp_channel(long channel, int timeoutMs, long[] cqOut);
     static native void nvr_ack_cq_events(long cq, int n);
     static native int nvr_comp_channel_fd(long channel);
+    static native int nvr_get_async_event(long context, int timeoutMs, long[] out);
     static native int nvr_wakeup_create();
     static native int nvr_wakeup_signal(int fd);
     static native int nvr_wakeup_close(int fd);

@@ -79,11 +79,11 @@ public final class ProtectionDomain implements AutoCloseable {
     }
 
     @Override
-    public void close() throws RdmaException {
+    public synchronized void close() throws RdmaException {
         if (pd != 0) {
-            long p = pd;
+            // On failure (EBUSY: registrations or queue pairs still use it) the handle stays, so close can be retried.
+            RdmaLibrary.check(NvrNative.nvr_dealloc_pd(pd), "ibv_dealloc_pd");
             pd = 0;
-            RdmaLibrary.check(NvrNative.nvr_dealloc_pd(p), "ibv_dealloc_pd");
         }
     }
 }

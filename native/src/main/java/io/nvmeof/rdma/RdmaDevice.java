@@ -59,6 +59,16 @@ public final class RdmaDevice implements AutoCloseable {
         return new RdmaDevice(context, IbvNative.ibv_get_device_name(NvrNative.nvr_context_device(context)));
     }
 
+    /**
+     * Takes the device's next asynchronous event, waiting up to {@code timeoutMillis} (0: only look), or null when
+     * there is none. The event is acknowledged. Events go to whoever asks first: one thread per device should.
+     */
+    public AsyncEvent pollAsyncEvent(int timeoutMillis) throws RdmaException {
+        long[] out = new long[4];
+        int rc = RdmaLibrary.check(NvrNative.nvr_get_async_event(context, timeoutMillis, out), "ibv_get_async_event");
+        return rc == 1 ? new AsyncEvent((int) out[0], (int) out[1], out[2], (int) out[3]) : null;
+    }
+
     public String name() {
         return name;
     }

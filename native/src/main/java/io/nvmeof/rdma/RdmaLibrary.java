@@ -29,7 +29,7 @@ public final class RdmaLibrary {
     /** Build-time packages for the helper. */
     public static final String BUILD_PACKAGES = "libibverbs-dev librdmacm-dev";
     /** Must match NVR_ABI_VERSION in nvmeof_rdma.c. */
-    static final int ABI_VERSION = 2;
+    static final int ABI_VERSION = 3;
     static final String HELPER_NAME = "nvmeofrdma";
 
     private static final Object LOCK = new Object();

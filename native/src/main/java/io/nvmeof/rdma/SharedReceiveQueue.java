@@ -37,11 +37,10 @@ public final class SharedReceiveQueue implements AutoCloseable {
     }
 
     @Override
-    public void close() throws RdmaException {
+    public synchronized void close() throws RdmaException {
         if (srq != 0) {
-            long s = srq;
+            RdmaLibrary.check(NvrNative.nvr_destroy_srq(srq), "ibv_destroy_srq"); // the handle stays on failure
             srq = 0;
-            RdmaLibrary.check(NvrNative.nvr_destroy_srq(s), "ibv_destroy_srq");
         }
     }
 }

@@ -25,8 +25,12 @@ public final class Wakeup implements AutoCloseable {
         return f;
     }
 
-    /** Wakes the poller (or makes its next wait return at once). Any thread; a no-op once closed. */
-    public void signal() {
+    /**
+     * Wakes the poller (or makes its next wait return at once). Any thread; a no-op once closed. Excludes
+     * {@link #close}: a signal racing a close could otherwise write into whatever file reused the descriptor number.
+     * Signals are rare (only to a poller that said it sleeps), so the monitor costs the data path nothing.
+     */
+    public synchronized void signal() {
         int f = fd;
         if (f >= 0) {
             NvrNative.nvr_wakeup_signal(f);
@@ -34,7 +38,7 @@ public final class Wakeup implements AutoCloseable {
     }
 
     @Override
-    public void close() throws RdmaException {
+    public synchronized void close() throws RdmaException {
         int f = fd;
         if (f >= 0) {
             fd = -1;

@@ -179,6 +179,52 @@ public final class RdmaSmokeCheck {
         disconnect(a, true);
         disconnect(b, false);
         teardown(a, b);
+        closedWrappersCheck();
+    }
+
+    /**
+     * Wrappers used after close answer with an exception, never by handing C a destroyed handle (fd() and a wait on a
+     * closed completion channel crashed the JVM in nvr_wait_comp_channel); a second close is a no-op; the device's
+     * asynchronous events can be read without blocking.
+     */
+    void closedWrappersCheck() throws Exception {
+        CompletionChannel ch = device.createCompletionChannel();
+        CompletionQueue cq = device.createCompletionQueue(16, ch, 0);
+        cq.close();
+        cq.close();
+        ch.close();
+        ch.close();
+        String fd;
+        try {
+            fd = "returned " + ch.fd();
+        } catch (IllegalStateException e) {
+            fd = "refused";
+        }
+        String waited;
+        try {
+            waited = "returned " + ch.waitForEvent(10);
+        } catch (IllegalStateException e) {
+            waited = "refused";
+        }
+        check("refused".equals(fd) && "refused".equals(waited), "a closed completion channel: fd() " + fd
+                + ", waitForEvent " + waited + " (no native call on a destroyed channel); second closes are no-ops");
+        Wakeup w = Wakeup.create();
+        w.close();
+        w.signal();
+        w.close();
+        pass("a closed wakeup: signal() is a no-op, close() again too");
+        java.util.List<AsyncEvent> events = new java.util.ArrayList<>();
+        AsyncEvent e;
+        long t0 = System.nanoTime();
+        while ((e = device.pollAsyncEvent(0)) != null) {
+            events.add(e);
+        }
+        AsyncEvent none = device.pollAsyncEvent(50);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        if (none != null) {
+            events.add(none);
+        }
+        check(ms < 2000, "the device's asynchronous events read without blocking (" + ms + " ms): " + events);
     }
 
     // ---- connection setup ----

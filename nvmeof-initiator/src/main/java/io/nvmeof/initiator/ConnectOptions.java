@@ -28,6 +28,7 @@ public final class ConnectOptions {
     private final boolean dataDigest;
     private final Duration commandTimeout;
     private final Duration connectTimeout;
+    private final Duration cmEventTimeout;
     private final int eventLoopThreads;
     private final int maxInlineData;
 
@@ -41,9 +42,10 @@ public final class ConnectOptions {
         this.dataDigest = b.dataDigest;
         this.commandTimeout = b.commandTimeout;
         this.connectTimeout = b.connectTimeout;
+        this.cmEventTimeout = b.cmEventTimeout;
         this.eventLoopThreads = b.eventLoopThreads;
         this.maxInlineData = b.maxInlineData;
-        String why = Nqn.validate(hostNqn);
+        String why = hostNqn.isEmpty() ? null : Nqn.validate(hostNqn);
         if (why != null) {
             throw new IllegalArgumentException("invalid host NQN '" + hostNqn + "': " + why);
         }
@@ -68,12 +70,16 @@ public final class ConnectOptions {
         b.dataDigest = dataDigest;
         b.commandTimeout = commandTimeout;
         b.connectTimeout = connectTimeout;
+        b.cmEventTimeout = cmEventTimeout;
         b.eventLoopThreads = eventLoopThreads;
         b.maxInlineData = maxInlineData;
         return b;
     }
 
     public String hostNqn() { return hostNqn; }
+
+    /** The RDMA CM event wait set with {@link Builder#cmEventTimeout}, or null for the default. */
+    public Duration cmEventTimeout() { return cmEventTimeout; }
     public UUID hostId() { return hostId; }
     public int ioQueues() { return ioQueues; }
     /** Entries per I/O queue, 1-based; the wire carries {@code queueDepth - 1} (SQSIZE is 0-based). */
@@ -99,7 +105,7 @@ public final class ConnectOptions {
     public String toString() {
         return "ConnectOptions[hostNqn=" + hostNqn + ", hostId=" + hostId + ", ioQueues=" + ioQueues + ", queueDepth="
                 + queueDepth + ", kato=" + keepAliveTimeoutMs + ", hdgst=" + headerDigest + ", ddgst=" + dataDigest
-                + ", commandTimeout=" + commandTimeout + ", connectTimeout=" + connectTimeout + ", eventLoopThreads="
+                + ", commandTimeout=" + commandTimeout + ", connectTimeout=" + connectTimeout + ", cmEventTimeout=" + cmEventTimeout + ", eventLoopThreads="
                 + eventLoopThreads + ", maxInlineData=" + maxInlineData + "]";
     }
 
@@ -113,13 +119,18 @@ public final class ConnectOptions {
         private boolean dataDigest;
         private Duration commandTimeout = Duration.ofSeconds(30);
         private Duration connectTimeout = Duration.ofSeconds(10);
+        private Duration cmEventTimeout;
         private int eventLoopThreads = 1;
         private int maxInlineData = DEFAULT_MAX_INLINE_DATA;
 
         private Builder() {
         }
 
-        /** Host NQN; default {@code nqn.2014-08.org.nvmexpress:uuid:<hostId>}. */
+        /**
+         * Host NQN; default {@code nqn.2014-08.org.nvmexpress:uuid:<hostId>}. The empty string sends an empty host
+         * NQN, as SPDK's host does unless told one: subsystems that allow any host accept it, those with an
+         * allowed-hosts list refuse it (Connect Invalid Host).
+         */
         public Builder hostNqn(String v) { this.hostNqn = Objects.requireNonNull(v); return this; }
         /** Host identifier sent in Connect; default: one random UUID per process. */
         public Builder hostId(UUID v) { this.hostId = Objects.requireNonNull(v); return this; }
@@ -131,6 +142,12 @@ public final class ConnectOptions {
         public Builder dataDigest(boolean v) { this.dataDigest = v; return this; }
         public Builder commandTimeout(Duration v) { this.commandTimeout = positive(v, "commandTimeout"); return this; }
         public Builder connectTimeout(Duration v) { this.connectTimeout = positive(v, "connectTimeout"); return this; }
+        /**
+         * NVMe/RDMA only: the longest wait for each RDMA CM event while a queue connects (address and route
+         * resolved, connection established). Default: the connect timeout plus 1 s. SPDK's host waits 1 s
+         * ({@code rdma_cm_event_timeout_ms}); set that to behave as it does.
+         */
+        public Builder cmEventTimeout(Duration v) { this.cmEventTimeout = positive(v, "cmEventTimeout"); return this; }
         public Builder eventLoopThreads(int v) { this.eventLoopThreads = check(v, 1, 1024, "eventLoopThreads"); return this; }
         public Builder maxInlineData(int v) { this.maxInlineData = check(v, 0, 1 << 20, "maxInlineData"); return this; }
 

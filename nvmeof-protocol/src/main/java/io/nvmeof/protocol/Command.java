@@ -83,6 +83,8 @@ public class Command extends Flyweight {
 
     // Identify: CNS in CDW10 7:0, CNTID in CDW10 31:16, CSI in CDW11 31:24.
     public int cns() { return cdw10() & 0xFF; }
+    /** Identify: the Command Set Identifier (CDW11 bits 31:24). */
+    public int identifyCsi() { return cdw11() >>> 24; }
 
     // Get Log Page: LID CDW10 7:0, LSP 11:8, RAE bit 15, NUMDL 31:16, NUMDU CDW11 15:0, LPO CDW12-13.
     public int logPageId() { return cdw10() & 0xFF; }
@@ -93,6 +95,8 @@ public class Command extends Flyweight {
         return (numd + 1) * 4;
     }
     public long logPageOffset() { return u64(CDW12); }
+    /** Get Log Page: the Command Set Identifier (CDW14 bits 31:24), for command-set specific logs. */
+    public int logPageCsi() { return i32(CDW14) >>> 24; }
     public Command logPage(int lid, long bytes, long logOffset) {
         long numd = bytes / 4 - 1;
         cdw10((int) ((lid & 0xFF) | (numd & 0xFFFF) << 16));

@@ -82,7 +82,8 @@ public abstract class Flyweight {
         }
         byte[] bytes = new byte[len];
         buffer.getBytes(offset + at, bytes);
-        return new String(bytes, StandardCharsets.US_ASCII);
+        // ISO-8859-1 maps every byte to one char: names with bytes outside ASCII stay distinct and can be shown.
+        return new String(bytes, StandardCharsets.ISO_8859_1);
     }
 
     /** Writes an ASCII field NUL-padded to {@code max} bytes; the value must fit. */

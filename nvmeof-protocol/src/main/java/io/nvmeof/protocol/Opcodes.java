@@ -40,17 +40,29 @@ public final class Opcodes {
     public static final int CNS_CONTROLLER = 0x01;
     public static final int CNS_ACTIVE_NAMESPACE_LIST = 0x02;
     public static final int CNS_NAMESPACE_DESCRIPTORS = 0x03;
+    /** I/O Command Set specific Identify Namespace (CSI in CDW11). */
+    public static final int CNS_CS_NAMESPACE = 0x05;
+    /** I/O Command Set specific Identify Controller (CSI in CDW11). */
+    public static final int CNS_CS_CONTROLLER = 0x06;
+    /** Command Set Identifier of the NVM command set. */
+    public static final int CSI_NVM = 0x00;
 
     // Log page identifiers
     public static final int LOG_ERROR_INFORMATION = 0x01;
     public static final int LOG_SMART_HEALTH = 0x02;
+    public static final int LOG_FIRMWARE_SLOT = 0x03;
     public static final int LOG_CHANGED_NAMESPACE_LIST = 0x04;
+    public static final int LOG_COMMAND_EFFECTS = 0x05;
     public static final int LOG_DISCOVERY = 0x70;
 
     // Feature identifiers
+    public static final int FEAT_VOLATILE_WRITE_CACHE = 0x06;
     public static final int FEAT_NUMBER_OF_QUEUES = 0x07;
     public static final int FEAT_ASYNC_EVENT_CONFIG = 0x0B;
     public static final int FEAT_KEEP_ALIVE_TIMER = 0x0F;
+    /** Host Identifier: Get returns the 128-bit host ID from Connect (CDW11 EXHID must be 1); fabrics hosts cannot set it. */
+    public static final int FEAT_HOST_IDENTIFIER = 0x81;
+    public static final int HOST_IDENTIFIER_LENGTH = 16;
 
     /** The data direction an opcode implies: bits 1:0 of the opcode (NVMe Base, Figure "Opcodes"). */
     public static boolean isHostToController(int opcode) {

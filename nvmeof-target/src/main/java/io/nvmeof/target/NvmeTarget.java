@@ -4,6 +4,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.target.backend.BlockBackend;
 import io.nvmeof.target.backend.FileBackend;
 import io.nvmeof.target.backend.RamBackend;
@@ -80,7 +81,8 @@ public final class NvmeTarget implements AutoCloseable {
             target.close();
             throw e;
         }
-        group.next().scheduleAtFixedRate(core::checkKeepAlive, 100, 100, TimeUnit.MILLISECONDS);
+        group.next().scheduleAtFixedRate(core::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
+                TargetCore.KEEP_ALIVE_CHECK_NANOS, TimeUnit.NANOSECONDS);
         LOG.info("target started: {} poll group(s), {} subsystem(s)", threads, core.subsystems().size() - 1);
         return target;
     }
@@ -95,6 +97,14 @@ public final class NvmeTarget implements AutoCloseable {
         Subsystem sub = new Subsystem(s.nqn(), Subsystem.Type.NVM, serial, model, maxNs,
                 s.allowAnyHost() == null || s.allowAnyHost());
         if (s.hosts() != null) {
+            for (String host : s.hosts()) {
+                // An empty name can be sent (SPDK's host does) but never allowed: it names no host in particular.
+                String why = Nqn.validate(host);
+                if (why != null) {
+                    throw new IllegalArgumentException("subsystem " + s.nqn() + ": allowed host " + Nqn.display(host)
+                            + ": " + why);
+                }
+            }
             sub.allowedHosts().addAll(s.hosts());
             if (s.allowAnyHost() == null && !s.hosts().isEmpty()) {
                 sub.allowAnyHost(false);
@@ -199,6 +209,7 @@ public final class NvmeTarget implements AutoCloseable {
         for (Controller c : core.controllers()) {
             c.teardown("target shutting down");
         }
+        core.stopBackendWork(30_000); // a deallocate or flush in flight finishes before its backend closes
         pollGroups.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
         for (BlockBackend b : backends) {
             try {

@@ -190,14 +190,15 @@ public final class RdmaHostTransport implements HostTransport {
 
     private CmEvent await(BlockingQueue<CmEvent> events, CmEventType want, int timeoutMs, String where) {
         CmEvent ev;
+        long waitMs = options.cmEventTimeout() != null ? options.cmEventTimeout().toMillis() : timeoutMs + 1000L;
         try {
-            ev = events.poll(timeoutMs + 1000L, TimeUnit.MILLISECONDS);
+            ev = events.poll(waitMs, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new NvmeofException(where + ": interrupted while connecting", e);
         }
         if (ev == null) {
-            throw new NvmeofTimeoutException(where + ": no " + want + " from RDMA CM within " + timeoutMs + " ms");
+            throw new NvmeofTimeoutException(where + ": no " + want + " from RDMA CM within " + waitMs + " ms");
         }
         if (ev.type() == want) {
             return ev;

@@ -116,6 +116,9 @@ final class RdmaPoller {
     }
 
     private int pollOnce() throws RdmaException {
+        if (deviceGone) {
+            return 0;
+        }
         int n = cq.poll(batch);
         if (n == 0) {
             return 0;
@@ -194,13 +197,41 @@ final class RdmaPoller {
                     continue;
                 }
                 sleeps++;
-                channel.waitForEvent((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(scanPeriodNanos)), wakeup);
+                if (deviceGone) {
+                    // No channel to sleep on: still run hand-overs (they fail at once) and timeouts, without spinning.
+                    java.util.concurrent.locks.LockSupport.parkNanos(scanPeriodNanos);
+                } else {
+                    channel.waitForEvent((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(scanPeriodNanos)), wakeup);
+                }
                 SLEEP.setVolatile(this, AWAKE);
                 idle = 0;
-            } catch (RdmaException | RuntimeException e) {
+            } catch (RdmaException e) {
+                if (running && !deviceGone && (e.errno() == ENODEV || e.errno() == EBADF || e.errno() == EIO)) {
+                    deviceLost(e);
+                } else if (running) {
+                    LOG.warn("RDMA poller: {}", e.toString());
+                }
+            } catch (RuntimeException e) {
                 if (running) {
                     LOG.warn("RDMA poller: {}", e.toString());
                 }
+            }
+        }
+    }
+
+    private static final int EBADF = 9;
+    private static final int EIO = 5;
+    private static final int ENODEV = 19;
+    /** The device went away under the completion channel (POLLERR/POLLHUP): nothing more will complete. */
+    private boolean deviceGone;
+
+    /** Poller thread: the CQ and its channel are dead; every queue on them fails now instead of waiting. */
+    private void deviceLost(RdmaException e) {
+        deviceGone = true;
+        LOG.warn("RDMA poller: the device is gone ({}); failing its {} queue(s)", e.getMessage(), queues.length);
+        for (RdmaHostQueue q : queues) {
+            if (q != null) {
+                q.fail("RDMA device gone: " + e.getMessage(), io.nvmeof.initiator.IoCallback.ERR_TRANSPORT);
             }
         }
     }

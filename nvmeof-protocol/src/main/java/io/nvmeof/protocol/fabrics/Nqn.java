@@ -32,6 +32,26 @@ public final class Nqn {
         return null;
     }
 
+    /**
+     * A host NQN as an admin should read it in a log line: quoted, {@code ""} marked as the empty host NQN (SPDK's
+     * host sends one by default), bytes outside printable ASCII escaped.
+     */
+    public static String display(String nqn) {
+        if (nqn == null || nqn.isEmpty()) {
+            return "\"\" (empty host NQN)";
+        }
+        StringBuilder b = new StringBuilder(nqn.length() + 2).append('"');
+        for (int i = 0; i < nqn.length(); i++) {
+            char ch = nqn.charAt(i);
+            if (ch < 0x20 || ch > 0x7E || ch == '"' || ch == '\\') {
+                b.append(String.format("\\x%02x", (int) ch & 0xFF));
+            } else {
+                b.append(ch);
+            }
+        }
+        return b.append('"').toString();
+    }
+
     /** True when the name follows the spec's {@code nqn.yyyy-mm.reverse-domain[:...]} or UUID form. */
     public static boolean isConforming(String nqn) {
         return nqn.matches("nqn\\.\\d{4}-\\d{2}\\.[A-Za-z0-9.-]+(:.*)?")

@@ -60,6 +60,8 @@ public final class IdentifyController extends Flyweight {
 
     // LPA: bit 1 command effects... bit 2 extended data for Get Log Page
     public static final int LPA_EXTENDED = 1 << 2;
+    /** The Commands Supported and Effects log page (05h) is served. */
+    public static final int LPA_COMMAND_EFFECTS = 1 << 1;
 
     /** SGLS: bit 0-1 = 01b SGLs supported, bit 2 keyed SGL data block, bit 20 offset-based addressing (in-capsule). */
     public static final int SGLS_SUPPORTED = 1;

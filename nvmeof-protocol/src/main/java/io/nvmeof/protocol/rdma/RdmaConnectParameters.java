@@ -9,7 +9,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  *
  * <p>Hosts disagree on what the sizes mean: the Linux host sends HRQSIZE = N, HSQSIZE = N - 1 (admin: 32 / 31) for a
  * queue of N entries; SPDK's sends N + 1, N. Both fit one reading: the host can have HSQSIZE + 1 commands in flight,
- * so the target posts that many receives and accepts HSQSIZE up to the largest queue it serves plus one.
+ * so the target posts that many receives and takes HSQSIZE up to the largest queue it serves plus one (beyond that it
+ * clamps, as SPDK does, except on the admin queue, where Linux nvmet's limit of 32 entries is kept).
  *
  * @param qid queue ID the host asks for
  * @param receiveDepth receives to post: commands the host may have outstanding (HSQSIZE + 1)
@@ -39,16 +40,19 @@ public record RdmaConnectParameters(int qid, int receiveDepth, int hostReceiveQu
         if (qid > maxQid) {
             return reject(RdmaCmReject.STS_INVALID_QID);
         }
-        int limit = qid == 0 ? adminQueueSize : maxQueueSize;
         int hsqsize = r.hsqsize();
-        if (hsqsize == 0 || hsqsize > limit) {
+        if (qid == 0 && hsqsize > adminQueueSize) {
+            // nvmet refuses admin queues beyond its 32 entries too; SPDK clamps.
             return reject(RdmaCmReject.STS_INVALID_HSQSIZE);
         }
         int hrqsize = r.hrqsize();
-        if (hrqsize == 0 || hrqsize > limit + 1) {
-            return reject(RdmaCmReject.STS_INVALID_HRQSIZE);
+        if (hrqsize == 0) {
+            return reject(RdmaCmReject.STS_INVALID_HRQSIZE); // a host that can take no response
         }
-        return new RdmaConnectParameters(qid, hsqsize + 1, hrqsize, 0);
+        // Larger I/O queues than the target serves are clamped (as SPDK does; nvmet does not look): CRQSIZE tells the
+        // host, and a Connect whose SQSIZE exceeds CAP.MQES is refused later anyway. HSQSIZE 0 is one command.
+        int limit = qid == 0 ? adminQueueSize : maxQueueSize;
+        return new RdmaConnectParameters(qid, Math.min(hsqsize, limit) + 1, Math.min(hrqsize, limit + 1), 0);
     }
 
     private static RdmaConnectParameters reject(int sts) {

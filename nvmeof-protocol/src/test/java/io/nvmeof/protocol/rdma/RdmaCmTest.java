@@ -61,9 +61,20 @@ class RdmaCmTest {
         assertEquals(RdmaCmReject.STS_INVALID_RECFMT, parse(request(1, 1, 128, 127), 32).rejectStatus());
         assertEquals(RdmaCmReject.STS_INVALID_QID, parse(request(0, 9, 128, 127), 32).rejectStatus());
         assertEquals(RdmaCmReject.STS_INVALID_HSQSIZE, parse(request(0, 0, 64, 63), 32).rejectStatus(), "admin queue too deep");
-        assertEquals(RdmaCmReject.STS_INVALID_HSQSIZE, parse(request(0, 1, 300, 299), 32).rejectStatus());
-        assertEquals(RdmaCmReject.STS_INVALID_HSQSIZE, parse(request(0, 1, 1, 0), 32).rejectStatus());
         assertEquals(RdmaCmReject.STS_INVALID_HRQSIZE, parse(request(0, 1, 0, 127), 32).rejectStatus());
         assertFalse(parse(request(0, 1, 0, 127), 32).acceptable());
+    }
+
+    /** What both Linux nvmet and SPDK accept is accepted (docs/conformance.md, "Refusals compared"). */
+    @Test
+    void sizesTheReferenceTargetsTakeAreTakenAndClamped() {
+        RdmaConnectParameters deep = parse(request(0, 1, 300, 299), 32);
+        assertTrue(deep.acceptable(), "an I/O queue deeper than MQES + 1 is clamped, not rejected");
+        assertEquals(129, deep.receiveDepth(), "clamped to the largest queue served plus one");
+        assertEquals(129, deep.hostReceiveQueueSize());
+        RdmaConnectParameters one = parse(request(0, 1, 1, 0), 32);
+        assertTrue(one.acceptable(), "HSQSIZE 0: one command");
+        assertEquals(1, one.receiveDepth());
+        assertTrue(parse(request(0, 0, 32, 0), 32).acceptable(), "admin HSQSIZE 0, as nvmet accepts");
     }
 }

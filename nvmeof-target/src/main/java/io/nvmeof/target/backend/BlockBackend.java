@@ -41,6 +41,14 @@ public interface BlockBackend extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * Whether a flush, or zeroing or deallocating {@code bytes}, may take long enough to stall a poll group (file
+     * system calls, fdatasync, zeroing gigabytes of memory). Such work runs on the core's backend executor instead.
+     */
+    default boolean mayBlock(long bytes) {
+        return false;
+    }
+
     /** A short description for logs and the CLI, e.g. {@code ram} or the file path. */
     String describe();
 

@@ -10,13 +10,15 @@ import java.nio.file.StandardOpenOption;
 /**
  * A namespace backed by a regular file (or block device) with positional I/O, so concurrent queues never share a file
  * position. A missing file is created sparse at the given size; an existing one is grown to it, never shrunk.
- * Flush is {@code fdatasync}: data written before it is durable when it completes.
+ * Flush is {@code fdatasync}: data written before it is durable when it completes. Deallocate punches holes and Write
+ * Zeroes zeroes ranges through {@code fallocate} ({@link FileSpace}), writing zeroes only where the file system cannot.
  */
 public final class FileBackend implements BlockBackend {
     private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
 
     private final Path path;
     private final FileChannel channel;
+    private final FileSpace space;
     private final long size;
 
     public FileBackend(Path path, long sizeBytes) throws IOException {
@@ -34,6 +36,14 @@ public final class FileBackend implements BlockBackend {
             channel.write(ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
         }
         this.size = sizeBytes;
+        FileSpace fs;
+        try {
+            fs = new FileSpace(path);
+        } catch (IOException e) {
+            channel.close();
+            throw e;
+        }
+        this.space = fs;
     }
 
     public Path path() {
@@ -74,6 +84,12 @@ public final class FileBackend implements BlockBackend {
 
     @Override
     public void writeZeroes(long offset, long length) throws IOException {
+        if (!space.zeroRange(offset, length)) {
+            writeZeroBytes(offset, length);
+        }
+    }
+
+    private void writeZeroBytes(long offset, long length) throws IOException {
         while (length > 0) {
             ByteBuffer z = ZEROES.duplicate();
             z.limit((int) Math.min(length, z.capacity()));
@@ -86,8 +102,16 @@ public final class FileBackend implements BlockBackend {
 
     @Override
     public void deallocate(long offset, long length) throws IOException {
-        // Java has no portable hole punch; zeroes keep the "deallocated reads as zero" promise.
-        writeZeroes(offset, length);
+        // A hole reads as zeroes, which keeps the promise DLFEAT makes; where there are no holes, write zeroes.
+        if (!space.punchHole(offset, length)) {
+            writeZeroes(offset, length);
+        }
+    }
+
+    /** File space changes, zeroing and fdatasync can take long: never on a poll group thread. */
+    @Override
+    public boolean mayBlock(long bytes) {
+        return true;
     }
 
     @Override
@@ -97,6 +121,7 @@ public final class FileBackend implements BlockBackend {
 
     @Override
     public void close() throws IOException {
+        space.close();
         channel.close();
     }
 }

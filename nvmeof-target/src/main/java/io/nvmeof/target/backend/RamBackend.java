@@ -126,6 +126,14 @@ public final class RamBackend implements BlockBackend {
         // Memory is as durable as it gets; nothing to do.
     }
 
+    /** Zeroing more than this much memory goes off the poll group (a whole-namespace Write Zeroes takes seconds). */
+    static final long ZEROING_OFF_POLL_GROUP = 16L << 20;
+
+    @Override
+    public boolean mayBlock(long bytes) {
+        return bytes > ZEROING_OFF_POLL_GROUP;
+    }
+
     @Override
     public void writeZeroes(long offset, long length) {
         zero(offset, length, false);

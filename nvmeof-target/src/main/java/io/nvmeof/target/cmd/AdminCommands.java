@@ -8,7 +8,9 @@ import io.nvmeof.protocol.identify.IdentifyController;
 import io.nvmeof.protocol.identify.IdentifyNamespace;
 import io.nvmeof.protocol.identify.NamespaceDescriptor;
 import io.nvmeof.protocol.log.ChangedNamespaceList;
+import io.nvmeof.protocol.log.CommandEffectsLog;
 import io.nvmeof.protocol.log.ErrorLogEntry;
+import io.nvmeof.protocol.log.FirmwareSlotLog;
 import io.nvmeof.protocol.log.SmartHealthLog;
 import io.nvmeof.protocol.regs.ControllerRegisters;
 import io.nvmeof.target.core.Controller;
@@ -39,6 +41,15 @@ public final class AdminCommands {
             case Opcodes.ADMIN_GET_LOG_PAGE:
                 return logPage(req, AdminCommands::executeGetLogPage);
             case Opcodes.ADMIN_GET_FEATURES:
+                if (cmd.featureId() == Opcodes.FEAT_HOST_IDENTIFIER) {
+                    // The only feature with data: the 128-bit host ID (a 64-bit one does not exist on fabrics).
+                    if ((cmd.cdw11() & 1) == 0) {
+                        req.errorLocation = Command.CDW11;
+                        return Status.INVALID_FIELD | Status.DNR;
+                    }
+                    req.transferLength = Opcodes.HOST_IDENTIFIER_LENGTH;
+                    req.direction = Request.DIR_CONTROLLER_TO_HOST;
+                }
                 req.execute = AdminCommands::executeGetFeatures;
                 return Status.SUCCESS;
             case Opcodes.ADMIN_SET_FEATURES:
@@ -141,10 +152,38 @@ public final class AdminCommands {
                 req.complete(Status.SUCCESS);
                 return;
             }
+            case Opcodes.CNS_CS_NAMESPACE:
+                // The NVM command set's own Identify Namespace: all of its fields are optional and read as zero.
+                if (!nvmCommandSet(req)) {
+                    return;
+                }
+                if (s.namespace(nsid) == null) {
+                    req.errorLocation = Command.NSID;
+                    req.complete(Status.INVALID_NAMESPACE | Status.DNR);
+                    return;
+                }
+                req.complete(Status.SUCCESS);
+                return;
+            case Opcodes.CNS_CS_CONTROLLER:
+                // The NVM command set's own Identify Controller: zeroes say "no limits reported" (as nvmet answers).
+                if (nvmCommandSet(req)) {
+                    req.complete(Status.SUCCESS);
+                }
+                return;
             default:
                 req.errorLocation = Command.CDW10;
                 req.complete(Status.INVALID_FIELD | Status.DNR);
         }
+    }
+
+    /** Completes with Invalid Field and returns false unless an Identify names the NVM command set. */
+    private static boolean nvmCommandSet(Request req) {
+        if (req.cmd.identifyCsi() == Opcodes.CSI_NVM) {
+            return true;
+        }
+        req.errorLocation = Command.CDW11;
+        req.complete(Status.INVALID_FIELD | Status.DNR);
+        return false;
     }
 
     static byte[] uuidBytes(UUID u) {
@@ -168,7 +207,7 @@ public final class AdminCommands {
                 .acl(3)
                 .aerl(Controller.AER_LIMIT - 1)
                 .frmw(1 << 1 | 1) // one slot, read only
-                .lpa(IdentifyController.LPA_EXTENDED)
+                .lpa(IdentifyController.LPA_EXTENDED | IdentifyController.LPA_COMMAND_EFFECTS)
                 .elpe(ELPE)
                 .kas(KAS_100MS)
                 .sqes(0x66)
@@ -219,8 +258,19 @@ public final class AdminCommands {
             case Opcodes.LOG_SMART_HEALTH:
                 log = smartLog(c);
                 break;
+            case Opcodes.LOG_FIRMWARE_SLOT:
+                log = firmwareSlotLog();
+                break;
             case Opcodes.LOG_CHANGED_NAMESPACE_LIST:
                 log = changedNamespaceLog(c, req.cmd.retainAsyncEvent());
+                break;
+            case Opcodes.LOG_COMMAND_EFFECTS:
+                if (req.cmd.logPageCsi() != Opcodes.CSI_NVM) {
+                    req.errorLocation = Command.CDW14;
+                    req.complete(Status.INVALID_LOG_PAGE | Status.DNR);
+                    return;
+                }
+                log = COMMAND_EFFECTS;
                 break;
             default:
                 req.errorLocation = Command.CDW10;
@@ -233,7 +283,8 @@ public final class AdminCommands {
     /** Copies the part of a log the command asked for; bytes past the log's end read as zero. */
     static void copyLog(Request req, byte[] log) {
         long offset = req.cmd.logPageOffset();
-        if (offset > log.length) {
+        // LPO is an unsigned 64-bit byte offset: compared unsigned, or one with the top bit set passes as negative.
+        if (Long.compareUnsigned(offset, log.length) > 0) {
             req.errorLocation = Command.CDW12;
             req.complete(Status.INVALID_FIELD | Status.DNR);
             return;
@@ -273,6 +324,32 @@ public final class AdminCommands {
         return log;
     }
 
+    static byte[] firmwareSlotLog() {
+        byte[] log = new byte[FirmwareSlotLog.LENGTH];
+        new FirmwareSlotLog().<FirmwareSlotLog>wrap(new UnsafeBuffer(log), 0).activeSlot(1).revision(1, FIRMWARE_REVISION);
+        return log;
+    }
+
+    /** What this controller executes, and which commands change logical block content (read only, once built). */
+    private static final byte[] COMMAND_EFFECTS = commandEffects();
+
+    private static byte[] commandEffects() {
+        byte[] log = new byte[CommandEffectsLog.LENGTH];
+        CommandEffectsLog l = new CommandEffectsLog().wrap(new UnsafeBuffer(log), 0);
+        for (int op : new int[] {Opcodes.ADMIN_GET_LOG_PAGE, Opcodes.ADMIN_IDENTIFY, Opcodes.ADMIN_ABORT,
+                Opcodes.ADMIN_SET_FEATURES, Opcodes.ADMIN_GET_FEATURES, Opcodes.ADMIN_ASYNC_EVENT_REQUEST,
+                Opcodes.ADMIN_KEEP_ALIVE}) {
+            l.admin(op, CommandEffectsLog.CSUPP);
+        }
+        for (int op : new int[] {Opcodes.IO_FLUSH, Opcodes.IO_READ, Opcodes.IO_COMPARE}) {
+            l.io(op, CommandEffectsLog.CSUPP);
+        }
+        for (int op : new int[] {Opcodes.IO_WRITE, Opcodes.IO_WRITE_ZEROES, Opcodes.IO_DATASET_MANAGEMENT}) {
+            l.io(op, CommandEffectsLog.CSUPP | CommandEffectsLog.LBCC);
+        }
+        return log;
+    }
+
     static byte[] changedNamespaceLog(Controller c, boolean retain) {
         byte[] log = new byte[ChangedNamespaceList.LENGTH];
         ChangedNamespaceList l = new ChangedNamespaceList().wrap(new UnsafeBuffer(log), 0);
@@ -296,6 +373,14 @@ public final class AdminCommands {
                 return;
             case Opcodes.FEAT_ASYNC_EVENT_CONFIG:
                 req.completeWithResult(c.asyncEventConfig() & 0xFFFF_FFFFL);
+                return;
+            case Opcodes.FEAT_VOLATILE_WRITE_CACHE:
+                req.completeWithResult(1); // enabled: Identify Controller reports a volatile write cache (VWC)
+                return;
+            case Opcodes.FEAT_HOST_IDENTIFIER:
+                req.allocateData(true);
+                req.dataView().putBytes(0, c.hostId());
+                req.complete(Status.SUCCESS);
                 return;
             default:
                 req.errorLocation = Command.CDW10;
@@ -337,6 +422,11 @@ public final class AdminCommands {
             case Opcodes.FEAT_ASYNC_EVENT_CONFIG:
                 c.asyncEventConfig(cdw11 & Features.AEC_NS_ATTRIBUTE);
                 req.complete(Status.SUCCESS);
+                return;
+            case Opcodes.FEAT_HOST_IDENTIFIER:
+                // Fabrics hosts give their ID in Connect; nvmet and SPDK refuse to change it afterwards the same way.
+                req.errorLocation = Command.CDW10;
+                req.complete(Status.COMMAND_SEQUENCE_ERROR | Status.DNR);
                 return;
             default:
                 req.errorLocation = Command.CDW10;

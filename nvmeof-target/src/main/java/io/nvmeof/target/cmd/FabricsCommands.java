@@ -11,7 +11,6 @@ import io.nvmeof.target.core.Request;
 import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.Subsystem;
 import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.core.TargetLimits;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,8 +49,9 @@ public final class FabricsCommands {
                     return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
                 }
                 if (sq.qid() != 0) {
+                    // Property access exists on the admin queue only; nvmet and SPDK answer Invalid Opcode.
                     req.errorLocation = FabricsCommand.FCTYPE;
-                    return Status.INVALID_FIELD | Status.DNR;
+                    return Status.INVALID_OPCODE | Status.DNR;
                 }
                 req.execute = f.fctype() == Opcodes.FCTYPE_PROPERTY_GET ? FabricsCommands::executePropertyGet
                         : FabricsCommands::executePropertySet;
@@ -93,10 +93,13 @@ public final class FabricsCommands {
             return;
         }
         String subnqn = d.subnqn();
+        // A host NQN is taken as it is, as Linux nvmet and SPDK take it: empty (SPDK's host sends that unless told a
+        // name), not in nqn.yyyy-mm form, or with bytes outside printable ASCII. It only has to match an allowed host
+        // where the subsystem lists them. Only the spec's 223-byte limit is kept (SPDK keeps it too).
         String hostnqn = d.hostnqn();
-        String bad = Nqn.validate(hostnqn);
-        if (bad != null) {
-            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.HOSTNQN), "host NQN: " + bad);
+        if (hostnqn.length() > Nqn.MAX_LENGTH) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.HOSTNQN),
+                    "host NQN is " + hostnqn.length() + " bytes long; the limit is " + Nqn.MAX_LENGTH);
             return;
         }
         Subsystem subsystem = core.subsystem(subnqn);
@@ -107,19 +110,21 @@ public final class FabricsCommands {
         }
         if (!subsystem.hostAllowed(hostnqn)) {
             fail(req, Status.CONNECT_INVALID_HOST | Status.DNR, invalidDataField(ConnectData.HOSTNQN),
-                    "host " + hostnqn + " is not allowed to use " + subnqn);
+                    "host " + Nqn.display(hostnqn) + " is not allowed to use " + subnqn);
             return;
         }
         int qid = f.qid();
         int sqsize = f.sqsize();
         byte[] hostId = new byte[16];
         d.readHostId(hostId);
+        // SQSIZE is 0-based. Admin queues may be as large as I/O queues: nvmet (TCP) and SPDK (up to 127) accept
+        // more than the 32 entries the discovery log advertises.
+        if (sqsize == 0 || sqsize >= core.limits().maxQueueSize() || sqsize >= sq.maxPoolSize()) {
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.SQSIZE),
+                    "SQSIZE " + sqsize + " (0-based) is 0 or beyond MQES " + (core.limits().maxQueueSize() - 1));
+            return;
+        }
         if (qid == 0) {
-            if (sqsize == 0 || sqsize >= TargetLimits.ADMIN_QUEUE_SIZE) {
-                fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.SQSIZE),
-                        "admin SQSIZE " + sqsize);
-                return;
-            }
             if (d.cntlid() != ConnectData.CNTLID_DYNAMIC) {
                 fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.CNTLID),
                         "static controller ID " + d.cntlid() + " asked for; this target has dynamic controllers");
@@ -135,7 +140,7 @@ public final class FabricsCommands {
                 return;
             }
             core.bindQueue(sq, c, 0, sqsize + 1, f.sqFlowControlDisabled());
-            LOG.info("controller {} of {} created for host {} from {} (KATO {} ms)", c.cntlid(), subnqn, hostnqn,
+            LOG.info("controller {} of {} created for host {} from {} (KATO {} ms)", c.cntlid(), subnqn, Nqn.display(hostnqn),
                     sq.transport().peer(), kato);
             req.completeWithResult(c.cntlid());
             return;
@@ -146,11 +151,8 @@ public final class FabricsCommands {
                     "I/O queue for controller " + d.cntlid() + " that this host does not have");
             return;
         }
-        if (!java.util.Arrays.equals(c.hostId(), hostId)) {
-            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.HOSTID),
-                    "host ID differs from the admin queue's");
-            return;
-        }
+        // The host ID is not compared with the admin queue's: nvmet and SPDK take the controller's from its admin
+        // Connect alone, and a host that sends another one on an I/O queue still owns the controller (same host NQN).
         if (c.isDiscovery()) {
             fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.QID),
                     "discovery controllers have no I/O queues");
@@ -160,14 +162,11 @@ public final class FabricsCommands {
             fail(req, Status.COMMAND_SEQUENCE_ERROR | Status.DNR, 0, "controller " + c.cntlid() + " is not enabled");
             return;
         }
-        if (qid > c.grantedIoQueues()) {
+        // Checked against what the controller can hold, not what Set Features Number of Queues granted: nvmet and
+        // SPDK do the same, and hosts that skip Set Features (or ask for fewer than they use) still work.
+        if (qid > c.maxIoQueues()) {
             fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.QID),
-                    "QID " + qid + " beyond the " + c.grantedIoQueues() + " I/O queues granted");
-            return;
-        }
-        if (sqsize == 0 || sqsize >= core.limits().maxQueueSize() || sqsize >= sq.poolSize()) {
-            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.SQSIZE),
-                    "I/O SQSIZE " + sqsize + " (0-based) beyond MQES " + (core.limits().maxQueueSize() - 1));
+                    "QID " + qid + " beyond the " + c.maxIoQueues() + " I/O queues a controller has");
             return;
         }
         int status = core.attachIoQueue(c, qid, sq);

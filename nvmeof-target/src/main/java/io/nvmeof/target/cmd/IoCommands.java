@@ -1,15 +1,20 @@
 package io.nvmeof.target.cmd;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
+import io.nvmeof.target.backend.BlockBackend;
 import io.nvmeof.target.core.Namespace;
 import io.nvmeof.target.core.Request;
 import io.nvmeof.target.core.SubmissionQueue;
+import io.nvmeof.target.core.TargetCore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -130,7 +135,8 @@ public final class IoCommands {
     }
 
     static void executeCompare(Request req) {
-        ByteBuf stored = req.sq().transport().allocator().directBuffer(req.transferLength, req.transferLength);
+        // Scratch memory, not the transport's: over RDMA that is the registered pool, which data transfers need.
+        ByteBuf stored = ByteBufAllocator.DEFAULT.directBuffer(req.transferLength, req.transferLength);
         try {
             ByteBuffer nio = stored.internalNioBuffer(0, req.transferLength);
             req.ns.backend().read(byteOffset(req), nio);
@@ -145,40 +151,46 @@ public final class IoCommands {
     }
 
     static void executeWriteZeroes(Request req) {
+        long offset = byteOffset(req);
         long length = (long) req.cmd.blockCount() << req.ns.blockShift();
-        try {
-            if (req.cmd.deallocateHint()) {
-                req.ns.backend().deallocate(byteOffset(req), length);
+        BlockBackend b = req.ns.backend();
+        boolean deallocate = req.cmd.deallocateHint();
+        runBackend(req, b, length, () -> {
+            if (deallocate) {
+                b.deallocate(offset, length);
             } else {
-                req.ns.backend().writeZeroes(byteOffset(req), length);
+                b.writeZeroes(offset, length);
             }
-        } catch (IOException e) {
-            req.complete(Status.WRITE_FAULT);
-            return;
-        }
-        req.complete(Status.SUCCESS);
+            return Status.SUCCESS;
+        });
     }
 
     static void executeFlush(Request req) {
-        try {
-            req.ns.backend().flush();
-        } catch (IOException e) {
-            req.complete(Status.WRITE_FAULT);
-            return;
-        }
-        req.complete(Status.SUCCESS);
+        BlockBackend b = req.ns.backend();
+        runBackend(req, b, 0, () -> {
+            b.flush();
+            return Status.SUCCESS;
+        });
     }
 
     static void executeFlushAll(Request req) {
-        try {
-            for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
-                ns.backend().flush();
-            }
-        } catch (IOException e) {
-            req.complete(Status.WRITE_FAULT);
-            return;
+        List<BlockBackend> all = new ArrayList<>();
+        boolean mayBlock = false;
+        for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
+            all.add(ns.backend());
+            mayBlock |= ns.backend().mayBlock(0);
         }
-        req.complete(Status.SUCCESS);
+        TargetCore.BackendCall flush = () -> {
+            for (BlockBackend b : all) {
+                b.flush();
+            }
+            return Status.SUCCESS;
+        };
+        if (mayBlock) {
+            req.sq().core().executeOffPollGroup(req, flush, Status.WRITE_FAULT);
+        } else {
+            runNow(req, flush);
+        }
     }
 
     static void executeDatasetManagement(Request req) {
@@ -191,22 +203,49 @@ public final class IoCommands {
         UnsafeBuffer view = req.dataView();
         DatasetRange range = new DatasetRange();
         int count = req.cmd.rangeCount();
-        try {
-            for (int i = 0; i < count; i++) {
-                range.wrap(view, i * DatasetRange.LENGTH);
-                long slba = range.slba();
-                long blocks = range.blocks();
-                if (slba < 0 || blocks > ns.blockCount() || slba > ns.blockCount() - blocks) {
-                    req.errorLocation = Command.DPTR;
-                    req.complete(Status.LBA_RANGE | Status.DNR);
-                    return;
-                }
-                ns.backend().deallocate(slba << ns.blockShift(), blocks << ns.blockShift());
+        // Every range is checked before any is deallocated: a bad one changes nothing.
+        long[] offsets = new long[count];
+        long[] lengths = new long[count];
+        long total = 0;
+        for (int i = 0; i < count; i++) {
+            range.wrap(view, i * DatasetRange.LENGTH);
+            long slba = range.slba();
+            long blocks = range.blocks();
+            if (slba < 0 || blocks > ns.blockCount() || slba > ns.blockCount() - blocks) {
+                req.errorLocation = Command.DPTR;
+                req.complete(Status.LBA_RANGE | Status.DNR);
+                return;
             }
-        } catch (IOException e) {
-            req.complete(Status.WRITE_FAULT);
-            return;
+            offsets[i] = slba << ns.blockShift();
+            lengths[i] = blocks << ns.blockShift();
+            total += lengths[i];
         }
-        req.complete(Status.SUCCESS);
+        BlockBackend b = ns.backend();
+        runBackend(req, b, total, () -> {
+            for (int i = 0; i < count; i++) {
+                b.deallocate(offsets[i], lengths[i]);
+            }
+            return Status.SUCCESS;
+        });
+    }
+
+    /** Runs a backend call here, or on the core's backend executor when the backend says it may block. */
+    private static void runBackend(Request req, BlockBackend b, long bytes, TargetCore.BackendCall call) {
+        if (b.mayBlock(bytes)) {
+            req.sq().core().executeOffPollGroup(req, call, Status.WRITE_FAULT);
+        } else {
+            runNow(req, call);
+        }
+    }
+
+    private static void runNow(Request req, TargetCore.BackendCall call) {
+        int status;
+        try {
+            status = call.run();
+        } catch (IOException e) {
+            LOG.warn("namespace {}: {}", req.ns != null ? req.ns.nsid() : 0, e.toString());
+            status = Status.WRITE_FAULT;
+        }
+        req.complete(status);
     }
 }

@@ -3,6 +3,7 @@ package io.nvmeof.target.core;
 import io.nvmeof.protocol.Features;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.regs.ControllerRegisters;
 import java.util.ArrayDeque;
 import java.util.TreeSet;
@@ -76,6 +77,8 @@ public final class Controller {
     public long kato() { return kato; }
     public void kato(long ms) { kato = ms; }
     void touch() { lastTrafficNanos = System.nanoTime(); }
+    /** The host sent something on one of this controller's queues (keep-alive is traffic based, as nvmet's). */
+    public void trafficReceived() { touch(); }
     long idleNanos(long now) { return now - lastTrafficNanos; }
 
     public long cc() { return cc; }
@@ -103,8 +106,12 @@ public final class Controller {
         boolean wasEnabled = ControllerRegisters.ccEnabled(old);
         boolean enabled = ControllerRegisters.ccEnabled(value);
         if (enabled && !wasEnabled) {
-            if (ControllerRegisters.ccIosqes(value) != 6 || ControllerRegisters.ccIocqes(value) != 4
-                    || ControllerRegisters.ccMps(value) != 0 || ControllerRegisters.ccCss(value) != 0
+            // As nvmet: queue entry sizes matter only to controllers with I/O queues, and CSS may name the NVM
+            // command set (0) or "all supported I/O command sets" (6), which here is the NVM command set alone.
+            boolean entrySizesOk = isDiscovery()
+                    || ControllerRegisters.ccIosqes(value) == 6 && ControllerRegisters.ccIocqes(value) == 4;
+            int css = ControllerRegisters.ccCss(value);
+            if (!entrySizesOk || ControllerRegisters.ccMps(value) != 0 || (css != 0 && css != 6)
                     || ((value >>> 11) & 0x7) != 0) {
                 LOG.warn("controller {}: host enabled with unsupported CC {}; reporting controller fatal status", cntlid,
                         Long.toHexString(value));
@@ -119,14 +126,14 @@ public final class Controller {
         }
         int shn = ControllerRegisters.ccShn(value);
         if (shn != ControllerRegisters.SHN_NONE && ControllerRegisters.ccShn(old) == ControllerRegisters.SHN_NONE) {
-            LOG.info("controller {}: shutdown notification from {}", cntlid, hostNqn);
+            // Complete only once nothing can still change the media: every I/O queue closed (a write running on
+            // another poll group finishes first), the backend work they handed off done, and then the flush. Until
+            // then the host, polling CSTS, sees "shutdown processing occurring".
+            LOG.info("controller {}: shutdown notification from {}", cntlid, Nqn.display(hostNqn));
+            csts = (csts & ~0xCL) | (long) ControllerRegisters.SHST_OCCURRING << 2;
+            shutdownPending = true;
             closeIoQueues("controller shutdown");
-            try {
-                flushNamespaces();
-            } catch (Exception e) {
-                LOG.warn("controller {}: flush on shutdown failed: {}", cntlid, e.toString());
-            }
-            csts = (csts & ~0xCL) | (long) ControllerRegisters.SHST_COMPLETE << 2;
+            maybeFinishShutdown();
         } else if (shn == ControllerRegisters.SHN_NONE && ControllerRegisters.ccShn(old) != ControllerRegisters.SHN_NONE) {
             csts &= ~0xCL;
         }
@@ -136,6 +143,43 @@ public final class Controller {
         for (Namespace ns : subsystem.namespaces()) {
             ns.backend().flush();
         }
+    }
+
+    /** Set by CC.SHN until the I/O queues are gone, their backend work done, and the namespaces flushed. */
+    private volatile boolean shutdownPending;
+    /** Requests of this controller's queues running on the core's backend executor. */
+    private final java.util.concurrent.atomic.AtomicInteger backendWorkInFlight = new java.util.concurrent.atomic.AtomicInteger();
+
+    void backendWorkStarted() {
+        backendWorkInFlight.incrementAndGet();
+    }
+
+    void backendWorkDone() {
+        if (backendWorkInFlight.decrementAndGet() == 0) {
+            maybeFinishShutdown();
+        }
+    }
+
+    /** Any thread: finishes a pending shutdown once no I/O queue and no backend work is left. */
+    private void maybeFinishShutdown() {
+        if (!shutdownPending || connectedIoQueues() > 0 || backendWorkInFlight.get() > 0) {
+            return;
+        }
+        synchronized (this) {
+            if (!shutdownPending) {
+                return;
+            }
+            shutdownPending = false;
+        }
+        core.runBackendWork(() -> {
+            try {
+                flushNamespaces();
+            } catch (Exception e) {
+                LOG.warn("controller {}: flush on shutdown failed: {}", cntlid, e.toString());
+            }
+            csts = (csts & ~0xCL) | (long) ControllerRegisters.SHST_COMPLETE << 2;
+            LOG.info("controller {}: shutdown complete", cntlid);
+        });
     }
 
     /** Binds an I/O queue; returns a status (the caller has checked the QID's range). */
@@ -154,6 +198,7 @@ public final class Controller {
         int qid = sq.qid();
         if (qid > 0 && qid < queues.length()) {
             queues.compareAndSet(qid, sq, null);
+            maybeFinishShutdown();
         }
     }
 
@@ -185,7 +230,7 @@ public final class Controller {
         if (!dead.compareAndSet(false, true)) {
             return;
         }
-        LOG.info("controller {} of {} (host {}) torn down: {}", cntlid, subsystem.nqn(), hostNqn, reason);
+        LOG.info("controller {} of {} (host {}) torn down: {}", cntlid, subsystem.nqn(), Nqn.display(hostNqn), reason);
         for (int i = queues.length() - 1; i >= 0; i--) {
             SubmissionQueue q = queues.get(i);
             if (q != null) {

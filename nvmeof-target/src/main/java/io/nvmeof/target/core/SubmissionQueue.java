@@ -11,9 +11,10 @@ import io.nvmeof.target.transport.TransportQueue;
 public final class SubmissionQueue {
     private final TargetCore core;
     private final TransportQueue transport;
-    private final Request[] requests;
-    private final int[] free;
+    private Request[] requests;
+    private int[] free;
     private int freeCount;
+    private final int maxPoolSize;
 
     private int qid = -1;
     private int size;
@@ -32,15 +33,40 @@ public final class SubmissionQueue {
      *     sees a completion, before the transport has finished sending it.
      */
     public SubmissionQueue(TargetCore core, TransportQueue transport, int poolSize) {
+        this(core, transport, poolSize, poolSize);
+    }
+
+    /**
+     * A pool that starts with {@code initialPool} requests and grows at Connect to twice the queue's size (as Linux
+     * nvmet-tcp sizes its commands), at most {@code maxPoolSize}: a connection that never connects costs little.
+     */
+    public SubmissionQueue(TargetCore core, TransportQueue transport, int initialPool, int maxPoolSize) {
         this.core = core;
         this.transport = transport;
-        this.requests = new Request[poolSize];
-        this.free = new int[poolSize];
-        for (int i = 0; i < poolSize; i++) {
-            requests[i] = new Request(this, i);
-            free[i] = poolSize - 1 - i;
+        this.maxPoolSize = maxPoolSize;
+        this.requests = new Request[0];
+        this.free = new int[0];
+        grow(Math.min(initialPool, maxPoolSize));
+    }
+
+    /** Adds requests up to {@code poolSize}; existing ones (possibly in use) keep their slots. */
+    private void grow(int poolSize) {
+        int old = requests.length;
+        if (poolSize <= old) {
+            return;
         }
-        this.freeCount = poolSize;
+        requests = java.util.Arrays.copyOf(requests, poolSize);
+        int[] f = new int[poolSize];
+        // New slots are taken last (free is a stack): the lowest free slot is on top.
+        int n = 0;
+        for (int i = poolSize - 1; i >= old; i--) {
+            requests[i] = new Request(this, i);
+            f[n++] = i;
+        }
+        core.requestsAllocated(poolSize - old);
+        System.arraycopy(free, 0, f, n, freeCount);
+        free = f;
+        freeCount += n;
     }
 
     public TargetCore core() { return core; }
@@ -62,6 +88,7 @@ public final class SubmissionQueue {
     public boolean flowControlDisabled() { return flowControlDisabled; }
 
     void bind(Controller controller, int qid, int size, boolean disableFlowControl) {
+        grow(Math.min(2 * size, maxPoolSize));
         this.controller = controller;
         this.qid = qid;
         this.size = size;
@@ -85,6 +112,11 @@ public final class SubmissionQueue {
 
     public int poolSize() {
         return requests.length;
+    }
+
+    /** The most requests this queue's pool may grow to (bounds the SQSIZE a Connect may ask for). */
+    public int maxPoolSize() {
+        return maxPoolSize;
     }
 
     /** Returns a request to the pool, releasing its data. */

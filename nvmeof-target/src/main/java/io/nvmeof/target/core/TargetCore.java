@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -39,6 +41,21 @@ public final class TargetCore {
     private final AtomicLong discoveryGeneration = new AtomicLong(1);
     private final AtomicInteger liveQueues = new AtomicInteger();
     private final Subsystem discovery;
+    /**
+     * Backend work that may block (see {@code BlockBackend.mayBlock}): run here, never on a poll group. Each task holds
+     * its request's slot until it completes, so the work queued is bounded by the queues' slots.
+     */
+    private final ExecutorService backendWork = Executors.newFixedThreadPool(BACKEND_THREADS, r -> {
+        Thread t = new Thread(r, "nvmeof-backend");
+        t.setDaemon(true);
+        return t;
+    });
+    static final int BACKEND_THREADS = 2;
+
+    /** A backend call that returns an NVMe status. */
+    public interface BackendCall {
+        int run() throws java.io.IOException;
+    }
 
     public TargetCore(TargetLimits limits) {
         this.limits = limits;
@@ -104,6 +121,15 @@ public final class TargetCore {
 
     public int liveQueues() { return liveQueues.get(); }
 
+    private final AtomicLong requestsAllocated = new AtomicLong();
+
+    void requestsAllocated(int n) {
+        requestsAllocated.addAndGet(n);
+    }
+
+    /** Request objects (each with its SQE and CQE buffers) allocated since start: what queues cost in memory. */
+    public long requestsAllocated() { return requestsAllocated.get(); }
+
     public int liveControllers() { return controllers.size(); }
 
     public Collection<Controller> controllers() { return controllers; }
@@ -152,17 +178,61 @@ public final class TargetCore {
         return c.attachQueue(qid, sq);
     }
 
-    /** Tears down controllers whose keep-alive timer expired; the poll groups call this periodically. */
+    /** A keep-alive check that reaches its queue's thread this much later than asked found that thread stalled. */
+    static final long KEEP_ALIVE_STALL_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+    /** How often {@link #checkKeepAlive} is called. */
+    public static final long KEEP_ALIVE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /** When the last check ran (from start: a first check held up by a stalled thread is late too). */
+    private volatile long lastKeepAliveCheck = System.nanoTime();
+
+    /**
+     * Tears down controllers whose keep-alive timer expired; called every 100 ms. A controller expires after no traffic
+     * on any of its queues for twice its KATO rounded up to whole seconds: Linux nvmet's timer fires every KATO and
+     * ends the controller only after a whole period without traffic, so it allows between one and two KATO; this is
+     * never stricter. The decision is taken on the admin queue's own thread: while that thread is stalled (a slow
+     * backend call, a GC pause) the host's keep-alives wait unread in the socket and must not count as silence.
+     */
     public void checkKeepAlive() {
         long now = System.nanoTime();
+        boolean late = now - lastKeepAliveCheck > KEEP_ALIVE_CHECK_NANOS + KEEP_ALIVE_STALL_NANOS;
+        lastKeepAliveCheck = now;
         for (Controller c : controllers) {
-            long kato = c.kato();
-            if (kato > 0 && c.idleNanos(now) > TimeUnit.MILLISECONDS.toNanos(kato)) {
-                LOG.warn("controller {} of {}: keep-alive timeout ({} ms) expired, host {}", c.cntlid(), c.subsystem().nqn(),
-                        kato, c.hostNqn());
-                c.teardown("keep-alive timeout expired");
+            if (late) {
+                // This check's own thread was stalled, and may have held hosts' traffic unread: a fresh grace period.
+                c.touch();
+            } else if (keepAliveExpired(c, now)) {
+                try {
+                    c.adminQueue().transport().execute(() -> expireOnQueueThread(c, now));
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    c.teardown("keep-alive timeout expired");
+                }
             }
         }
+    }
+
+    static boolean keepAliveExpired(Controller c, long now) {
+        long kato = c.kato();
+        if (kato <= 0) {
+            return false;
+        }
+        long seconds = (kato + 999) / 1000;
+        return c.idleNanos(now) > TimeUnit.SECONDS.toNanos(2 * seconds);
+    }
+
+    private void expireOnQueueThread(Controller c, long askedAt) {
+        long now = System.nanoTime();
+        if (now - askedAt > KEEP_ALIVE_STALL_NANOS) {
+            // Ran late: this thread was stalled, and what the host sent meanwhile is still unread. A fresh grace
+            // period, so later checks queued during the stall do not expire it before that traffic is read.
+            c.touch();
+            return;
+        }
+        if (!keepAliveExpired(c, now) || c.isDead()) {
+            return;
+        }
+        LOG.warn("controller {} of {}: keep-alive timeout ({} ms) expired, host {}", c.cntlid(), c.subsystem().nqn(),
+                c.kato(), Nqn.display(c.hostNqn()));
+        c.teardown("keep-alive timeout expired");
     }
 
     // ---- request lifecycle ----
@@ -236,6 +306,65 @@ public final class TargetCore {
         } catch (RuntimeException e) {
             LOG.error("internal error executing opcode 0x{} on queue {}", Integer.toHexString(req.cmd.opcode()), req.sq().qid(), e);
             req.complete(Status.INTERNAL | Status.DNR);
+        }
+    }
+
+    /**
+     * Runs {@code call} on the backend executor and completes {@code req} with its status back on the request's queue
+     * thread ({@code failure} if the call throws). The poll group goes on serving its other queues meanwhile.
+     */
+    public void executeOffPollGroup(Request req, BackendCall call, int failure) {
+        Controller c = req.sq().controller();
+        if (c != null) {
+            c.backendWorkStarted(); // a shutdown of the controller waits for it
+        }
+        try {
+            backendWork.execute(() -> {
+                int status;
+                try {
+                    status = call.run();
+                } catch (java.io.IOException | RuntimeException e) {
+                    LOG.warn("backend work for opcode 0x{} on queue {} failed: {}", Integer.toHexString(req.cmd.opcode()),
+                            req.sq().qid(), e.toString());
+                    status = failure;
+                } finally {
+                    if (c != null) {
+                        c.backendWorkDone();
+                    }
+                }
+                int done = status;
+                try {
+                    req.sq().transport().execute(() -> req.complete(done));
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    LOG.debug("queue {} is gone; its request's result is dropped", req.sq().qid());
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            if (c != null) {
+                c.backendWorkDone();
+            }
+            req.complete(Status.ABORT_SQ_DELETED); // the target is shutting down
+        }
+    }
+
+    /** Runs work that may block (a flush at controller shutdown) on the backend executor; dropped at target shutdown. */
+    void runBackendWork(Runnable work) {
+        try {
+            backendWork.execute(work);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            work.run(); // the target is stopping: do it here rather than leave a shutdown incomplete
+        }
+    }
+
+    /** Lets backend work already started finish (before backends close); takes no more. */
+    public void stopBackendWork(long timeoutMs) {
+        backendWork.shutdown();
+        try {
+            if (!backendWork.awaitTermination(timeoutMs, TimeUnit.MILLISECONDS)) {
+                LOG.warn("backend work still running after {} ms at shutdown", timeoutMs);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -1,5 +1,6 @@
 package io.nvmeof.target.rdma;
 
+import io.nvmeof.target.core.Request;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -84,9 +85,48 @@ public final class RdmaPollGroup implements Executor {
         }
     }
 
-    /** Runs handed-over tasks and flushes every queue that posted work; returns how much work was done. */
+    /**
+     * Requests of this group's queues waiting for a buffer of the shared pool, in arrival order. Any queue's release
+     * may free one, so the group, not the queue, hands them out; a waiter whose size is not free does not hold up the
+     * ones behind it.
+     */
+    private final ArrayList<Request> bufferWaiters = new ArrayList<>();
+
+    void waitForBuffer(Request req) {
+        bufferWaiters.add(req);
+    }
+
+    void dropBufferWaiters(RdmaQueue q) {
+        bufferWaiters.removeIf(r -> r.sq().transport() == q);
+    }
+
+    int bufferWaiters() {
+        return bufferWaiters.size();
+    }
+
+    private int grantBuffers() {
+        int granted = 0;
+        for (int i = 0; i < bufferWaiters.size(); ) {
+            Request r = bufferWaiters.get(i);
+            if (((RdmaQueue) r.sq().transport()).grantBuffer(r)) {
+                bufferWaiters.remove(i);
+                granted++;
+            } else {
+                i++;
+            }
+        }
+        return granted;
+    }
+
+    /**
+     * Runs handed-over tasks, hands freed pool buffers to waiting requests, and flushes every queue that posted work;
+     * returns how much work was done.
+     */
     public int afterBatch() {
         int n = tasks.drain(Runnable::run);
+        if (!bufferWaiters.isEmpty()) {
+            n += grantBuffers();
+        }
         for (RdmaQueue q : queues.values()) {
             if (q.takeDirty()) {
                 dirty.add(q);

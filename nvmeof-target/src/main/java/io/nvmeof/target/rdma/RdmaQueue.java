@@ -63,10 +63,10 @@ public final class RdmaQueue implements TransportQueue {
 
     private int readsInFlight;
     private final ArrayDeque<Request> waitingForRead = new ArrayDeque<>();
-    private final ArrayDeque<Request> waitingForBuffer = new ArrayDeque<>();
     private int id;
     private boolean dirty;
     private boolean closed;
+    private boolean released;
     private boolean failing;
 
     /**
@@ -172,8 +172,7 @@ public final class RdmaQueue implements TransportQueue {
             return;
         }
         boolean close = req.closeQueueAfterResponse;
-        sq.release(req); // returns its data buffer to the pool
-        retryWaitingForBuffer();
+        sq.release(req); // returns its data buffer to the pool; the group hands it to a waiting request
         if (close) {
             close("host disconnect");
         }
@@ -263,13 +262,48 @@ public final class RdmaQueue implements TransportQueue {
                 return true;
             }
         }
+        if (tooLargeForThePool(req)) {
+            return false;
+        }
         ByteBuf data = pool.tryAllocate(req.transferLength);
         if (data == null) {
-            waitingForBuffer.add(req);
+            group.waitForBuffer(req);
             return false;
         }
         data.writerIndex(req.transferLength);
         req.data = data;
+        return true;
+    }
+
+    /** Completes a request no pool buffer can ever hold (the pool is sized to MDTS, so only a bug gets here). */
+    private boolean tooLargeForThePool(Request req) {
+        if (req.transferLength <= pool.largestBuffer()) {
+            return false;
+        }
+        LOG.error("queue {} from {}: a {}-byte transfer exceeds the largest registered buffer ({} bytes)", sq.qid(), peer,
+                req.transferLength, pool.largestBuffer());
+        req.complete(Status.INTERNAL | Status.DNR);
+        return true;
+    }
+
+    /**
+     * The poll group's pool had a buffer for a waiting request: take it and carry on where the request stopped.
+     * Returns false when there still is none.
+     */
+    boolean grantBuffer(Request req) {
+        ByteBuf data = pool.tryAllocate(req.transferLength);
+        if (data == null) {
+            return false;
+        }
+        data.writerIndex(req.transferLength);
+        req.data = data;
+        if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {
+            req.dataReady();
+        } else if (readsInFlight >= maxReads) {
+            waitingForRead.add(req);
+        } else {
+            issueRead(req);
+        }
         return true;
     }
 
@@ -279,9 +313,12 @@ public final class RdmaQueue implements TransportQueue {
             sq.release(req);
             return;
         }
+        if (tooLargeForThePool(req)) {
+            return;
+        }
         ByteBuf data = pool.tryAllocate(req.transferLength);
         if (data == null) {
-            waitingForBuffer.add(req);
+            group.waitForBuffer(req);
             return;
         }
         data.writerIndex(req.transferLength);
@@ -304,26 +341,6 @@ public final class RdmaQueue implements TransportQueue {
     private void startWaitingReads() {
         while (readsInFlight < maxReads && !waitingForRead.isEmpty()) {
             issueRead(waitingForRead.poll());
-        }
-    }
-
-    private void retryWaitingForBuffer() {
-        while (!waitingForBuffer.isEmpty()) {
-            Request req = waitingForBuffer.peek();
-            ByteBuf data = pool.tryAllocate(req.transferLength);
-            if (data == null) {
-                return;
-            }
-            waitingForBuffer.poll();
-            data.writerIndex(req.transferLength);
-            req.data = data;
-            if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {
-                req.dataReady();
-            } else if (readsInFlight >= maxReads) {
-                waitingForRead.add(req);
-            } else {
-                issueRead(req);
-            }
         }
     }
 
@@ -356,6 +373,12 @@ public final class RdmaQueue implements TransportQueue {
         group.execute(() -> closeNow(reason));
     }
 
+    /**
+     * Stops the queue: disconnects, takes no more work, and drops completions still to come. Its requests keep their
+     * buffers until {@link #queuePairDestroyed}: until then the NIC may still move data into or out of them (an RDMA
+     * READ in flight; iWARP keeps a disconnecting queue pair running), and a buffer back in the shared pool could
+     * then take another connection's data, or send it to this host.
+     */
     void closeNow(String reason) {
         if (closed) {
             return;
@@ -364,9 +387,21 @@ public final class RdmaQueue implements TransportQueue {
         LOG.debug("closing NVMe/RDMA queue {} from {}: {}", sq.qid(), peer, reason);
         channel.disconnect();
         waitingForRead.clear();
-        waitingForBuffer.clear();
-        sq.closed();
+        group.dropBufferWaiters(this);
         group.unregister(this);
+    }
+
+    /**
+     * The queue pair is destroyed (on this group's thread): the NIC can no longer reach this queue's memory, so its
+     * requests, their pool buffers and its receive and response buffers are released.
+     */
+    void queuePairDestroyed() {
+        closeNow("queue pair destroyed");
+        if (released) {
+            return;
+        }
+        released = true;
+        sq.closed();
         registrar.deregister(receives);
         registrar.deregister(responses);
     }

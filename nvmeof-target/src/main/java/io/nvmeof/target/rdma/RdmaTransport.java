@@ -3,10 +3,12 @@ package io.nvmeof.target.rdma;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.protocol.rdma.RdmaCmAccept;
 import io.nvmeof.protocol.rdma.RdmaCmReject;
+import io.nvmeof.protocol.rdma.RdmaCmRequest;
 import io.nvmeof.protocol.rdma.RdmaConnectParameters;
 import io.nvmeof.rdma.Access;
 import io.nvmeof.rdma.CmEvent;
 import io.nvmeof.rdma.CmEventChannel;
+import io.nvmeof.rdma.CmEventType;
 import io.nvmeof.rdma.CmId;
 import io.nvmeof.rdma.CompletionBatch;
 import io.nvmeof.rdma.CompletionChannel;
@@ -33,6 +35,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,9 +51,17 @@ public final class RdmaTransport implements AutoCloseable {
 
     /** Busy-poll iterations without work before a poll group arms its completion channel and sleeps. */
     private static final int SPIN_BEFORE_SLEEP = 2000;
-    private static final int CQ_ENTRIES = 8192;
+    /**
+     * Completion queue entries a poll group asks for (the device may allow fewer: its max_cqe). Queue pairs commit
+     * entries against it and are refused past it (see {@link #reserveCompletionQueue}); 65536 serves some 160 queues
+     * of 128 entries per poll group.
+     */
+    private static final int CQ_ENTRIES = 65536;
+    /** Registered data buffers per poll group: small, medium, and MDTS-sized (at least 1 MiB). */
     private static final int[] POOL_CLASSES = {4096, 128 << 10, 1 << 20};
     private static final int[] POOL_COUNTS = {512, 96, 16};
+    /** The MDTS-sized class holds at least this many bytes (and at least 2 buffers). */
+    private static final int LARGE_CLASS_BYTES = 16 << 20;
 
     private final TargetCore core;
     private final int pollGroupCount;
@@ -58,18 +69,24 @@ public final class RdmaTransport implements AutoCloseable {
     private final Map<CmId, Connection> connections = new ConcurrentHashMap<>();
     private final Map<ByteBuffer, MemoryRegion> registrations = new IdentityHashMap<>();
     private final List<PollGroupThread> groups = new ArrayList<>();
+    private final AcceptTimes acceptTimes = new AcceptTimes();
 
     private CmEventChannel cm;
     private CmId listener;
     private Thread cmThread;
     private volatile boolean running;
+    /** Set while {@link #rehearseConnection} runs: its accept is not a host's. */
+    private volatile boolean rehearsing;
     private ListenerInfo info;
     private ProtectionDomain pd;
     private DeviceAttributes attributes;
+    /** The device the poll groups were built on, once they are (its asynchronous events are read by the CM thread). */
+    private volatile RdmaDevice device;
     private int nextGroup;
     private volatile DataPathObserver observer;
 
-    private record Connection(CmId id, QueuePair qp, PollGroupThread group, RdmaQueue queue) {
+    /** @param cqEntries completion queue entries committed to this connection's queue pair */
+    private record Connection(CmId id, QueuePair qp, PollGroupThread group, RdmaQueue queue, int cqEntries) {
     }
 
     public RdmaTransport(TargetCore core, int pollGroups, int inlineDataSize) {
@@ -93,10 +110,22 @@ public final class RdmaTransport implements AutoCloseable {
             throw new IOException("cannot listen on NVMe/RDMA " + address + ":" + port + ": " + e.getMessage()
                     + " (is the address on an RDMA device? 'rdma link' lists them)", e);
         }
-        running = true;
+        running = true; // the poll groups and the CM thread run while this is set
+        boolean bound;
+        try {
+            bound = prepareDevice(address);
+        } catch (Exception e) {
+            close();
+            throw new IOException("cannot set up NVMe/RDMA on " + address + ":" + port + ": " + e
+                    + memlockHint(e), e);
+        }
         cmThread = new Thread(this::cmLoop, "nvmeof-rdma-cm");
         cmThread.setDaemon(true);
         cmThread.start();
+        for (int i = 0; bound && i < groups.size(); i++) {
+            // Connections go to the poll groups in turn: one rehearsal for each.
+            bound = rehearseConnection(new InetSocketAddress(address, listener.localPort()));
+        }
         InetAddress addr = InetAddress.getByName(address);
         info = new ListenerInfo(portId, DiscoveryLogEntry.TRTYPE_RDMA,
                 addr instanceof Inet6Address ? DiscoveryLogEntry.ADRFAM_IPV6 : DiscoveryLogEntry.ADRFAM_IPV4,
@@ -138,10 +167,46 @@ public final class RdmaTransport implements AutoCloseable {
                 if (ev != null) {
                     handle(ev);
                 }
+                asyncEvents();
             } catch (Exception e) {
                 if (running) {
                     LOG.warn("RDMA CM event handling: {}", e.toString());
                 }
+            }
+        }
+    }
+
+    /**
+     * CM thread: the device's asynchronous events, which no work completion reports. A CQ error (an overrun) has
+     * broken every queue pair on that poll group's CQ; a queue pair error ends that connection; a device error ends
+     * them all. Each is logged, and the queues concerned are closed on their poll groups.
+     */
+    private void asyncEvents() throws Exception {
+        RdmaDevice d = device;
+        if (d == null) {
+            return;
+        }
+        io.nvmeof.rdma.AsyncEvent e;
+        while ((e = d.pollAsyncEvent(0)) != null) {
+            io.nvmeof.rdma.AsyncEvent ev = e;
+            if (e.type() == io.nvmeof.rdma.AsyncEvent.CQ_ERR || e.type() == io.nvmeof.rdma.AsyncEvent.DEVICE_FATAL) {
+                LOG.error("RDMA device {}: {}; closing the queues it affects", d.name(), e);
+                for (Connection c : connections.values()) {
+                    if (e.type() == io.nvmeof.rdma.AsyncEvent.DEVICE_FATAL || ev.isFor(c.group().cq)) {
+                        c.group().group.execute(() -> c.queue().closeNow("RDMA " + ev.name()));
+                    }
+                }
+            } else if (e.queuePairError()) {
+                LOG.warn("RDMA device {}: {}; closing that queue", d.name(), e);
+                for (Connection c : connections.values()) {
+                    if (c.qp().qpNum() == e.qpNum()) {
+                        c.group().group.execute(() -> c.queue().closeNow("RDMA " + ev.name()));
+                    }
+                }
+            } else if (e.type() == io.nvmeof.rdma.AsyncEvent.PORT_ERR) {
+                LOG.warn("RDMA device {}: {}", d.name(), e);
+            } else {
+                LOG.info("RDMA device {}: {}", d.name(), e);
             }
         }
     }
@@ -174,6 +239,7 @@ public final class RdmaTransport implements AutoCloseable {
     }
 
     private void connectRequest(CmEvent ev) {
+        long received = System.nanoTime();
         CmId id = ev.id();
         byte[] pdata = ev.privateData();
         TargetLimits limits = core.limits();
@@ -185,9 +251,26 @@ public final class RdmaTransport implements AutoCloseable {
         }
         try {
             ensureDevice(id.device());
-            PollGroupThread g = groups.get(nextGroup++ % groups.size());
             int depth = p.receiveDepth();
-            QueuePair qp = id.createQueuePair(pd, QueuePairConfig.of(g.cq, 2 * depth + 16, depth));
+            int sendDepth = 2 * depth + 16;
+            // Every work request a queue pair can have outstanding may complete (or be flushed) into the shared CQ at
+            // once: a CQ with fewer free entries than that would overrun, which is fatal to every queue pair on it.
+            int cqEntries = sendDepth + depth;
+            PollGroupThread g = reserveCompletionQueue(cqEntries);
+            if (g == null) {
+                LOG.warn("NVMe/RDMA connect request (qid {}) refused: every poll group's completion queue is committed "
+                        + "({} entries each); more poll groups (--poll-groups) take more queues", p.qid(),
+                        groups.get(0).cq.entries());
+                reject(id, RdmaCmReject.STS_NO_RESOURCES);
+                return;
+            }
+            QueuePair qp;
+            try {
+                qp = id.createQueuePair(pd, QueuePairConfig.of(g.cq, sendDepth, depth));
+            } catch (Exception e) {
+                g.cqEntriesInUse.addAndGet(-cqEntries);
+                throw e;
+            }
             int initiatorDepth = Math.min(ev.initiatorDepth(), attributes.maxQpInitRdAtom());
             int responderResources = Math.min(ev.responderResources(), attributes.maxQpRdAtom());
             VerbsRdmaChannel channel = new VerbsRdmaChannel(id, qp, g.counters, this);
@@ -198,23 +281,124 @@ public final class RdmaTransport implements AutoCloseable {
                     RdmaQueue queue = new RdmaQueue(core, channel, g.pool, registrar, g.group,
                             peer, depth, inlineDataSize, p.qid() == 0 ? 0 : inlineDataSize, Math.max(1, initiatorDepth));
                     queue.start();
-                    connections.put(id, new Connection(id, qp, g, queue));
+                    connections.put(id, new Connection(id, qp, g, queue, cqEntries));
                     byte[] accept = new byte[RdmaCmAccept.LENGTH];
                     new RdmaCmAccept().<RdmaCmAccept>wrap(new UnsafeBuffer(accept), 0).recfmt(0).crqsize(depth);
                     id.accept(ConnectionParameters.forAccept(accept, responderResources, initiatorDepth));
+                    acceptTimes.record(p.qid(), System.nanoTime() - received, rehearsing);
                 } catch (Exception e) {
                     LOG.warn("accepting NVMe/RDMA qid {}: {}", p.qid(), e.toString());
                     Connection c = connections.remove(id);
                     if (c != null) {
                         release(c, "accept failed");
+                    } else {
+                        g.cqEntriesInUse.addAndGet(-cqEntries);
                     }
                     reject(id, RdmaCmReject.STS_NO_RESOURCES);
                 }
             });
         } catch (Exception e) {
-            LOG.warn("NVMe/RDMA connect request refused, no resources: {}", e.toString());
+            LOG.warn("NVMe/RDMA connect request refused, no resources: {}{}", e.toString(), memlockHint(e));
             reject(id, RdmaCmReject.STS_NO_RESOURCES);
         }
+    }
+
+    /**
+     * Does at listen time what the first connection would otherwise pay for, so the first accept is as fast as later
+     * ones: the device setup (protection domain; per poll group a completion queue and a registered buffer pool).
+     * Returns whether the listener is bound to one device, so that {@link #rehearseConnection} can connect to it.
+     */
+    private boolean prepareDevice(String address) throws Exception {
+        RdmaDevice device = listener.device();
+        if (device == null) {
+            List<RdmaDevice> all = RdmaDevice.all();
+            if (all.size() != 1) {
+                LOG.info("NVMe/RDMA listener on {} is not bound to one device ({} present): the first connection sets "
+                        + "up its device", address, all.size());
+                return false;
+            }
+            ensureDevice(all.get(0));
+            return false; // a wildcard address: nothing to connect to
+        }
+        ensureDevice(device);
+        return true;
+    }
+
+    /**
+     * Connects to this listener once (on the next poll group in turn), as an NVMe/RDMA host would (admin queue private data, no NVMe command sent),
+     * and disconnects: the CM thread's handling of a connect request, the queue's construction and receive posting on
+     * a poll group, {@code rdma_accept} and the release at disconnect have then all been loaded, linked and run once.
+     *
+     * <p>WHY: SPDK's host waits at most 1 s for each RDMA CM event ({@code rdma_cm_event_timeout_ms}). On Soft-RoCE a
+     * first accept that did all this for the first time missed that: the host gave up, our late accept then failed
+     * with EINVAL, and the connection was refused.
+     */
+    private boolean rehearseConnection(InetSocketAddress self) {
+        long t0 = System.nanoTime();
+        rehearsing = true;
+        try (CmEventChannel ch = CmEventChannel.create()) {
+            CmId id = ch.createId();
+            ProtectionDomain hostPd = null;
+            CompletionQueue cq = null;
+            try {
+                id.resolve(self, 5000);
+                // The host side has resources of its own, as a real host would: nothing of the target's is shared.
+                hostPd = id.device().allocateProtectionDomain();
+                cq = id.device().createCompletionQueue(16, null, 0);
+                id.createQueuePair(hostPd, QueuePairConfig.of(cq, 4, 4));
+                id.connect(ConnectionParameters.forConnect(REHEARSAL_REQUEST, 1, 1));
+                ch.expect(CmEventType.ESTABLISHED, id, 10_000);
+                id.disconnect();
+                ch.expect(CmEventType.DISCONNECTED, id, 10_000);
+            } finally {
+                id.close(); // its queue pair first, then what it used
+                if (cq != null) {
+                    cq.close();
+                }
+                if (hostPd != null) {
+                    hostPd.close();
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!connections.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            LOG.info("NVMe/RDMA connection rehearsal against {}: {} ms", self,
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (Exception e) {
+            // Only a warm-up: real hosts may still connect (e.g. when loopback over this device is not possible).
+            LOG.info("NVMe/RDMA connection rehearsal against {} failed ({}); the first host's connection will be slower",
+                    self, e.toString());
+            return false;
+        } finally {
+            rehearsing = false;
+        }
+    }
+
+    /** An admin-queue connect request as the Linux host sends it (HRQSIZE 32, HSQSIZE 31). */
+    private static final byte[] REHEARSAL_REQUEST = rehearsalRequest();
+
+    private static byte[] rehearsalRequest() {
+        byte[] b = new byte[RdmaCmRequest.LENGTH];
+        new RdmaCmRequest().<RdmaCmRequest>wrap(new UnsafeBuffer(b), 0).recfmt(0).qid(0).hrqsize(32).hsqsize(31);
+        return b;
+    }
+
+    private static String memlockHint(Exception e) {
+        String m = String.valueOf(e.getMessage());
+        return m.contains("ibv_reg_mr") || m.contains("mmap") || m.contains("errno 12") || m.contains("ENOMEM")
+                ? " (registering memory needs a locked-memory limit above the poll groups' buffer pools: raise "
+                        + "'ulimit -l', or LimitMEMLOCK= in a systemd unit)"
+                : "";
+    }
+
+    /** How long accepts took, from the connect request reaching the CM thread to rdma_accept returning. */
+    public AcceptTimes acceptTimes() {
+        return acceptTimes;
     }
 
     private static void reject(CmId id, int sts) {
@@ -230,27 +414,65 @@ public final class RdmaTransport implements AutoCloseable {
     }
 
     /** Poll-group thread: the queue is done; destroy its queue pair and CM id. */
+    /**
+     * Poll-group thread: the queue is done. Stop it, destroy its queue pair (after which the NIC can no longer touch
+     * its buffers), then release its requests and buffers, then the CM id.
+     */
     private void release(Connection c, String why) {
         c.queue().closeNow(why);
+        c.qp().close();
+        c.queue().queuePairDestroyed();
+        c.group().cqEntriesInUse.addAndGet(-c.cqEntries()); // its work requests can no longer complete
         try {
-            c.qp().close();
             c.id().close();
         } catch (Exception e) {
-            LOG.debug("releasing an RDMA connection: {}", e.toString());
+            LOG.warn("destroying the CM id of a closed NVMe/RDMA queue: {}", e.toString());
         }
+    }
+
+    /** Picks the next poll group (in turn) whose completion queue has {@code entries} uncommitted, and commits them. */
+    private PollGroupThread reserveCompletionQueue(int entries) {
+        for (int i = 0; i < groups.size(); i++) {
+            PollGroupThread g = groups.get(nextGroup++ % groups.size());
+            if (g.cqEntriesInUse.addAndGet(entries) <= g.cq.entries()) {
+                return g;
+            }
+            g.cqEntriesInUse.addAndGet(-entries);
+        }
+        return null;
     }
 
     private synchronized void ensureDevice(RdmaDevice device) throws Exception {
         if (pd != null) {
             return;
         }
-        pd = device.allocateProtectionDomain();
-        attributes = device.attributes();
-        for (int i = 0; i < pollGroupCount; i++) {
-            PollGroupThread g = new PollGroupThread(device, i);
+        // All or nothing: a failure (a pool registration refused under a low 'ulimit -l') leaves nothing behind, so
+        // the next connection tries again instead of meeting a half-built transport.
+        ProtectionDomain newPd = device.allocateProtectionDomain();
+        List<PollGroupThread> built = new ArrayList<>();
+        try {
+            attributes = device.attributes();
+            pd = newPd;
+            for (int i = 0; i < pollGroupCount; i++) {
+                built.add(new PollGroupThread(device, i));
+            }
+        } catch (Exception | Error e) {
+            for (PollGroupThread g : built) {
+                g.destroy();
+            }
+            pd = null;
+            try {
+                newPd.close();
+            } catch (Exception ce) {
+                LOG.debug("releasing the protection domain: {}", ce.toString());
+            }
+            throw e;
+        }
+        for (PollGroupThread g : built) {
             groups.add(g);
             g.thread.start();
         }
+        this.device = device;
         LOG.info("NVMe/RDMA on device {}: max_qp_init_rd_atom {}, {} poll group(s)", device.name(),
                 attributes.maxQpInitRdAtom(), pollGroupCount);
     }
@@ -297,6 +519,19 @@ public final class RdmaTransport implements AutoCloseable {
         }
     }
 
+    /**
+     * Buffer sizes and counts of a poll group's pool: {classes, counts}. The largest class fits the largest transfer a
+     * command may ask for (MDTS): a request bigger than every buffer would wait for one for ever.
+     */
+    static int[][] poolLayout(int maxTransferSize) {
+        int[] classes = POOL_CLASSES.clone();
+        int[] counts = POOL_COUNTS.clone();
+        int last = classes.length - 1;
+        classes[last] = Math.max(classes[last], maxTransferSize);
+        counts[last] = Math.max(2, LARGE_CLASS_BYTES / classes[last]);
+        return new int[][] {classes, counts};
+    }
+
     /** One poll group: a thread, a completion queue with its channel, and a registered data buffer pool. */
     private final class PollGroupThread {
         final RdmaPollGroup group = new RdmaPollGroup();
@@ -308,21 +543,51 @@ public final class RdmaTransport implements AutoCloseable {
         final CompletionBatch batch = new CompletionBatch(64);
         final VerbsRdmaChannel.Counters counters = new VerbsRdmaChannel.Counters();
 
+        /** Set to stop this group's thread; its owner then destroys what it used. */
+        volatile boolean stop;
+        /** CQ entries committed to this group's queue pairs (the CM thread commits, the group's thread gives back). */
+        final java.util.concurrent.atomic.AtomicInteger cqEntriesInUse = new java.util.concurrent.atomic.AtomicInteger();
+        private boolean deviceGone;
+
         PollGroupThread(RdmaDevice device, int index) throws Exception {
             channel = device.createCompletionChannel();
-            cq = device.createCompletionQueue(CQ_ENTRIES, channel, index);
-            long size = 0;
-            for (int i = 0; i < POOL_CLASSES.length; i++) {
-                size += (long) POOL_CLASSES[i] * POOL_COUNTS[i];
+            CompletionQueue q = null;
+            MemoryRegion region = null;
+            try {
+                q = device.createCompletionQueue(Math.min(CQ_ENTRIES, Math.max(256, attributes.maxCqe())), channel, index);
+                region = pd.allocateRegistered(poolBytes(), Access.LOCAL_WRITE, false);
+            } catch (Exception | Error e) {
+                closeQuietly(q, "completion queue");
+                closeQuietly(channel, "completion channel");
+                throw e;
             }
-            poolRegion = pd.allocateRegistered(size, Access.LOCAL_WRITE, false);
-            pool = new RegisteredBufferPool(poolRegion.slice(0, (int) size), POOL_CLASSES, POOL_COUNTS);
+            cq = q;
+            poolRegion = region;
+            int[][] layout = poolLayout(core.limits().maxTransferSize());
+            pool = new RegisteredBufferPool(poolRegion.slice(0, (int) poolRegion.length()), layout[0], layout[1]);
             pool.lkey(poolRegion.lkey() & 0xFFFF_FFFFL);
             thread = new Thread(this::run, "nvmeof-rdma-poll-" + index);
             thread.setDaemon(true);
         }
 
+        private long poolBytes() {
+            int[][] layout = poolLayout(core.limits().maxTransferSize());
+            int[] classes = layout[0];
+            int[] counts = layout[1];
+            long size = 0;
+            for (int i = 0; i < classes.length; i++) {
+                size += (long) classes[i] * counts[i];
+            }
+            if (size > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("a poll group's buffer pool of " + size + " bytes is too large");
+            }
+            return size;
+        }
+
         private int pollOnce() throws Exception {
+            if (deviceGone) {
+                return 0;
+            }
             int n = cq.poll(batch);
             if (n > 0) {
                 counters.pollsWithWork++;
@@ -338,7 +603,7 @@ public final class RdmaTransport implements AutoCloseable {
 
         void run() {
             int idle = 0;
-            while (running) {
+            while (!stop) {
                 try {
                     int work = pollOnce() + group.afterBatch();
                     if (work > 0) {
@@ -351,35 +616,88 @@ public final class RdmaTransport implements AutoCloseable {
                     }
                     // Idle: arm the channel, poll once more to close the race, then sleep until a completion or 1 ms
                     // (so tasks handed over from other threads still run promptly).
+                    if (deviceGone) {
+                        // No channel to sleep on any more: keep running tasks (queue releases) without spinning.
+                        java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                        continue;
+                    }
                     cq.requestNotify(false);
                     if (pollOnce() + group.afterBatch() > 0) {
                         idle = 0;
                         continue;
                     }
                     cq.waitForEvent(1);
+                } catch (io.nvmeof.rdma.RdmaException e) {
+                    if (!stop && !deviceGone && (e.errno() == 19 || e.errno() == 9 || e.errno() == 5)) {
+                        // ENODEV/EBADF/EIO from the channel or CQ: the device is gone. Its queues end; no spinning.
+                        deviceGone = true;
+                        LOG.error("RDMA poll group: the device is gone ({}); closing its queues", e.getMessage());
+                        for (Connection c : connections.values()) {
+                            if (c.group() == this) {
+                                c.queue().closeNow("RDMA device gone");
+                            }
+                        }
+                    } else if (!stop) {
+                        LOG.warn("RDMA poll group: {}", e.toString());
+                    }
                 } catch (Exception e) {
-                    if (running) {
+                    if (!stop) {
                         LOG.warn("RDMA poll group: {}", e.toString());
                     }
                 }
             }
         }
 
-        void close() {
+        /**
+         * Stops the thread and, only once it has provably ended, destroys the CQ, the channel and the pool (each on
+         * its own: one failing does not skip the rest). A thread that does not end (held in a backend call) keeps
+         * them: a leak, never native memory freed under a running thread. Returns whether everything was destroyed.
+         */
+        boolean stopAndDestroy(long joinMillis) {
+            stop = true;
             try {
-                thread.join(2000);
-                cq.close();
-                channel.close();
-                poolRegion.close();
-            } catch (Exception e) {
-                LOG.debug("closing a poll group: {}", e.toString());
+                thread.join(joinMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
+            if (thread.isAlive()) {
+                LOG.warn("RDMA poll group thread {} did not stop within {} ms; leaking its CQ and buffer pool",
+                        thread.getName(), joinMillis);
+                return false;
+            }
+            return destroy();
+        }
+
+        /** Destroys what the group holds (its thread never started or has ended). */
+        boolean destroy() {
+            boolean ok = closeQuietly(cq, "completion queue");
+            ok &= closeQuietly(channel, "completion channel");
+            // The pool's memory may be freed only once no queue pair can still land data in it: after the CQ.
+            return ok && closeQuietly(poolRegion, "buffer pool registration");
         }
     }
 
+    private static boolean closeQuietly(AutoCloseable c, String what) {
+        if (c == null) {
+            return true;
+        }
+        try {
+            c.close();
+            return true;
+        } catch (Exception e) {
+            LOG.warn("closing the {}: {}", what, e.toString());
+            return false;
+        }
+    }
+
+    /**
+     * Stops the listener. Ownership (docs/architecture in the README): a queue, its queue pair and CM id are released
+     * on their poll group's thread; a group's CQ, channel and pool only after its thread has ended; the protection
+     * domain only after every group's resources are gone. Whatever cannot be released so is leaked, with a warning.
+     */
     @Override
     public void close() {
-        running = false;
+        running = false; // the CM thread stops taking events
         try {
             if (cmThread != null) {
                 cmThread.join(2000);
@@ -387,33 +705,49 @@ public final class RdmaTransport implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        // Each connection is released by its own poll group, which may be busy: wait for them, bounded.
+        List<java.util.concurrent.CountDownLatch> released = new ArrayList<>();
         for (PollGroupThread g : groups) {
+            java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+            released.add(done);
+            g.group.execute(() -> {
+                for (Connection c : connections.values()) {
+                    if (c.group() == g && connections.remove(c.id(), c)) {
+                        release(c, "target shutting down");
+                    }
+                }
+                done.countDown();
+            });
+        }
+        for (java.util.concurrent.CountDownLatch done : released) {
             try {
-                g.thread.join(2000);
+                if (!done.await(5, TimeUnit.SECONDS)) {
+                    LOG.warn("an RDMA poll group did not release its connections within 5 s");
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         }
-        for (Connection c : connections.values()) {
-            c.queue().closeNow("target shutting down");
-            try {
-                c.qp().close();
-                c.id().close();
-            } catch (Exception e) {
-                LOG.debug("closing: {}", e.toString());
-            }
+        boolean allDestroyed = connections.isEmpty();
+        if (!allDestroyed) {
+            LOG.warn("{} NVMe/RDMA connection(s) could not be released on their poll group; leaking them",
+                    connections.size());
         }
-        connections.clear();
+        for (PollGroupThread g : groups) {
+            allDestroyed &= g.stopAndDestroy(5000);
+        }
         long posts = 0;
         long wrs = 0;
         long polls = 0;
         long completions = 0;
         for (PollGroupThread g : groups) {
-            g.close();
             posts += g.counters.postCalls;
             wrs += g.counters.workRequests;
             polls += g.counters.pollsWithWork;
             completions += g.counters.completions;
+        }
+        if (acceptTimes.count() > 0) {
+            LOG.info("{}", acceptTimes.summary());
         }
         if (completions > 0) {
             // Native calls on the data path per work request: the batching at work.
@@ -428,18 +762,18 @@ public final class RdmaTransport implements AutoCloseable {
         for (ByteBuffer b : left) {
             deregister(b); // pinned namespace memory (and anything a queue could not release)
         }
-        try {
-            if (listener != null) {
-                listener.close();
+        if (listener != null) {
+            closeQuietly(listener, "listening CM id");
+        }
+        if (cm != null) {
+            closeQuietly(cm, "CM event channel");
+        }
+        if (pd != null) {
+            if (allDestroyed) {
+                closeQuietly(pd, "protection domain");
+            } else {
+                LOG.warn("leaking the protection domain: resources on it could not be destroyed");
             }
-            if (cm != null) {
-                cm.close();
-            }
-            if (pd != null) {
-                pd.close();
-            }
-        } catch (Exception e) {
-            LOG.debug("closing the RDMA listener: {}", e.toString());
         }
         if (info != null) {
             core.removeListener(info);

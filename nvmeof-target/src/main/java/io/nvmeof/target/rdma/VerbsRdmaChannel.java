@@ -126,10 +126,15 @@ final class VerbsRdmaChannel implements RdmaChannel {
     }
 
     private void fail(Exception e) {
-        // A post fails when the queue pair is in error; its outstanding work completes with flush errors, which
-        // end the queue. Nothing more to post.
-        failed = true;
-        LOG.debug("posting to {} failed: {}", qp, e.toString());
+        // A post fails when the queue pair is in error (its outstanding work then completes with flush errors, which
+        // end the queue), but providers also fail posts on a live queue pair (ENOMEM, EINVAL). Either way nothing
+        // more can be posted: disconnect, so the DISCONNECTED event releases the queue and its requests, instead of
+        // leaving a connection that silently stopped.
+        if (!failed) {
+            failed = true;
+            LOG.warn("posting to {} failed: {}; disconnecting", qp, e.toString());
+            disconnect();
+        }
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.nvmeof.target.tcp;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
@@ -19,6 +20,7 @@ import io.nvmeof.protocol.tcp.PduHeader;
 import io.nvmeof.protocol.tcp.R2TPdu;
 import io.nvmeof.protocol.tcp.TermReqPdu;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
+import io.nvmeof.target.core.Controller;
 import io.nvmeof.target.core.Request;
 import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.TargetCore;
@@ -40,6 +42,8 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     /** Request states (Request.transportState). */
     private static final int STATE_NONE = 0;
     private static final int STATE_AWAIT_H2C = 1;
+    /** Requests a connection has before its Connect: the Connect itself, and room for a host that pipelines. */
+    static final int PRE_CONNECT_REQUESTS = 4;
 
     private final TargetCore core;
     private final TcpOptions options;
@@ -54,6 +58,8 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private boolean closing;
     private boolean inReadBatch;
     private boolean flushPending;
+    private boolean pausedForWrites;
+    private io.netty.util.concurrent.ScheduledFuture<?> handshakeDeadline;
 
     private final UnsafeBuffer in = new UnsafeBuffer(new byte[0]);
     private final UnsafeBuffer out = new UnsafeBuffer(new byte[0]);
@@ -69,8 +75,9 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     public TcpQueue(TargetCore core, TcpOptions options) {
         this.core = core;
         this.options = options;
-        // Twice the largest queue: a host may reuse a command slot as soon as it sees the completion.
-        this.sq = new SubmissionQueue(core, this, 2 * core.limits().maxQueueSize());
+        // Up to twice the largest queue (a host may reuse a command slot as soon as it sees the completion), grown at
+        // Connect to twice the queue's size; before that, only the Connect can arrive.
+        this.sq = new SubmissionQueue(core, this, PRE_CONNECT_REQUESTS, 2 * core.limits().maxQueueSize());
     }
 
     // ---- Netty lifecycle ----
@@ -85,12 +92,27 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         SocketAddress remote = ctx.channel().remoteAddress();
         peer = String.valueOf(remote);
         core.queueOpened();
+        handshakeDeadline = ctx.executor().schedule(this::handshakeDeadlinePassed, options.connectDeadlineMs(),
+                java.util.concurrent.TimeUnit.MILLISECONDS);
         super.channelActive(ctx);
+    }
+
+    /** A connection that has not sent ICReq and Connect in time is dropped: it holds a socket and a queue. */
+    private void handshakeDeadlinePassed() {
+        if (!sq.connected() && !closing) {
+            LOG.warn("NVMe/TCP connection from {}: no {} within {} ms; closing", peer, icDone ? "Connect" : "ICReq",
+                    options.connectDeadlineMs());
+            closing = true;
+            ctx.close();
+        }
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
         closing = true;
+        if (handshakeDeadline != null) {
+            handshakeDeadline.cancel(false);
+        }
         try {
             super.channelInactive(ctx);
         } finally {
@@ -102,6 +124,10 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
         inReadBatch = true;
+        Controller c = sq.controller();
+        if (c != null) {
+            c.trafficReceived(); // keep-alive counts bytes from the host, even before a whole command is parsed
+        }
         super.channelRead(ctx, msg);
     }
 
@@ -113,6 +139,37 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             ctx.flush();
         }
         super.channelReadComplete(ctx);
+    }
+
+    /**
+     * Stops taking commands while the host does not take what was sent: a host that never reads would otherwise make
+     * the target queue read data without bound (each command's data is allocated when it runs). Outbound data is then
+     * bounded by the channel's high write watermark plus what the commands already running produce, at most the
+     * queue's request slots times the largest transfer (nvmet holds a command until its data is sent, to the same end).
+     */
+    private void pauseForWrites() {
+        if (!pausedForWrites) {
+            pausedForWrites = true;
+            ctx.channel().config().setAutoRead(false);
+            ctx.flush();
+        }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
+        if (pausedForWrites && ctx.channel().isWritable() && !closing) {
+            pausedForWrites = false;
+            ctx.channel().config().setAutoRead(true);
+            // Decode what arrived while paused: an empty read runs the decoder over the kept cumulation.
+            channelRead(ctx, Unpooled.EMPTY_BUFFER);
+            channelReadComplete(ctx);
+        }
+        super.channelWritabilityChanged(ctx);
+    }
+
+    /** True while the queue has stopped taking commands because the host does not read (for tests). */
+    public boolean pausedForWrites() {
+        return pausedForWrites;
     }
 
     @Override
@@ -134,6 +191,10 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     @Override
     protected void decode(ChannelHandlerContext ctx, ByteBuf buf, List<Object> outList) {
         while (!closing && buf.readableBytes() >= PduHeader.LENGTH) {
+            if (!ctx.channel().isWritable()) {
+                pauseForWrites();
+                return; // the rest stays in the cumulation until the host has taken what we sent
+            }
             int start = buf.readerIndex();
             int type = buf.getUnsignedByte(start);
             int flags = buf.getUnsignedByte(start + PduHeader.FLAGS);

@@ -5,6 +5,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
@@ -24,6 +25,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class TcpTransport implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+    /** Outbound bytes per connection above which its queue stops taking commands, and below which it resumes. */
+    static final int WRITE_HIGH_MARK = 2 << 20;
+    static final int WRITE_LOW_MARK = 512 << 10;
 
     private final TargetCore core;
     private final EventLoopGroup group;
@@ -47,6 +51,8 @@ public final class TcpTransport implements AutoCloseable {
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.SO_KEEPALIVE, true)
+                // A queue stops taking commands above the high mark until its host has read down to the low one.
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(WRITE_LOW_MARK, WRITE_HIGH_MARK))
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {

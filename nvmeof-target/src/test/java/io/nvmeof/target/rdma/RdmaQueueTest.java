@@ -287,7 +287,9 @@ class RdmaQueueTest {
         io.nic.run(group);
         assertTrue(io.queue.isClosed(), "the remote access error ends this queue pair");
         assertTrue(io.nic.disconnected);
-        assertEquals(0, io.queue.submissionQueue().inUse(), "and releases what it held");
+        assertEquals(1, io.queue.submissionQueue().inUse(), "the failed write keeps its buffer while the QP exists");
+        io.queue.queuePairDestroyed(); // what the transport does on the DISCONNECTED event
+        assertEquals(0, io.queue.submissionQueue().inUse(), "and releases what it held once the QP is gone");
 
         ByteBuffer dst = ByteBuffer.allocateDirect(4096);
         byte[] rq = sqe(Opcodes.IO_READ);
@@ -317,6 +319,81 @@ class RdmaQueueTest {
         assertEquals(8, pool.available(1), "every buffer came back");
     }
 
+    private static byte[] read(ByteBuffer dst, long slba, int blocks, int cid, Host h) {
+        byte[] rq = sqe(Opcodes.IO_READ);
+        new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(slba).blockCount(blocks).cid(cid);
+        keyed(rq, dst, blocks * 512, h.nic.hostRegister(dst), false);
+        return rq;
+    }
+
+    private static int status(Host h, int cid) {
+        for (byte[] r : h.nic.responses) {
+            Completion c = new Completion().wrap(new UnsafeBuffer(r), 0);
+            if (c.cid() == cid) {
+                return c.status();
+            }
+        }
+        return -1;
+    }
+
+    @Test
+    void aTransferLargerThanEveryBufferFailsAtOnceAndHoldsNothingUp() {
+        // A target whose MDTS (2 MiB) is larger than this pool's largest buffer (1 MiB): the 2 MiB read used to wait
+        // for a buffer for ever, and every read queued behind it waited too.
+        core = new TargetCore(new TargetLimits(8, 128, 2 << 20));
+        Subsystem s = new Subsystem(NQN, Subsystem.Type.NVM, "SN1", "rdma test", 16, true);
+        s.addNamespace(new Namespace(1, new RamBackend(16 << 20), 512, UUID.randomUUID()));
+        core.addSubsystem(s);
+        Host io = ioQueue(0, 4);
+        io.nic.hostSend(read(ByteBuffer.allocateDirect(2 << 20), 0, 4096, 3000, io));
+        for (int i = 0; i < 20; i++) {
+            io.nic.hostSend(read(ByteBuffer.allocateDirect(131072), 8192 + i * 256L, 256, 3001 + i, io));
+        }
+        io.nic.run(group);
+        assertEquals(Status.INTERNAL, Status.code(status(io, 3000)), "the 2 MiB read is answered, not left waiting");
+        for (int i = 0; i < 20; i++) {
+            assertEquals(Status.SUCCESS, status(io, 3001 + i), "128 KiB read " + i);
+        }
+        assertEquals(0, group.bufferWaiters());
+    }
+
+    @Test
+    void aBufferFreedByOneQueueServesARequestWaitingOnAnother() {
+        Host first = ioQueue(0, 4);
+        Host second = ioQueue(0, 4);
+        // The pool has two 1 MiB buffers: the first queue's two reads take both, the second queue's read must wait,
+        // and only the first queue's completions free a buffer for it.
+        first.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 0, 2048, 4000, first));
+        first.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 2048, 2048, 4001, first));
+        // The first queue takes its capsules and posts its WRITEs and SENDs, whose completions are not delivered yet.
+        InMemoryNic.Completion c;
+        while ((c = first.nic.completions.poll()) != null) {
+            group.dispatch(c.wrId(), c.success(), c.status(), c.byteLength());
+        }
+        group.afterBatch();
+        assertEquals(0, pool.available(2), "the first queue holds both 1 MiB buffers");
+        second.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 4096, 2048, 4002, second));
+        second.nic.run(group);
+        assertEquals(1, group.bufferWaiters(), "the second queue's read waits for a buffer");
+        first.nic.run(group); // the first queue's SENDs complete and free both buffers
+        second.nic.run(group);
+        assertEquals(Status.SUCCESS, status(first, 4000));
+        assertEquals(Status.SUCCESS, status(first, 4001));
+        assertEquals(Status.SUCCESS, status(second, 4002), "the second queue's read got a buffer the first freed");
+        assertEquals(2, pool.available(2), "both 1 MiB buffers came back");
+    }
+
+    @Test
+    void thePoolsLargestBuffersFitMdts() {
+        int[][] small = RdmaTransport.poolLayout(128 << 10);
+        assertEquals(1 << 20, small[0][2], "at least 1 MiB");
+        assertEquals(16, small[1][2]);
+        int[][] large = RdmaTransport.poolLayout(4 << 20);
+        assertEquals(4 << 20, large[0][2], "MDTS 4 MiB: 4 MiB buffers");
+        assertEquals(4, large[1][2], "16 MiB of them");
+        assertEquals(2, RdmaTransport.poolLayout(64 << 20)[1][2], "never fewer than two");
+    }
+
     @Test
     void staleCompletionsOfAClosedQueueNeverReachANewOne() {
         Host old = new Host(128, 8192, 4);
@@ -336,6 +413,25 @@ class RdmaQueueTest {
         admin.nic.hostSend(new byte[40]);
         admin.nic.run(group);
         assertTrue(admin.queue.isClosed());
+        assertTrue(admin.nic.disconnected);
+        admin.queue.queuePairDestroyed(); // what the transport does on the DISCONNECTED event
         assertEquals(0, core.liveQueues());
+    }
+
+    @Test
+    void aClosingQueueKeepsItsBuffersUntilItsQueuePairIsDestroyed() {
+        Host io = ioQueue(0, 4);
+        // A 1 MiB read: the RDMA WRITE from a pool buffer and the response SEND are posted, not yet completed.
+        io.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 0, 2048, 5000, io));
+        InMemoryNic.Completion c;
+        while ((c = io.nic.completions.poll()) != null) {
+            group.dispatch(c.wrId(), c.success(), c.status(), c.byteLength());
+        }
+        group.afterBatch();
+        assertEquals(1, pool.available(2), "the read holds a 1 MiB buffer");
+        io.queue.closeNow("host vanished");
+        assertEquals(1, pool.available(2), "still held: the NIC may still be reading it (iWARP keeps the QP running)");
+        io.queue.queuePairDestroyed();
+        assertEquals(2, pool.available(2), "back in the pool once the queue pair is gone");
     }
 }

@@ -1,0 +1,328 @@
+package io.nvmeof.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.DatasetRange;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.backend.BlockBackend;
+import io.nvmeof.target.backend.RamBackend;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Namespace;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Slow backend work (deallocate, zeroing, flush) never stalls a poll group, and file namespaces deallocate by
+ * punching holes instead of writing zeroes (Linux nvmet's file backend does both the same way).
+ */
+class SlowBackendTest {
+    static final String NQN = "nqn.2026-11.io.nvmeof:slow";
+
+    /** A backend whose deallocate waits at a gate, as a file system stuck in a long operation would. */
+    static final class GatedBackend implements BlockBackend {
+        final RamBackend ram = new RamBackend(64 << 20);
+        final CountDownLatch entered = new CountDownLatch(1);
+        final CountDownLatch gate = new CountDownLatch(1);
+
+        @Override public long sizeBytes() { return ram.sizeBytes(); }
+        /** While set, a read waits at {@link #readGate}: a stall of the poll group that runs it. */
+        volatile boolean stallReads;
+        final CountDownLatch readEntered = new CountDownLatch(1);
+        final CountDownLatch readGate = new CountDownLatch(1);
+
+        @Override
+        public void read(long offset, ByteBuffer dst) throws IOException {
+            if (stallReads) {
+                readEntered.countDown();
+                try {
+                    readGate.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    throw new IOException(e);
+                }
+            }
+            ram.read(offset, dst);
+        }
+        /** While set, a write waits at {@link #writeGate}. */
+        volatile boolean stallWrites;
+        final CountDownLatch writeEntered = new CountDownLatch(1);
+        final CountDownLatch writeGate = new CountDownLatch(1);
+        /** What reached the media, in order: "write" (a write returned) and "flush". */
+        final List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws IOException {
+            if (stallWrites) {
+                writeEntered.countDown();
+                try {
+                    writeGate.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    throw new IOException(e);
+                }
+            }
+            ram.write(offset, src);
+            events.add("write");
+        }
+
+        @Override
+        public void flush() {
+            events.add("flush");
+        }
+        @Override public void writeZeroes(long offset, long length) { ram.writeZeroes(offset, length); }
+        @Override public boolean mayBlock(long bytes) { return true; }
+        @Override public String describe() { return "gated"; }
+        @Override public void close() { ram.close(); }
+
+        @Override
+        public void deallocate(long offset, long length) throws IOException {
+            entered.countDown();
+            try {
+                if (!gate.await(60, TimeUnit.SECONDS)) {
+                    throw new IOException("gate never opened");
+                }
+            } catch (InterruptedException e) {
+                throw new IOException(e);
+            }
+            ram.deallocate(offset, length);
+        }
+    }
+
+    private static TargetConfig oneGroup(List<NamespaceConfig> namespaces) {
+        return groups(1, namespaces);
+    }
+
+    private static TargetConfig groups(int pollGroups, List<NamespaceConfig> namespaces) {
+        return new TargetConfig(pollGroups, 4, 128, 1 << 20, List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
+                List.of(new SubsystemConfig(NQN, null, null, 16, true, null, namespaces)));
+    }
+
+    private static byte[] deallocateSqe(long nsid, int ranges) {
+        byte[] sqe = RawTcpHost.sqe();
+        RawTcpHost.cmd(sqe).opcode(Opcodes.IO_DATASET_MANAGEMENT).nsid(nsid).cdw10(ranges - 1).cdw11(0x4);
+        RawTcpHost.sgl(sqe).inCapsule(0, ranges * DatasetRange.LENGTH);
+        return sqe;
+    }
+
+    private static byte[] ranges(long... slbaAndBlocks) {
+        byte[] b = new byte[slbaAndBlocks.length / 2 * DatasetRange.LENGTH];
+        DatasetRange r = new DatasetRange();
+        for (int i = 0; i < slbaAndBlocks.length / 2; i++) {
+            r.<DatasetRange>wrap(new UnsafeBuffer(b), i * DatasetRange.LENGTH).slba(slbaAndBlocks[2 * i])
+                    .blocks(slbaAndBlocks[2 * i + 1]);
+        }
+        return b;
+    }
+
+    /** Admin queue (KATO {@code katoMs}) and I/O queue 1 of a new controller. */
+    private static RawTcpHost[] controller(int port, long katoMs) throws IOException {
+        RawTcpHost admin = new RawTcpHost(port);
+        admin.initialize(0);
+        Completion c = admin.connect(0, 31, 0xFFFF, NQN, RawTcpHost.HOSTNQN, katoMs);
+        assertEquals(Status.SUCCESS, c.status());
+        assertEquals(Status.SUCCESS, admin.propertySet(ControllerRegisters.CC,
+                ControllerRegisters.CC_ENABLE_DEFAULT).status());
+        RawTcpHost io = new RawTcpHost(port);
+        io.initialize(0);
+        assertEquals(Status.SUCCESS, io.connect(1, 31, c.dw0() & 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0).status());
+        return new RawTcpHost[] {admin, io};
+    }
+
+    @Test
+    void aDeallocateStuckInTheBackendLeavesThePollGroupServing() throws Exception {
+        NvmeTarget target = NvmeTarget.start(oneGroup(List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));
+        GatedBackend gated = new GatedBackend();
+        target.core().subsystem(NQN).addNamespace(new Namespace(2, gated, 512, UUID.randomUUID()));
+        RawTcpHost[] slow = controller(target.tcpPort(0), 0);
+        RawTcpHost[] bystander = controller(target.tcpPort(0), 1000);
+        try {
+            // One poll group serves all four queues; the deallocate is stuck in the backend.
+            byte[] dsm = deallocateSqe(2, 1);
+            RawTcpHost.cmd(dsm).cid(501);
+            slow[1].send(slow[1].capsule(dsm, ranges(0, 2048)));
+            assertTrue(gated.entered.await(10, TimeUnit.SECONDS), "the deallocate reached the backend");
+            // The bystander keeps going: keep-alives past its 1 s KATO, and I/O on the same poll group.
+            for (int i = 0; i < 6; i++) {
+                byte[] ka = RawTcpHost.sqe();
+                RawTcpHost.cmd(ka).opcode(Opcodes.ADMIN_KEEP_ALIVE);
+                assertEquals(Status.SUCCESS, bystander[0].execute(ka, null).status(), "keep alive " + i);
+                Completion read = bystander[1].execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 8, 4096, false), null);
+                assertEquals(Status.SUCCESS, read.status(), "a read while another queue's deallocate is stuck");
+                Thread.sleep(250);
+            }
+            assertEquals(2, target.core().subsystem(NQN).controllers().size(), "no controller was torn down");
+            gated.gate.countDown();
+            Completion done = slow[1].awaitResponse();
+            assertEquals(501, done.cid());
+            assertEquals(Status.SUCCESS, done.status(), "the deallocate completes once the backend returns");
+        } finally {
+            gated.gate.countDown();
+            for (RawTcpHost h : new RawTcpHost[] {slow[0], slow[1], bystander[0], bystander[1]}) {
+                h.close();
+            }
+            target.close();
+        }
+    }
+
+    /**
+     * A poll group stalled for longer than a bystander's KATO (a read stuck in its backend): the bystander's keep-alives
+     * wait unread in its socket meanwhile, and its controller must survive (it was torn down: "keep-alive timeout
+     * (1000 ms) expired").
+     */
+    @Test
+    void aStalledPollGroupDoesNotExpireTheControllersItServes() throws Exception {
+        NvmeTarget target = NvmeTarget.start(oneGroup(List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));
+        GatedBackend gated = new GatedBackend();
+        target.core().subsystem(NQN).addNamespace(new Namespace(2, gated, 512, UUID.randomUUID()));
+        RawTcpHost[] staller = controller(target.tcpPort(0), 0);
+        RawTcpHost[] bystander = controller(target.tcpPort(0), 1000);
+        try {
+            gated.stallReads = true;
+            byte[] read = RawTcpHost.rwSqe(Opcodes.IO_READ, 2, 0, 1, 512, false);
+            RawTcpHost.cmd(read).cid(601);
+            staller[1].send(staller[1].capsule(read, null));
+            assertTrue(gated.readEntered.await(10, TimeUnit.SECONDS), "the poll group is stuck in the read");
+            byte[] ka = RawTcpHost.sqe();
+            RawTcpHost.cmd(ka).opcode(Opcodes.ADMIN_KEEP_ALIVE);
+            for (int i = 0; i < 12; i++) { // 3 s of keep-alives every 250 ms, all waiting in the socket
+                RawTcpHost.cmd(ka).cid(700 + i);
+                bystander[0].send(bystander[0].capsule(ka, null));
+                Thread.sleep(250);
+            }
+            gated.stallReads = false;
+            gated.readGate.countDown();
+            for (int i = 0; i < 12; i++) {
+                Completion c = bystander[0].awaitResponse();
+                assertEquals(700 + i, c.cid());
+                assertEquals(Status.SUCCESS, c.status(), "keep alive " + i);
+            }
+            Thread.sleep(500); // a few more keep-alive checks
+            assertEquals(Status.SUCCESS, bystander[0].propertyGet(ControllerRegisters.CSTS, 4).status(),
+                    "the bystander's controller is still there");
+            assertEquals(2, target.core().subsystem(NQN).controllers().size());
+        } finally {
+            gated.readGate.countDown();
+            for (RawTcpHost h : new RawTcpHost[] {staller[0], staller[1], bystander[0], bystander[1]}) {
+                h.close();
+            }
+            target.close();
+        }
+    }
+
+    private static int shst(RawTcpHost admin) throws IOException {
+        return (admin.propertyGet(ControllerRegisters.CSTS, 4).dw0() >> 2) & 3;
+    }
+
+    /**
+     * A shutdown (CC.SHN) reports complete only after a write still running on another poll group has finished and
+     * the flush after it has run; it used to flush at once and report complete while the write was still under way.
+     */
+    @Test
+    void shutdownCompletesOnlyAfterWritesOnOtherPollGroupsAndTheFlush() throws Exception {
+        NvmeTarget target = NvmeTarget.start(groups(2, List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));
+        GatedBackend gated = new GatedBackend();
+        target.core().subsystem(NQN).addNamespace(new Namespace(2, gated, 512, UUID.randomUUID()));
+        RawTcpHost[] c = controller(target.tcpPort(0), 0); // admin and I/O queue on the two poll groups in turn
+        try {
+            gated.stallWrites = true;
+            byte[] write = RawTcpHost.rwSqe(Opcodes.IO_WRITE, 2, 0, 1, 512, true);
+            RawTcpHost.cmd(write).cid(801);
+            c[1].send(c[1].capsule(write, new byte[512]));
+            assertTrue(gated.writeEntered.await(10, TimeUnit.SECONDS), "the write is in the backend");
+            assertEquals(Status.SUCCESS, c[0].propertySet(ControllerRegisters.CC,
+                    ControllerRegisters.CC_ENABLE_DEFAULT | 1 << 14).status(), "CC.SHN = normal");
+            assertEquals(1, shst(c[0]), "shutdown processing occurring while a write is still running");
+            gated.writeGate.countDown();
+            assertTrue(TestTargets.eventually(() -> {
+                try {
+                    return shst(c[0]) == 2;
+                } catch (IOException e) {
+                    return false;
+                }
+            }, 10_000), "shutdown processing complete");
+            assertEquals(List.of("write", "flush"), gated.events, "the flush came after the write");
+        } finally {
+            gated.writeGate.countDown();
+            c[0].close();
+            c[1].close();
+            target.close();
+        }
+    }
+
+    /** Silence is allowed for up to twice KATO (rounded up to seconds), as nvmet's period timer allows. */
+    @Test
+    void keepAliveAllowsNvmetsSlack() throws Exception {
+        NvmeTarget target = NvmeTarget.start(oneGroup(List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));
+        RawTcpHost[] c = controller(target.tcpPort(0), 1000);
+        try {
+            Thread.sleep(1300); // past KATO, within nvmet's slack
+            assertEquals(Status.SUCCESS, c[0].propertyGet(ControllerRegisters.CSTS, 4).status(),
+                    "1.3 s of silence with KATO 1 s: still connected");
+            assertTrue(c[0].closedByTarget(), "then silence: the controller goes (after at most 2 s)");
+        } finally {
+            c[0].close();
+            c[1].close();
+            target.close();
+        }
+    }
+
+    /** Allocated bytes of a file, from stat(1) (512-byte blocks). */
+    private static long allocated(Path file) throws Exception {
+        Process p = new ProcessBuilder("stat", "-c", "%b", file.toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes()).trim();
+        assertEquals(0, p.waitFor(), out);
+        return Long.parseLong(out) * 512;
+    }
+
+    @Test
+    void deallocatingAWholeFileNamespacePunchesHolesInsteadOfWritingZeroes(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("ns.img");
+        NvmeTarget target = NvmeTarget.start(oneGroup(List.of(
+                new NamespaceConfig(1L, "file", "2GiB", 4096, file.toString(), null))));
+        try (RawTcpHost admin = new RawTcpHost(target.tcpPort(0)); RawTcpHost io = new RawTcpHost(target.tcpPort(0))) {
+            admin.initialize(0);
+            Completion c = admin.connect(0, 31, 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0);
+            admin.propertySet(ControllerRegisters.CC,
+                    ControllerRegisters.CC_ENABLE_DEFAULT);
+            io.initialize(0);
+            assertEquals(Status.SUCCESS, io.connect(1, 31, c.dw0() & 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0).status());
+            byte[] block = new byte[4096];
+            java.util.Arrays.fill(block, (byte) 0x77);
+            assertEquals(Status.SUCCESS, io.execute(RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, 1000, 1, 4096, true), block).status());
+            long blocks = (2L << 30) / 4096;
+            // Two ranges covering the whole namespace, as blkdiscard or mkfs send.
+            Completion dsm = io.execute(deallocateSqe(1, 2), ranges(0, blocks / 2, blocks / 2, blocks / 2));
+            assertEquals(Status.SUCCESS, dsm.status());
+            assertTrue(allocated(file) < 1 << 20, "the file holds " + (allocated(file) >> 20)
+                    + " MiB after deallocating all of it: zeroes were written instead of holes punched");
+            RawTcpHost.Reply r = io.executeForData(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 1000, 1, 4096, false), 4096);
+            assertEquals(Status.SUCCESS, r.cqe().status());
+            assertTrue(java.util.Arrays.equals(new byte[4096], r.data()), "deallocated blocks read as zeroes (DLFEAT)");
+            // Write Zeroes over the written block: zeroes without writing them.
+            assertEquals(Status.SUCCESS, io.execute(RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, 7, 1, 4096, true), block).status());
+            byte[] wz = RawTcpHost.sqe();
+            RawTcpHost.cmd(wz).opcode(Opcodes.IO_WRITE_ZEROES).nsid(1).slba(0).blockCount(16);
+            assertEquals(Status.SUCCESS, io.execute(wz, null).status());
+            r = io.executeForData(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 7, 1, 4096, false), 4096);
+            assertTrue(java.util.Arrays.equals(new byte[4096], r.data()), "Write Zeroes reads back as zeroes");
+        } finally {
+            target.close();
+        }
+        assertTrue(Files.size(file) == 2L << 30, "the file keeps its size");
+    }
+}
