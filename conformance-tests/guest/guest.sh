@@ -147,7 +147,7 @@ timeout -k 10 "$timeout_s" qemu-system-x86_64 \
   "${share_args[@]}" \
   -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,romfile= \
   -serial stdio \
-  -append "console=ttyS0 panic=-1 quiet loglevel=3 nvmeof.shares=$share_spec nvmeof.stage2=$here/stage2 nvmeof.kdir=$KDIR nvmeof.kver=$KVER nvmeof.rdma=$rdma nvmeof.run=$run" \
+  -append "console=ttyS0 panic=-1 quiet loglevel=3 hardened_usercopy=off nvmeof.shares=$share_spec nvmeof.stage2=$here/stage2 nvmeof.kdir=$KDIR nvmeof.kver=$KVER nvmeof.rdma=$rdma nvmeof.run=$run" \
   < /dev/null 2>&1 | tee "$console"
 qemu_rc=${PIPESTATUS[0]}
 set -e

@@ -22,6 +22,18 @@ cat > /tmp/target.json <<JSON
                     { "nsid": 2, "backend": "file", "path": "/dev/shm/our-ns2.img", "size": "128MiB", "blockSize": 4096 } ] } ]
 }
 JSON
+# A locked-memory limit too small for the poll groups' registered buffer pools (and no CAP_IPC_LOCK to bypass it):
+# the RDMA listener must fail to start, saying which limit to raise, instead of starting and then refusing every
+# connection ("/ by zero").
+if [ "$TRANSPORT" = rdma ]; then
+  ( ulimit -l 1024; exec setpriv --bounding-set=-ipc_lock java -XX:TieredStopAtLevel=1 -Xmx256m \
+      --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR" target --transport rdma --address $GUEST_IP \
+      --port 4499 ) > "$RESULTS/memlock-$TRANSPORT.out" 2>&1
+  rc=$?
+  check "with a 1 MiB locked-memory limit the RDMA listener refuses to start and names the limit (exit $rc)" \
+    sh -c "[ $rc -ne 0 ] && grep -q 'ulimit -l' '$RESULTS/memlock-$TRANSPORT.out'"
+fi
+
 # The JVM runs 25-30x slower under TCG: C1 only, a small heap.
 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx768m -XX:MaxDirectMemorySize=1g \
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR" target --config /tmp/target.json \

@@ -255,7 +255,7 @@ public final class RdmaTransport implements AutoCloseable {
             int sendDepth = 2 * depth + 16;
             // Every work request a queue pair can have outstanding may complete (or be flushed) into the shared CQ at
             // once: a CQ with fewer free entries than that would overrun, which is fatal to every queue pair on it.
-            int cqEntries = sendDepth + depth;
+            int cqEntries = CqBudget.entriesFor(sendDepth, depth);
             PollGroupThread g = reserveCompletionQueue(cqEntries);
             if (g == null) {
                 LOG.warn("NVMe/RDMA connect request (qid {}) refused: every poll group's completion queue is committed "
@@ -268,7 +268,7 @@ public final class RdmaTransport implements AutoCloseable {
             try {
                 qp = id.createQueuePair(pd, QueuePairConfig.of(g.cq, sendDepth, depth));
             } catch (Exception e) {
-                g.cqEntriesInUse.addAndGet(-cqEntries);
+                g.cqBudget.release(cqEntries);
                 throw e;
             }
             int initiatorDepth = Math.min(ev.initiatorDepth(), attributes.maxQpInitRdAtom());
@@ -292,7 +292,7 @@ public final class RdmaTransport implements AutoCloseable {
                     if (c != null) {
                         release(c, "accept failed");
                     } else {
-                        g.cqEntriesInUse.addAndGet(-cqEntries);
+                        g.cqBudget.release(cqEntries);
                     }
                     reject(id, RdmaCmReject.STS_NO_RESOURCES);
                 }
@@ -422,7 +422,7 @@ public final class RdmaTransport implements AutoCloseable {
         c.queue().closeNow(why);
         c.qp().close();
         c.queue().queuePairDestroyed();
-        c.group().cqEntriesInUse.addAndGet(-c.cqEntries()); // its work requests can no longer complete
+        c.group().cqBudget.release(c.cqEntries()); // its work requests can no longer complete
         try {
             c.id().close();
         } catch (Exception e) {
@@ -434,10 +434,9 @@ public final class RdmaTransport implements AutoCloseable {
     private PollGroupThread reserveCompletionQueue(int entries) {
         for (int i = 0; i < groups.size(); i++) {
             PollGroupThread g = groups.get(nextGroup++ % groups.size());
-            if (g.cqEntriesInUse.addAndGet(entries) <= g.cq.entries()) {
+            if (g.cqBudget.reserve(entries)) {
                 return g;
             }
-            g.cqEntriesInUse.addAndGet(-entries);
         }
         return null;
     }
@@ -546,7 +545,7 @@ public final class RdmaTransport implements AutoCloseable {
         /** Set to stop this group's thread; its owner then destroys what it used. */
         volatile boolean stop;
         /** CQ entries committed to this group's queue pairs (the CM thread commits, the group's thread gives back). */
-        final java.util.concurrent.atomic.AtomicInteger cqEntriesInUse = new java.util.concurrent.atomic.AtomicInteger();
+        final CqBudget cqBudget;
         private boolean deviceGone;
 
         PollGroupThread(RdmaDevice device, int index) throws Exception {
@@ -562,6 +561,7 @@ public final class RdmaTransport implements AutoCloseable {
                 throw e;
             }
             cq = q;
+            cqBudget = new CqBudget(q.entries());
             poolRegion = region;
             int[][] layout = poolLayout(core.limits().maxTransferSize());
             pool = new RegisteredBufferPool(poolRegion.slice(0, (int) poolRegion.length()), layout[0], layout[1]);
