@@ -172,7 +172,7 @@ kill -TERM $TARGET_PID
 wait $TARGET_PID 2>/dev/null
 check "the target shut down cleanly" grep -q "target stopped" "$RESULTS/our-target-$TRANSPORT.log"
 if [ "$TRANSPORT" = rdma ]; then
-  # "NVMe/RDMA accepts: N; first F ms, next 19 median W ms, all M later median L ms (first/warm R)": the first
+  # "NVMe/RDMA accepts: N (...); first F ms, next 19 median W ms, all M later median L ms (first/warm R)": the first
   # accept after start must not be slower than twice a warm one, the median of the next 19 (the listener rehearses a
   # connection per poll group at start for that). L, after hundreds of accepts, shows the JIT compiler's later gain.
   accepts="$(grep -o 'NVMe/RDMA accepts: .*' "$RESULTS/our-target-$TRANSPORT.log" | tail -1)"

@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
@@ -70,6 +74,44 @@ class TargetResourceBoundsTest {
             }
         }
         assertTrue(TestTargets.eventually(() -> target.core().liveQueues() == 0, 5000));
+    }
+
+    /**
+     * 128 KiB reads kept at QD 32 (4 MiB of read data in flight, twice the write watermark) by a host that reads as
+     * fast as it can: the queue pauses above the watermark and resumes below it. The first resume ran from inside a
+     * flush made while decoding, and the queue stalled for good (0 IOPS in `./nvmeof bench --bs 128k --qd 32`;
+     * fio through the kernel host crawled along on later traffic).
+     */
+    @Test
+    void queuesPausedForWritesResumeUnderSteadyLargeReads() throws Exception {
+        int total = 1024;
+        ConnectOptions o = ConnectOptions.builder().queueDepth(64).commandTimeout(java.time.Duration.ofSeconds(20)).build();
+        try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, TestTargets.NQN), o)) {
+            NamespaceHandle ns = c.namespace(1);
+            java.util.concurrent.atomic.AtomicInteger issued = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(total);
+            java.util.function.Consumer<java.nio.ByteBuffer>[] next = new java.util.function.Consumer[1];
+            next[0] = buf -> {
+                int i = issued.getAndIncrement();
+                if (i >= total) {
+                    return;
+                }
+                ns.read((long) (i % 256) * 256, 256, buf.clear()).whenComplete((v, e) -> {
+                    if (e != null) {
+                        failed.incrementAndGet();
+                    }
+                    done.countDown();
+                    next[0].accept(buf);
+                });
+            };
+            for (int q = 0; q < 32; q++) {
+                next[0].accept(java.nio.ByteBuffer.allocateDirect(128 << 10));
+            }
+            assertTrue(done.await(60, java.util.concurrent.TimeUnit.SECONDS),
+                    (total - done.getCount()) + " of " + total + " reads completed: the queue stalled");
+            assertEquals(0, failed.get());
+        }
     }
 
     /**

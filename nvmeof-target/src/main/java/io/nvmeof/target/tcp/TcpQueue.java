@@ -158,13 +158,27 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
         if (pausedForWrites && ctx.channel().isWritable() && !closing) {
-            pausedForWrites = false;
-            ctx.channel().config().setAutoRead(true);
+            // Not from here: this event can fire inside a flush made while decoding (the socket took everything at
+            // once), and a decode started from within decode would leave the commands after it stranded in the
+            // cumulation until the host sent something more.
+            ctx.executor().execute(this::resumeDecoding);
+        }
+        super.channelWritabilityChanged(ctx);
+    }
+
+    private void resumeDecoding() {
+        if (!pausedForWrites || closing || !ctx.channel().isWritable()) {
+            return;
+        }
+        pausedForWrites = false;
+        ctx.channel().config().setAutoRead(true);
+        try {
             // Decode what arrived while paused: an empty read runs the decoder over the kept cumulation.
             channelRead(ctx, Unpooled.EMPTY_BUFFER);
             channelReadComplete(ctx);
+        } catch (Exception e) {
+            exceptionCaught(ctx, e);
         }
-        super.channelWritabilityChanged(ctx);
     }
 
     /** True while the queue has stopped taking commands because the host does not read (for tests). */
