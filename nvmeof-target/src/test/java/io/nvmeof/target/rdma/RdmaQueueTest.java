@@ -384,6 +384,29 @@ class RdmaQueueTest {
     }
 
     @Test
+    void compareNeedsNoSecondRegisteredBuffer() {
+        Host holder = ioQueue(0, 4);
+        Host io = ioQueue(0, 4);
+        // Another queue's 1 MiB read holds one of the two 1 MiB buffers (its WRITE and SEND posted, not completed).
+        holder.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 0, 2048, 6000, holder));
+        InMemoryNic.Completion c;
+        while ((c = holder.nic.completions.poll()) != null) {
+            group.dispatch(c.wrId(), c.success(), c.status(), c.byteLength());
+        }
+        group.afterBatch();
+        assertEquals(1, pool.available(2));
+        // A 1 MiB Compare of never-written blocks against zeroes: its host data takes the other buffer; the stored
+        // data it compares with used to need a third and failed with an internal error.
+        ByteBuffer zeroes = ByteBuffer.allocateDirect(1 << 20);
+        byte[] cmp = sqe(Opcodes.IO_COMPARE);
+        new Command().<Command>wrap(new UnsafeBuffer(cmp), 0).nsid(1).slba(8192).blockCount(2048).cid(6001);
+        keyed(cmp, zeroes, 1 << 20, io.nic.hostRegister(zeroes), false);
+        io.nic.hostSend(cmp);
+        io.nic.run(group);
+        assertEquals(Status.SUCCESS, status(io, 6001), "Compare of zeroes with never-written blocks");
+    }
+
+    @Test
     void thePoolsLargestBuffersFitMdts() {
         int[][] small = RdmaTransport.poolLayout(128 << 10);
         assertEquals(1 << 20, small[0][2], "at least 1 MiB");
