@@ -12,36 +12,17 @@ import io.nvmeof.protocol.tcp.CapsuleCommandPdu;
 import io.nvmeof.protocol.tcp.PduHeader;
 import io.nvmeof.protocol.tcp.R2TPdu;
 import io.nvmeof.protocol.tcp.TermReqPdu;
-import io.nvmeof.target.NvmeTarget;
 import java.io.IOException;
-import java.util.List;
 import java.nio.ByteOrder;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
  * Malformed and hostile input from a raw host: each case gets the outcome the NVMe/TCP and NVMe-oF specifications
  * call for, and afterwards the target still serves a well-behaved connection and holds no resources for the bad one.
  */
-class BadInputTest {
-    static NvmeTarget target;
-    static int port;
-
-    @BeforeAll
-    static void start() throws IOException {
-        target = TestTargets.start();
-        port = target.tcpPort(0);
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        target.close();
-        assertEquals(List.of(), LeakTracker.collect(), "Netty buffers garbage collected without release");
-    }
-
+class BadInputTest extends SharedTargetTest {
     /** After every case: a good host still gets served, and nothing is left of closed connections. */
     @AfterEach
     void targetStillServesAndLeaksNothing() throws Exception {

@@ -20,16 +20,12 @@ import io.nvmeof.protocol.identify.IdentifyController;
 import io.nvmeof.protocol.log.CommandEffectsLog;
 import io.nvmeof.protocol.log.FirmwareSlotLog;
 import io.nvmeof.protocol.regs.ControllerRegisters;
-import io.nvmeof.target.NvmeTarget;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -37,22 +33,7 @@ import org.junit.jupiter.api.Test;
  * with their status (docs/conformance.md, "Refusals compared with Linux nvmet and SPDK"). One test per changed row,
  * from a raw host that sends exactly the bytes each row names.
  */
-class ReferenceParityTest {
-    static NvmeTarget target;
-    static int port;
-
-    @BeforeAll
-    static void start() throws IOException {
-        target = TestTargets.start();
-        port = target.tcpPort(0);
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        target.close();
-        assertEquals(List.of(), LeakTracker.collect(), "Netty buffers garbage collected without release");
-    }
-
+class ReferenceParityTest extends SharedTargetTest {
     /** Admin Connect with {@code hostnqn}, CC.EN, and an I/O queue; then a write and a read-back of one block. */
     private static void connectAndDoIo(String hostnqn) throws IOException {
         try (RawTcpHost admin = new RawTcpHost(port); RawTcpHost io = new RawTcpHost(port)) {

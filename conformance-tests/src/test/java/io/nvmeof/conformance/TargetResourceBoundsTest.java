@@ -9,34 +9,13 @@ import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.TransportId;
-import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.fabrics.Nqn;
-import io.nvmeof.target.NvmeTarget;
-import java.io.IOException;
-import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** What one connection can make the target hold: bounded, whatever the host does (or fails to do). */
-class TargetResourceBoundsTest {
-    static NvmeTarget target;
-    static int port;
-
-    @BeforeAll
-    static void start() throws IOException {
-        target = TestTargets.start();
-        port = target.tcpPort(0);
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        target.close();
-        assertEquals(List.of(), LeakTracker.collect(), "Netty buffers garbage collected without release");
-    }
-
+class TargetResourceBoundsTest extends SharedTargetTest {
     private static long usedDirectMemory() {
         return ((ByteBufAllocatorMetricProvider) ByteBufAllocator.DEFAULT).metric().usedDirectMemory();
     }
