@@ -38,6 +38,10 @@ final class FakeTarget implements AutoCloseable {
     static final long BLACKHOLE_LBA = 999;
     /** Reads of this LBA get a C2HData PDU whose DATAO lies beyond the command's data: a protocol violation. */
     static final long CORRUPT_LBA = 998;
+    /** Reads here get their first block of data in a C2HData PDU with SUCCESS, and nothing more. */
+    static final long SHORT_LBA = 1000;
+    /** Reads here get a successful CapsuleResp and no data at all. */
+    static final long NO_DATA_LBA = 1200;
     static final int INLINE = 8192;
 
     /** One command capsule as received. */
@@ -475,6 +479,14 @@ final class FakeTarget implements AutoCloseable {
                     byte[] h = new byte[24];
                     le(h).putShort(8, (short) cid).putInt(12, len).putInt(16, BLOCK);
                     c.send(h, 0x07, 0x04, disk, 0, BLOCK);
+                    return;
+                }
+                if (slba == SHORT_LBA) {
+                    c.sendData(cid, disk, (int) slba * BLOCK, BLOCK, true); // 1 block, LAST | SUCCESS
+                    return;
+                }
+                if (slba == NO_DATA_LBA) {
+                    c.respond(cid, 0, 0);
                     return;
                 }
                 if (sglId != 0x5A || sglLen != len) {

@@ -370,4 +370,20 @@ class NvmeofControllerTest {
             assertEquals(0x1234, c.getFeature(0x07));
         }
     }
+
+    /**
+     * A controller that reports a read successful with data missing (SUCCESS after 1 of 8 blocks, or a success
+     * response with no data at all) must not be taken at its word: the buffer would keep whatever it held before.
+     */
+    @Test
+    void readsMissingDataFailInsteadOfSucceeding() throws Exception {
+        for (long lba : new long[] {FakeTarget.SHORT_LBA, FakeTarget.NO_DATA_LBA}) {
+            try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+                ByteBuffer buf = ByteBuffer.allocate(8 * FakeTarget.BLOCK);
+                ExecutionException ee = assertThrows(ExecutionException.class,
+                        () -> c.namespace(1).read(lba, 8, buf).get(5, TimeUnit.SECONDS), "LBA " + lba);
+                assertTrue(ee.getCause().getMessage().contains("of its 4096 bytes of data"), ee.getCause().getMessage());
+            }
+        }
+    }
 }

@@ -454,10 +454,27 @@ public final class TcpQueue extends SlotQueue<Request> {
             return;
         }
         int status = p.getUnsignedShortLE(cqe + Completion.STATUS) >>> 1;
+        if (status == Status.SUCCESS && shortOfData(r, p)) {
+            return;
+        }
         if (status == Status.SUCCESS && r.dataStatus != 0) {
             status = r.dataStatus;
         }
         complete(r, status, p.getLongLE(cqe + Completion.DW0));
+    }
+
+    /**
+     * A read reported successful must have received all its data: a controller that says SUCCESS after part of it
+     * (or none) would leave the rest of the caller's buffer as it was, and the caller would take it for data. That
+     * fails the command and, as a protocol error, the queue.
+     */
+    private boolean shortOfData(Request r, ByteBuf p) {
+        if (r.dir != DIR_C2H || r.received == r.dataLength) {
+            return false;
+        }
+        protocolError(TermReqPdu.FES_PDU_SEQUENCE_ERROR, 0, p, "success for command id 0x" + Integer.toHexString(r.cid)
+                + " after " + r.received + " of its " + r.dataLength + " bytes of data");
+        return true;
     }
 
     private void onC2HData(ByteBuf p, int base, int flags, int pdo, long plen) {
@@ -492,6 +509,12 @@ public final class TcpQueue extends SlotQueue<Request> {
                     + datal + " exceeds the command's " + r.dataLength + " bytes");
             return;
         }
+        if (datao != r.received) {
+            // C2HData PDUs of a command come in order and without gaps, so what arrived can be counted.
+            protocolError(TermReqPdu.FES_DATA_OUT_OF_RANGE, DataPdu.DATAO, p, "C2HData for command id 0x"
+                    + Integer.toHexString(cid) + " at offset " + datao + " where " + r.received + " was next");
+            return;
+        }
         boolean success = (flags & PduHeader.FLAG_DATA_SUCCESS) != 0;
         if (success && (flags & PduHeader.FLAG_DATA_LAST) == 0) {
             protocolError(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.FLAGS, p, "C2HData has SUCCESS without LAST_PDU");
@@ -514,6 +537,9 @@ public final class TcpQueue extends SlotQueue<Request> {
         r.received += len;
         if (success) {
             // SUCCESS: the controller sends no CapsuleResp for this command.
+            if (shortOfData(r, p)) {
+                return;
+            }
             complete(r, r.dataStatus, 0);
         }
     }
