@@ -96,6 +96,26 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         long commands;
     }
 
+    /** Capsule and response memory one queue may take; a controller's IOCCSZ times a deep queue could ask for more. */
+    static final long MAX_QUEUE_MEMORY = 64L << 20;
+
+    /** Bytes of one capsule slot: the SQE and in-capsule data, 64-byte aligned. */
+    static int capsuleStride(int inlineLimit) {
+        return (Command.LENGTH + inlineLimit + 63) & ~63;
+    }
+
+    /**
+     * The in-capsule data size a queue of {@code slots} uses: the controller's (IOCCSZ), lowered so its capsules fit in
+     * {@link #MAX_QUEUE_MEMORY} (in-capsule data is the host's choice up to IOCCSZ; larger writes go by RDMA READ).
+     * Sizes are computed in {@code long}: in {@code int}, a third-party target's large IOCCSZ and a deep queue wrapped
+     * around, and capsules were written outside the queue's buffer.
+     */
+    static int inlineLimitThatFits(int slots, int inlineLimit) {
+        long perSlot = MAX_QUEUE_MEMORY / Math.max(1, slots) - Command.LENGTH - Completion.LENGTH * 2L;
+        long fits = Math.max(0, perSlot) & ~63L;
+        return (int) Math.min(inlineLimit, fits);
+    }
+
     /**
      * Allocates and registers the queue's capsule and response memory, creates the queue pair on the poller's CQ and
      * posts every receive: all before the connect, so the controller may answer at once.
@@ -108,15 +128,15 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         this.cache = cache;
         this.wrQueue = wrQueue;
         this.cmId = cmId;
-        this.inlineLimit = inlineLimit;
-        this.stride = (Command.LENGTH + inlineLimit + 63) & ~63;
+        this.inlineLimit = inlineLimitThatFits(slotCount, inlineLimit);
+        this.stride = capsuleStride(this.inlineLimit);
         // Receives are 16 bytes each: a fixed slack costs nothing and lets even a queue of depth 1 batch re-posts.
         this.recvCount = slotCount + RECEIVE_SLACK;
         this.sendQueueCapacity = sendQueueEntries(slotCount);
         long sendBytes = (long) stride * slotCount;
         // Java-owned memory, registered: a submitter racing a close may still write an SQE after the registration
         // is gone, and must find memory there (this queue keeps the buffer reachable), not a freed mapping.
-        this.memory = ByteBuffer.allocateDirect((int) (sendBytes + (long) recvCount * Completion.LENGTH));
+        this.memory = ByteBuffer.allocateDirect(Math.toIntExact(sendBytes + (long) recvCount * Completion.LENGTH));
         this.region = pd.register(memory, Access.LOCAL_WRITE);
         this.lkey = region.lkey();
         this.recvBase = region.address() + sendBytes;
