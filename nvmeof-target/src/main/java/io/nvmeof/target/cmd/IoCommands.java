@@ -6,15 +6,12 @@ import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
-import io.nvmeof.target.backend.BlockBackend;
 import io.nvmeof.target.core.Namespace;
 import io.nvmeof.target.core.Request;
 import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.TargetCore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.List;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -150,47 +147,45 @@ public final class IoCommands {
         }
     }
 
+    // Flush and Write Zeroes go through non-capturing method references (one shared instance each): no allocation per
+    // command, and the same step whether it runs here or on the backend executor.
+
     static void executeWriteZeroes(Request req) {
-        long offset = byteOffset(req);
+        runBackend(req, (long) req.cmd.blockCount() << req.ns.blockShift(), IoCommands::writeZeroes);
+    }
+
+    private static int writeZeroes(Request req) throws IOException {
         long length = (long) req.cmd.blockCount() << req.ns.blockShift();
-        BlockBackend b = req.ns.backend();
-        boolean deallocate = req.cmd.deallocateHint();
-        runBackend(req, b, length, () -> {
-            if (deallocate) {
-                b.deallocate(offset, length);
-            } else {
-                b.writeZeroes(offset, length);
-            }
-            return Status.SUCCESS;
-        });
+        if (req.cmd.deallocateHint()) {
+            req.ns.backend().deallocate(byteOffset(req), length);
+        } else {
+            req.ns.backend().writeZeroes(byteOffset(req), length);
+        }
+        return Status.SUCCESS;
     }
 
     static void executeFlush(Request req) {
-        BlockBackend b = req.ns.backend();
-        runBackend(req, b, 0, () -> {
-            b.flush();
-            return Status.SUCCESS;
-        });
+        runBackend(req, 0, IoCommands::flush);
+    }
+
+    private static int flush(Request req) throws IOException {
+        req.ns.backend().flush();
+        return Status.SUCCESS;
     }
 
     static void executeFlushAll(Request req) {
-        List<BlockBackend> all = new ArrayList<>();
         boolean mayBlock = false;
         for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
-            all.add(ns.backend());
             mayBlock |= ns.backend().mayBlock(0);
         }
-        TargetCore.BackendCall flush = () -> {
-            for (BlockBackend b : all) {
-                b.flush();
-            }
-            return Status.SUCCESS;
-        };
-        if (mayBlock) {
-            req.sq().core().executeOffPollGroup(req, flush, Status.WRITE_FAULT);
-        } else {
-            runNow(req, flush);
+        run(req, mayBlock, IoCommands::flushAll);
+    }
+
+    private static int flushAll(Request req) throws IOException {
+        for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
+            ns.backend().flush();
         }
+        return Status.SUCCESS;
     }
 
     static void executeDatasetManagement(Request req) {
@@ -220,28 +215,27 @@ public final class IoCommands {
             lengths[i] = blocks << ns.blockShift();
             total += lengths[i];
         }
-        BlockBackend b = ns.backend();
-        runBackend(req, b, total, () -> {
+        runBackend(req, total, r -> {
             for (int i = 0; i < count; i++) {
-                b.deallocate(offsets[i], lengths[i]);
+                r.ns.backend().deallocate(offsets[i], lengths[i]);
             }
             return Status.SUCCESS;
         });
     }
 
-    /** Runs a backend call here, or on the core's backend executor when the backend says it may block. */
-    private static void runBackend(Request req, BlockBackend b, long bytes, TargetCore.BackendCall call) {
-        if (b.mayBlock(bytes)) {
-            req.sq().core().executeOffPollGroup(req, call, Status.WRITE_FAULT);
-        } else {
-            runNow(req, call);
-        }
+    /** Runs a backend step here, or on the core's backend executor when the namespace's backend may block. */
+    private static void runBackend(Request req, long bytes, TargetCore.BackendCall call) {
+        run(req, req.ns.backend().mayBlock(bytes), call);
     }
 
-    private static void runNow(Request req, TargetCore.BackendCall call) {
+    private static void run(Request req, boolean mayBlock, TargetCore.BackendCall call) {
+        if (mayBlock) {
+            req.sq().core().executeOffPollGroup(req, call, Status.WRITE_FAULT);
+            return;
+        }
         int status;
         try {
-            status = call.run();
+            status = call.run(req);
         } catch (IOException e) {
             LOG.warn("namespace {}: {}", req.ns != null ? req.ns.nsid() : 0, e.toString());
             status = Status.WRITE_FAULT;

@@ -52,9 +52,9 @@ public final class TargetCore {
     });
     static final int BACKEND_THREADS = 2;
 
-    /** A backend call that returns an NVMe status. */
+    /** A backend step of a request; returns its NVMe status. */
     public interface BackendCall {
-        int run() throws java.io.IOException;
+        int run(Request req) throws java.io.IOException;
     }
 
     public TargetCore(TargetLimits limits) {
@@ -322,7 +322,7 @@ public final class TargetCore {
             backendWork.execute(() -> {
                 int status;
                 try {
-                    status = call.run();
+                    status = call.run(req);
                 } catch (java.io.IOException | RuntimeException e) {
                     LOG.warn("backend work for opcode 0x{} on queue {} failed: {}", Integer.toHexString(req.cmd.opcode()),
                             req.sq().qid(), e.toString());

@@ -181,11 +181,6 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         }
     }
 
-    /** True while the queue has stopped taking commands because the host does not read (for tests). */
-    public boolean pausedForWrites() {
-        return pausedForWrites;
-    }
-
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         LOG.warn("NVMe/TCP queue from {}: {}; closing", peer, cause.toString());
