@@ -7,7 +7,9 @@ import java.util.UUID;
 
 /**
  * Immutable connection options; build with {@link #builder()}. Defaults follow the Linux host: one I/O queue of 128
- * entries, keep alive 5 s for I/O controllers (0 for discovery controllers unless set), no digests.
+ * entries, keep alive 5 s for I/O controllers (0 for discovery controllers unless set), no digests, and on a lost
+ * connection a reconnect every 10 s for up to 600 s, holding I/O meanwhile ({@code nvme connect}'s
+ * {@code --reconnect-delay 10 --ctrl-loss-tmo 600}, no {@code --fast_io_fail_tmo}).
  */
 public final class ConnectOptions {
     /** One host id per process, as a host is one NVMe host to the subsystem however many controllers it opens. */
@@ -18,6 +20,12 @@ public final class ConnectOptions {
     public static final int DEFAULT_MAX_INLINE_DATA = 8192;
     /** Largest queue depth accepted: the 16-bit command id must hold the slot index. */
     public static final int MAX_QUEUE_DEPTH = 65536;
+    /** Linux's NVMF_DEF_RECONNECT_DELAY. */
+    public static final Duration DEFAULT_RECONNECT_DELAY = Duration.ofSeconds(10);
+    /** Linux's NVMF_DEF_CTRL_LOSS_TMO. */
+    public static final Duration DEFAULT_CTRL_LOSS_TIMEOUT = Duration.ofSeconds(600);
+    /** For {@link Builder#ctrlLossTimeout} (reconnect forever) and {@link Builder#fastIoFailTimeout} (never fail fast). */
+    public static final Duration OFF = Duration.ofSeconds(-1);
 
     private final String hostNqn;
     private final UUID hostId;
@@ -31,6 +39,10 @@ public final class ConnectOptions {
     private final Duration cmEventTimeout;
     private final int eventLoopThreads;
     private final int maxInlineData;
+    private final Duration reconnectDelay;
+    private final Duration ctrlLossTimeout;
+    private final Duration fastIoFailTimeout;
+    private final ControllerStateListener stateListener;
 
     private ConnectOptions(Builder b) {
         this.hostId = b.hostId != null ? b.hostId : PROCESS_HOST_ID;
@@ -45,6 +57,10 @@ public final class ConnectOptions {
         this.cmEventTimeout = b.cmEventTimeout;
         this.eventLoopThreads = b.eventLoopThreads;
         this.maxInlineData = b.maxInlineData;
+        this.reconnectDelay = b.reconnectDelay;
+        this.ctrlLossTimeout = b.ctrlLossTimeout;
+        this.fastIoFailTimeout = b.fastIoFailTimeout;
+        this.stateListener = b.stateListener;
         String why = hostNqn.isEmpty() ? null : Nqn.validate(hostNqn);
         if (why != null) {
             throw new IllegalArgumentException("invalid host NQN '" + hostNqn + "': " + why);
@@ -73,6 +89,10 @@ public final class ConnectOptions {
         b.cmEventTimeout = cmEventTimeout;
         b.eventLoopThreads = eventLoopThreads;
         b.maxInlineData = maxInlineData;
+        b.reconnectDelay = reconnectDelay;
+        b.ctrlLossTimeout = ctrlLossTimeout;
+        b.fastIoFailTimeout = fastIoFailTimeout;
+        b.stateListener = stateListener;
         return b;
     }
 
@@ -100,13 +120,22 @@ public final class ConnectOptions {
     public int eventLoopThreads() { return eventLoopThreads; }
     /** Upper bound for in-capsule write data; the controller's IOCCSZ may lower it further. 0 disables in-capsule writes. */
     public int maxInlineData() { return maxInlineData; }
+    /** Wait before each reconnect attempt after the connection is lost. */
+    public Duration reconnectDelay() { return reconnectDelay; }
+    /** How long to keep reconnecting before failing for good: zero = never reconnect, negative = forever. */
+    public Duration ctrlLossTimeout() { return ctrlLossTimeout; }
+    /** How long I/O waits for a reconnect before failing (later I/O fails at once until reconnected); negative = off. */
+    public Duration fastIoFailTimeout() { return fastIoFailTimeout; }
+    /** Told of every state change (connected, reconnecting, failed, closed); null when none. */
+    public ControllerStateListener stateListener() { return stateListener; }
 
     @Override
     public String toString() {
         return "ConnectOptions[hostNqn=" + hostNqn + ", hostId=" + hostId + ", ioQueues=" + ioQueues + ", queueDepth="
                 + queueDepth + ", kato=" + keepAliveTimeoutMs + ", hdgst=" + headerDigest + ", ddgst=" + dataDigest
                 + ", commandTimeout=" + commandTimeout + ", connectTimeout=" + connectTimeout + ", cmEventTimeout=" + cmEventTimeout + ", eventLoopThreads="
-                + eventLoopThreads + ", maxInlineData=" + maxInlineData + "]";
+                + eventLoopThreads + ", maxInlineData=" + maxInlineData + ", reconnectDelay=" + reconnectDelay
+                + ", ctrlLossTimeout=" + ctrlLossTimeout + ", fastIoFailTimeout=" + fastIoFailTimeout + "]";
     }
 
     public static final class Builder {
@@ -122,6 +151,10 @@ public final class ConnectOptions {
         private Duration cmEventTimeout;
         private int eventLoopThreads = 1;
         private int maxInlineData = DEFAULT_MAX_INLINE_DATA;
+        private Duration reconnectDelay = DEFAULT_RECONNECT_DELAY;
+        private Duration ctrlLossTimeout = DEFAULT_CTRL_LOSS_TIMEOUT;
+        private Duration fastIoFailTimeout = OFF;
+        private ControllerStateListener stateListener;
 
         private Builder() {
         }
@@ -150,6 +183,22 @@ public final class ConnectOptions {
         public Builder cmEventTimeout(Duration v) { this.cmEventTimeout = positive(v, "cmEventTimeout"); return this; }
         public Builder eventLoopThreads(int v) { this.eventLoopThreads = check(v, 1, 1024, "eventLoopThreads"); return this; }
         public Builder maxInlineData(int v) { this.maxInlineData = check(v, 0, 1 << 20, "maxInlineData"); return this; }
+        /** {@code nvme connect --reconnect-delay}: the wait before each reconnect attempt (default 10 s). */
+        public Builder reconnectDelay(Duration v) { this.reconnectDelay = positive(v, "reconnectDelay"); return this; }
+        /**
+         * {@code nvme connect --ctrl-loss-tmo}: after a connection loss, keep reconnecting this long, then fail every
+         * held and new request (default 600 s). {@link Duration#ZERO}: never reconnect, fail at once (the behaviour
+         * before reconnects existed); {@link #OFF} (negative): reconnect forever.
+         */
+        public Builder ctrlLossTimeout(Duration v) { this.ctrlLossTimeout = java.util.Objects.requireNonNull(v, "ctrlLossTimeout"); return this; }
+        /**
+         * {@code nvme connect --fast_io_fail_tmo}: how long I/O is held while reconnecting before it fails; later I/O
+         * then fails at once until the controller is back. Default {@link #OFF}: held until the controller loss
+         * timeout.
+         */
+        public Builder fastIoFailTimeout(Duration v) { this.fastIoFailTimeout = java.util.Objects.requireNonNull(v, "fastIoFailTimeout"); return this; }
+        /** Told of every state change, on the controller's housekeeping thread (it may call the controller). */
+        public Builder stateListener(ControllerStateListener v) { this.stateListener = v; return this; }
 
         public ConnectOptions build() {
             return new ConnectOptions(this);

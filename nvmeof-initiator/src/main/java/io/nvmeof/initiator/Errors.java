@@ -18,15 +18,18 @@ final class Errors {
                 return new NvmeofTimeoutException(what + " on " + where + " timed out after " + timeout.toMillis()
                         + " ms; the controller did not answer (check the target, or raise commandTimeout)");
             case IoCallback.ERR_CLOSED:
-                return new NvmeofException(what + " on " + where + " failed: the controller connection was closed by this host");
+                return new NvmeofException(what + " on " + where + " failed: the controller was closed by this host",
+                        ErrorKind.CLOSED_BY_CALLER);
             case IoCallback.ERR_QUEUE_FULL:
                 return new NvmeofException(what + " on " + where + " rejected: too many requests are waiting for a free"
-                        + " queue slot; limit outstanding I/O or use more/deeper queues");
+                        + " queue slot; wait for room (NvmeofController.awaitRoom) or use more/deeper queues",
+                        ErrorKind.QUEUE_FULL);
             case IoCallback.ERR_TRANSPORT:
             default:
                 String why = q.failure();
-                return new NvmeofException(what + " on " + where + " failed: transport error"
-                        + (why != null ? " (" + why + ")" : "") + "; reconnect the controller");
+                return new NvmeofException(what + " on " + where + " failed: connection lost"
+                        + (why != null ? " (" + why + ")" : "") + "; the controller reconnects by itself unless its"
+                        + " controller loss timeout ran out (see ConnectOptions.ctrlLossTimeout)", ErrorKind.CONNECTION_LOST);
         }
     }
 }

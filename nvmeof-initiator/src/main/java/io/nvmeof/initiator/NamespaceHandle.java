@@ -9,16 +9,23 @@ import java.util.concurrent.CompletableFuture;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * Block I/O on one namespace. Thread-safe; each call picks an I/O queue round-robin.
+ * Block I/O on one namespace. Thread-safe; each call picks the less loaded of two open I/O queues.
  *
- * <p>Buffers: data moves directly between the transport and the caller's buffer: the socket over TCP (direct or heap
- * buffers), the NIC over RDMA (direct buffers; see {@link NvmeofController#allocateBuffer}). The transfer covers
- * {@code blocks * blockSize()} bytes starting at the buffer's current <em>position</em>; position and limit are never
- * modified, and the buffer must not be touched until the operation completes.
+ * <p>Buffers follow {@link ByteBuffer} conventions: the transfer covers {@code blocks * blockSize()} bytes from the
+ * buffer's <em>position</em>, which must be within its <em>limit</em> ({@link ByteBuffer#remaining()}); position and
+ * limit are never modified, and the buffer must not be touched until the operation completes. Data moves directly
+ * between the transport and the buffer: the socket over TCP (direct or heap buffers), the NIC over RDMA (direct
+ * buffers; see {@link NvmeofController#allocateBuffer}). Requests larger than {@link #maxBlocksPerIo()} are refused
+ * with the size to use; split them.
  *
- * <p>Completion runs on the queue's I/O thread (futures complete there too): do not block in callbacks or
- * {@code thenAccept} stages. When every slot of the chosen queue is busy the request waits, in submission order, in a
- * bounded overflow queue; it never blocks the caller.
+ * <p>Completion runs on the queue's I/O thread (futures complete there too), or on a library thread when that is
+ * gone; never on the submitting thread inside the call. Do not block in callbacks or {@code thenAccept} stages. When
+ * every slot of the chosen queue is busy the request waits, in submission order, in a bounded overflow queue; it
+ * never blocks the caller ({@link NvmeofController#awaitRoom} waits for room explicitly).
+ *
+ * <p>Futures: the I/O cannot be withdrawn from the controller, so cancelling a returned future, or completing it from
+ * outside (as {@code orTimeout} does), takes effect only when the command is done with the buffer: the future then
+ * completes with that cancellation or exception. After it completes, however, nothing writes into the buffer.
  */
 public final class NamespaceHandle {
     private static final int MAX_BLOCKS = 65536; // NLB is a 16-bit 0-based field
@@ -156,9 +163,9 @@ public final class NamespaceHandle {
             throw new IllegalArgumentException(blocks + " blocks (" + len + " bytes) exceed the controller's maximum"
                     + " transfer of " + ctrl.maxTransfer() + " bytes; split the I/O (maxBlocksPerIo() = " + maxBlocksPerIo() + ")");
         }
-        if (buf.position() + len > buf.capacity()) {
-            throw new IllegalArgumentException("buffer has " + (buf.capacity() - buf.position()) + " bytes from its position "
-                    + buf.position() + ", the I/O needs " + len);
+        if (len > buf.remaining()) {
+            throw new IllegalArgumentException("buffer has " + buf.remaining() + " bytes between its position "
+                    + buf.position() + " and limit " + buf.limit() + ", the I/O needs " + len);
         }
         if (intoBuffer && buf.isReadOnly()) {
             throw new IllegalArgumentException("cannot read into a read-only buffer");
@@ -171,13 +178,20 @@ public final class NamespaceHandle {
         return "NamespaceHandle[nsid " + nsid + ", " + blockCount + " x " + blockSize + " B]";
     }
 
-    /** The future handed to callers; it is its own completion listener, so one object per I/O. */
+    /**
+     * The future handed to callers; it is its own completion listener, so one object per I/O. Completing it from
+     * outside (cancel, orTimeout, complete) is deferred until the command is done with the caller's buffer.
+     */
     private static final class IoFuture extends CompletableFuture<Void> implements CompletionListener {
         private final NamespaceHandle ns;
         private final String op;
         private final long lba;
         private final int blocks;
         volatile HostQueue queue;
+        /** An outcome set from outside before the I/O finished; it wins once the I/O is done. */
+        private volatile Throwable early;
+        private volatile boolean earlySuccess;
+        private volatile boolean ioDone;
 
         IoFuture(NamespaceHandle ns, String op, long lba, int blocks) {
             this.ns = ns;
@@ -188,13 +202,65 @@ public final class NamespaceHandle {
 
         @Override
         public void onCompletion(int status, long result) {
-            if (status == 0) {
-                complete(null);
+            ioDone = true;
+            if (early != null) {
+                super.completeExceptionally(early);
+            } else if (earlySuccess || status == 0) {
+                super.complete(null);
             } else {
                 String what = lba < 0 ? op + " (nsid " + ns.nsid + ")"
                         : op + " (nsid " + ns.nsid + ", lba " + lba + ", " + blocks + " blocks)";
-                completeExceptionally(Errors.failure(what, status, io.nvmeof.protocol.Status.SET_IO, queue, ns.ctrl.commandTimeout()));
+                super.completeExceptionally(Errors.failure(what, status, io.nvmeof.protocol.Status.SET_IO, queue,
+                        ns.ctrl.commandTimeout()));
             }
+        }
+
+        /** Deferred: the future completes exceptionally with {@code ex} once the command is done with the buffer. */
+        @Override
+        public boolean completeExceptionally(Throwable ex) {
+            if (ioDone) {
+                return super.completeExceptionally(ex);
+            }
+            if (early == null && !earlySuccess) {
+                early = ex;
+            }
+            if (ioDone) {
+                return super.completeExceptionally(early); // the I/O finished meanwhile; first outcome wins
+            }
+            return false;
+        }
+
+        /** Deferred: the future completes normally once the command is done with the buffer. */
+        @Override
+        public boolean complete(Void value) {
+            if (ioDone) {
+                return super.complete(value);
+            }
+            if (early == null) {
+                earlySuccess = true;
+            }
+            return false;
+        }
+
+        /**
+         * The command cannot be withdrawn from the controller: this returns false, and the future completes as
+         * cancelled once the command is done with the buffer.
+         */
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            completeExceptionally(new java.util.concurrent.CancellationException(op + " cancelled; completed once the"
+                    + " controller was done with the buffer"));
+            return isCancelled();
+        }
+
+        @Override
+        public void obtrudeValue(Void value) {
+            throw new UnsupportedOperationException("an I/O future completes when its command does");
+        }
+
+        @Override
+        public void obtrudeException(Throwable ex) {
+            throw new UnsupportedOperationException("an I/O future completes when its command does");
         }
     }
 }

@@ -16,7 +16,8 @@ public class NvmeStatusException extends NvmeofException {
 
     /** @param commandSet {@link Status#SET_ADMIN}, {@link Status#SET_IO} or {@link Status#SET_CONNECT}: names the status. */
     public NvmeStatusException(String command, int status, int commandSet) {
-        super(command + " failed: " + Status.name(status, commandSet));
+        super(command + " failed: " + Status.name(status, commandSet),
+                Status.dnr(status) ? ErrorKind.NVME_STATUS_DO_NOT_RETRY : ErrorKind.NVME_STATUS);
         this.status = status;
         this.commandSet = commandSet;
     }

@@ -5,6 +5,8 @@ import io.nvmeof.initiator.tcp.TcpHostTransport;
 import io.nvmeof.initiator.transport.CompletionListener;
 import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.initiator.transport.HostTransport;
+import io.nvmeof.initiator.transport.PendingRequest;
+import io.nvmeof.initiator.transport.RoomSignal;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Features;
 import io.nvmeof.protocol.Opcodes;
@@ -27,6 +29,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -42,6 +48,12 @@ import org.slf4j.LoggerFactory;
  * <p>Buffers: over RDMA, data moves without a copy between the controller and direct buffers registered with the
  * device: allocate them with {@link #allocateBuffer} or register your own with {@link #registerBuffer} (unregistered
  * direct buffers are registered on first use, up to a bound; heap buffers are bounced through a temporary copy).
+ *
+ * <p>Losing the connection (a queue fails, a command times out, a keep alive goes unanswered within KATO) does not
+ * end the controller: as the Linux host does, it tears the whole association down, reconnects every
+ * {@link ConnectOptions#reconnectDelay()} and sends the interrupted reads and writes again on the new queues, holding
+ * new I/O meanwhile. Callers see a failure only after {@link ConnectOptions#fastIoFailTimeout()} or, when the
+ * controller gives up, {@link ConnectOptions#ctrlLossTimeout()}; {@link ConnectOptions#stateListener()} follows it.
  *
  * <p>The synchronous admin methods block the caller up to {@link ConnectOptions#commandTimeout()}; they must not be
  * called from an I/O completion callback (the event loop), and throw {@link IllegalStateException} if they are.
@@ -62,8 +74,17 @@ public final class NvmeofController implements AutoCloseable {
     private final HostTransport transport;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicInteger nextQueue = new AtomicInteger();
+    private final AtomicReference<ControllerState> state = new AtomicReference<>(ControllerState.RECONNECTING);
+    /** Keep alive, reconnects, rescans and state reports: one daemon thread per controller, never an I/O thread. */
+    private final ScheduledExecutorService housekeeping;
+    /** Held by whoever builds or tears down the association (connect, reconnect, close). */
+    private final ReentrantLock association = new ReentrantLock();
+    private final RoomSignal room = new RoomSignal();
+    private final HeldRequests held;
 
-    private HostQueue admin;
+    /** Which association a queue belongs to: a late failure of an old one must not restart recovery. */
+    private volatile int generation;
+    private volatile HostQueue admin;
     private volatile HostQueue[] ioQueues = new HostQueue[0];
     private int cntlid;
     private long cap;
@@ -72,10 +93,17 @@ public final class NvmeofController implements AutoCloseable {
     private ControllerInfo info;
     private long maxTransfer;
     private int queueDepth;
-    private List<NamespaceHandle> namespaces = List.of();
-    private Map<Long, NamespaceHandle> byNsid = Map.of();
+    private volatile List<NamespaceHandle> namespaces = List.of();
+    private volatile Map<Long, NamespaceHandle> byNsid = Map.of();
     private ScheduledFuture<?> keepAliveTask;
-    private volatile boolean connected;
+    /** When the outstanding Keep Alive was sent (System.nanoTime), 0 when none is outstanding. */
+    private volatile long keepAliveSent;
+    private volatile long lastKeepAlive;
+    private volatile boolean failFast;
+    private volatile String lastFailure;
+    private volatile long lossStart;
+    private int reconnectAttempts;
+    private ScheduledFuture<?> fastFailTask;
 
     private NvmeofController(TransportId id, ConnectOptions options, HostTransport transport) {
         this.id = id;
@@ -83,11 +111,47 @@ public final class NvmeofController implements AutoCloseable {
         this.discovery = Nqn.DISCOVERY.equals(id.subnqn());
         this.kato = options.keepAliveTimeoutMs(discovery);
         this.transport = transport;
+        this.housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "nvmeof-controller " + id.traddr() + ":" + id.trsvcid());
+            t.setDaemon(true);
+            return t;
+        });
+        this.held = new HeldRequests(new HeldRequests.Owner() {
+            @Override
+            public ControllerState state() {
+                return state.get();
+            }
+
+            @Override
+            public boolean failFast() {
+                return failFast;
+            }
+
+            @Override
+            public boolean holds() {
+                return reconnects() && !closed.get();
+            }
+
+            @Override
+            public HostQueue liveQueue() {
+                return openQueue();
+            }
+
+            @Override
+            public void noLiveQueue() {
+                beginRecovery("no I/O queue is open", generation);
+            }
+
+            @Override
+            public String lastFailure() {
+                return lastFailure;
+            }
+        }, "controller " + id + " (reconnecting)");
     }
 
     /**
      * Connects the admin queue, enables the controller, identifies it and its namespaces, and connects the I/O queues
-     * (none for discovery controllers).
+     * (none for discovery controllers). A first connect that fails is not retried.
      *
      * @throws NvmeStatusException when the controller refuses a step (e.g. Connect: CONNECT_INVALID_HOST)
      * @throws NvmeofException     on connection failures and timeouts
@@ -108,7 +172,14 @@ public final class NvmeofController implements AutoCloseable {
         }
         NvmeofController c = new NvmeofController(id, options, transport);
         try {
-            c.start();
+            c.association.lock();
+            try {
+                c.establish(0);
+                c.state.set(ControllerState.CONNECTED);
+                c.started();
+            } finally {
+                c.association.unlock();
+            }
             return c;
         } catch (RuntimeException | Error e) {
             c.abort();
@@ -116,12 +187,18 @@ public final class NvmeofController implements AutoCloseable {
         }
     }
 
-    private void start() {
+    /** True when a lost connection is re-established (not for discovery controllers, nor with ctrlLossTimeout 0). */
+    private boolean reconnects() {
+        return !discovery && !options.ctrlLossTimeout().isZero();
+    }
+
+    /** Builds one association: admin queue, enable, identify, I/O queues. Under {@link #association}. */
+    private void establish(int gen) {
         LOG.debug("connecting to {} as {}", id, options.hostNqn());
         // The admin queue carries no in-capsule data but Fabrics commands' (NVMe/TCP); NVMe/RDMA hosts send none
         // on it at all (the controller advertises in-capsule data for I/O queues only).
         admin = transport.connectQueue(0, ADMIN_QUEUE_DEPTH - 1, 0, transport.maxTransferCap());
-        admin.failureListener(q -> onAdminFailure());
+        admin.failureListener(q -> onQueueFailure(q, gen));
 
         int dw0 = fabricsConnect(admin, 0, ADMIN_QUEUE_DEPTH - 1, kato, ConnectData.CNTLID_DYNAMIC);
         cntlid = dw0 & 0xFFFF;
@@ -144,19 +221,34 @@ public final class NvmeofController implements AutoCloseable {
         admin.maxTransfer(maxTransfer);
         LOG.info("connected to {}: cntlid {}, {} {} fw {}, NVMe {}", id, cntlid, info.model(), info.serial(),
                 info.firmware(), info.versionString());
-        if (kato > 0) {
-            // Linux sends Keep Alive every KATO/2 (without Traffic Based Keep Alive); so do we.
-            long period = Math.max(1, kato / 2);
-            keepAliveTask = transport.scheduleAtFixedRate(this::sendKeepAlive, period);
-        }
 
-        boolean discoveryController = discovery || info.controllerType() == IdentifyController.CNTRLTYPE_DISCOVERY;
-        if (!discoveryController) {
+        if (!isDiscoveryController()) {
             int count = negotiateQueueCount();
-            identifyNamespaces();
-            connectIoQueues(count);
+            boolean changed = identifyNamespaces();
+            connectIoQueues(count, gen);
+            if (changed && gen > 0) {
+                reportNamespaces();
+            }
         }
-        connected = true;
+    }
+
+    private boolean isDiscoveryController() {
+        return discovery || info.controllerType() == IdentifyController.CNTRLTYPE_DISCOVERY;
+    }
+
+    /** After an association is up: keep alive, asynchronous events. */
+    private void started() {
+        if (kato > 0) {
+            // Linux sends Keep Alive every KATO/2 (without Traffic Based Keep Alive); so do we. The tick runs four
+            // times per KATO so a Keep Alive left unanswered for KATO is noticed within KATO + KATO/4.
+            keepAliveSent = 0;
+            lastKeepAlive = System.nanoTime();
+            long tick = Math.max(5, kato / 4);
+            keepAliveTask = housekeeping.scheduleAtFixedRate(this::keepAliveTick, tick, tick, TimeUnit.MILLISECONDS);
+        }
+        if (!isDiscoveryController()) {
+            armAsyncEvents(generation);
+        }
     }
 
     /** Fabrics Connect on {@code q}; returns completion DW0 (CNTLID in bits 15:0). */
@@ -197,7 +289,12 @@ public final class NvmeofController implements AutoCloseable {
         }
     }
 
-    private void identifyNamespaces() {
+    /**
+     * Reads the active namespace list and each namespace's Identify data. Handles of namespaces that stayed the same
+     * (size and block size) are kept, so callers' handles stay valid across rescans and reconnects; returns whether
+     * anything changed.
+     */
+    private boolean identifyNamespaces() {
         List<Long> nsids = new ArrayList<>();
         long after = 0;
         while (true) {
@@ -234,10 +331,14 @@ public final class NvmeofController implements AutoCloseable {
                 LOG.warn("{}: namespace {} uses extended LBAs with {} bytes of metadata; this initiator transfers data only",
                         id, nsid, ns.lbafMetadataSize(format));
             }
-            map.put(nsid, new NamespaceHandle(this, nsid, ns.nsze(), 1 << shift));
+            NamespaceHandle old = byNsid.get(nsid);
+            boolean same = old != null && old.blockCount() == ns.nsze() && old.blockSize() == 1 << shift;
+            map.put(nsid, same ? old : new NamespaceHandle(this, nsid, ns.nsze(), 1 << shift));
         }
+        boolean changed = !map.equals(byNsid);
         byNsid = Collections.unmodifiableMap(map);
         namespaces = List.copyOf(map.values());
+        return changed;
     }
 
     /** Set Features Number of Queues: asks for {@code ioQueues} SQs and CQs, uses min(granted, asked). */
@@ -252,7 +353,7 @@ public final class NvmeofController implements AutoCloseable {
         return count;
     }
 
-    private void connectIoQueues(int count) {
+    private void connectIoQueues(int count, int gen) {
         // Depth: as asked, but within CAP.MQES (0-based) and MAXCMD, as the Linux host clamps it.
         int depth = options.queueDepth();
         long mqes = ControllerRegisters.capMqes(cap) + 1;
@@ -278,42 +379,288 @@ public final class NvmeofController implements AutoCloseable {
                 // depth - 1 slots: one SQ entry stays empty so a full SQ is distinguishable from an empty one.
                 HostQueue q = transport.connectQueue(qid, depth - 1, inline, maxTransfer);
                 queues[qid - 1] = q;
+                watch(q, gen);
                 // I/O queue Connect: same host id/NQN, the admin queue's CNTLID, KATO 0 (keep alive is per controller).
                 fabricsConnect(q, qid, depth - 1, 0, cntlid);
             }
         } catch (RuntimeException e) {
-            for (HostQueue q : queues) {
-                if (q != null) {
-                    q.close();
-                }
-            }
+            closeAll(queues);
             throw e;
         }
         ioQueues = queues;
         LOG.debug("{}: {} I/O queues of depth {}, in-capsule limit {} bytes", id, count, depth, inline);
     }
 
-    private void sendKeepAlive() {
-        if (closed.get() || !admin.isOpen()) {
+    /** Each I/O queue: reports its failure, hands back interrupted requests, signals freed slots. */
+    private void watch(HostQueue q, int gen) {
+        q.failureListener(x -> onQueueFailure(x, gen));
+        q.roomSignal(room);
+        if (reconnects()) {
+            q.requeueTo(p -> {
+                beginRecovery(failureOf(q), gen);
+                return held.hold(p);
+            });
+        }
+    }
+
+    private static String failureOf(HostQueue q) {
+        return q.label() + " failed: " + q.failure();
+    }
+
+    // ---------------------------------------------------------------------------------------------- keep alive
+
+    /** Housekeeping thread, four times per KATO: sends Keep Alive every KATO/2; one unanswered for KATO is a loss. */
+    private void keepAliveTick() {
+        if (state.get() != ControllerState.CONNECTED) {
             return;
         }
+        long now = System.nanoTime();
+        long sent = keepAliveSent;
+        if (sent != 0) {
+            if (now - sent >= TimeUnit.MILLISECONDS.toNanos(kato)) {
+                beginRecovery("Keep Alive got no answer within KATO (" + kato + " ms): the controller stopped"
+                        + " responding", generation);
+            }
+            return;
+        }
+        if (now - lastKeepAlive < TimeUnit.MILLISECONDS.toNanos(kato / 2)) {
+            return;
+        }
+        lastKeepAlive = now;
+        keepAliveSent = now;
         UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
         new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_KEEP_ALIVE);
         admin.submit(sqe, HostQueue.DIR_NONE, null, 0, 0, null, 0, (status, result) -> {
-            if (status != 0 && !closed.get()) {
+            keepAliveSent = 0;
+            if (status > 0 && !closed.get()) {
                 LOG.warn("{}: Keep Alive failed: {}", id, IoCallback.describe(status));
             }
         });
     }
 
-    private void onAdminFailure() {
-        // The association dies with the admin queue: the target tears down the controller and its I/O queues.
-        connected = false;
-        if (!closed.get()) {
-            LOG.error("{}: admin queue failed ({}); the controller is no longer usable", id, admin.failure());
+    // ---------------------------------------------------------------------------------------------- events
+
+    /** Enables Namespace Attribute Changed notices and keeps one Asynchronous Event Request outstanding. */
+    private void armAsyncEvents(int gen) {
+        try {
+            setFeature(Opcodes.FEAT_ASYNC_EVENT_CONFIG, io.nvmeof.protocol.Features.AEC_NS_ATTRIBUTE);
+        } catch (NvmeofException e) {
+            LOG.debug("{}: no asynchronous event configuration ({}); namespace changes are seen at reconnect only", id,
+                    e.getMessage());
+            return;
+        }
+        submitAsyncEventRequest(gen);
+    }
+
+    private void submitAsyncEventRequest(int gen) {
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        new Command().<Command>wrap(sqe, 0).opcode(Opcodes.ADMIN_ASYNC_EVENT_REQUEST);
+        admin.submit(sqe, HostQueue.DIR_NONE, null, 0, 0, null, 0, (status, result) -> {
+            if (status != 0 || gen != generation || closed.get()) {
+                return; // aborted with its queue, or not supported: a reconnect arms a new one
+            }
+            int dw0 = (int) result;
+            housekeep(() -> onAsyncEvent(dw0, gen));
+        });
+    }
+
+    /** Housekeeping thread: a completed Asynchronous Event Request; reads its log page (which clears it), re-arms. */
+    private void onAsyncEvent(int dw0, int gen) {
+        int type = dw0 & 0x7;
+        int info = (dw0 >>> 8) & 0xFF;
+        int lid = (dw0 >>> 16) & 0xFF;
+        LOG.debug("{}: asynchronous event type {} info {} log 0x{}", id, type, info, Integer.toHexString(lid));
+        try {
+            if (lid != 0) {
+                getLogPage(lid, 0xFFFF_FFFFL, lid == Opcodes.LOG_CHANGED_NAMESPACE_LIST ? 4096 : 64, 0);
+            }
+            if (type == io.nvmeof.protocol.Features.AER_TYPE_NOTICE
+                    && info == io.nvmeof.protocol.Features.AER_INFO_NS_ATTRIBUTE_CHANGED) {
+                rescanNamespaces();
+            }
+            if (gen == generation && state.get() == ControllerState.CONNECTED) {
+                submitAsyncEventRequest(gen);
+            }
+        } catch (NvmeofException e) {
+            LOG.warn("{}: handling an asynchronous event: {}", id, e.getMessage());
+        }
+    }
+
+    /**
+     * Reads the active namespaces again (as after a Namespace Attribute Changed event, which triggers it by itself):
+     * new ones appear in {@link #namespaces()}, removed ones go; handles of unchanged ones stay valid. Blocks.
+     */
+    public List<NamespaceHandle> rescanNamespaces() {
+        association.lock();
+        try {
+            if (identifyNamespaces()) {
+                LOG.info("{}: namespaces now {}", id, byNsid.keySet());
+                reportNamespaces();
+            }
+            return namespaces;
+        } finally {
+            association.unlock();
+        }
+    }
+
+    private void reportNamespaces() {
+        ControllerStateListener l = options.stateListener();
+        if (l != null) {
+            List<NamespaceHandle> now = namespaces;
+            housekeep(() -> l.namespacesChanged(this, now));
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------- recovery
+
+    /** A queue of association {@code gen} failed (its I/O thread). */
+    private void onQueueFailure(HostQueue q, int gen) {
+        beginRecovery(failureOf(q), gen);
+    }
+
+    /** Any thread: the association {@code gen} is lost; the housekeeping thread tears it down and reconnects. */
+    private void beginRecovery(String reason, int gen) {
+        if (gen != generation || closed.get() || !state.compareAndSet(ControllerState.CONNECTED, ControllerState.RECONNECTING)) {
+            return;
+        }
+        lastFailure = reason;
+        lossStart = System.nanoTime();
+        housekeep(() -> recover(reason));
+    }
+
+    /** Housekeeping thread: tear the association down, then reconnect after the delay (or give up at once). */
+    private void recover(String reason) {
+        association.lock();
+        try {
+            if (closed.get()) {
+                return;
+            }
+            LOG.warn("{}: connection lost ({}); {}", id, reason, reconnects() ? "reconnecting every "
+                    + options.reconnectDelay().toMillis() + " ms" : "not reconnecting (ctrlLossTimeout 0)");
+            report(ControllerState.RECONNECTING, reason);
+            tearDown(reason);
+            if (!reconnects()) {
+                giveUp(reason);
+                return;
+            }
+            reconnectAttempts = 0;
+            Duration fastFail = options.fastIoFailTimeout();
+            if (!fastFail.isNegative()) {
+                fastFailTask = housekeeping.schedule(this::fastFailExpired, fastFail.toMillis(), TimeUnit.MILLISECONDS);
+            }
+            housekeeping.schedule(this::reconnect, options.reconnectDelay().toMillis(), TimeUnit.MILLISECONDS);
+        } finally {
+            association.unlock();
+        }
+    }
+
+    /** Stops keep alive and fails every queue of the current association (their requests go to {@link #held}). */
+    private void tearDown(String reason) {
+        if (keepAliveTask != null) {
+            keepAliveTask.cancel(false);
+            keepAliveTask = null;
         }
         for (HostQueue q : ioQueues) {
-            q.close();
+            q.abort(reason);
+        }
+        if (admin != null) {
+            admin.abort(reason);
+        }
+    }
+
+    private void fastFailExpired() {
+        if (state.get() == ControllerState.RECONNECTING) {
+            LOG.warn("{}: still not reconnected after fast_io_fail_tmo {} ms; failing I/O until it is", id,
+                    options.fastIoFailTimeout().toMillis());
+            failFast = true;
+            held.drain();
+        }
+    }
+
+    /** Housekeeping thread: one reconnect attempt; on failure the next one, or giving up after ctrlLossTimeout. */
+    private void reconnect() {
+        association.lock();
+        try {
+            if (closed.get() || state.get() != ControllerState.RECONNECTING) {
+                return;
+            }
+            reconnectAttempts++;
+            int gen = ++generation;
+            HostQueue[] old = ioQueues;
+            try {
+                ioQueues = new HostQueue[0];
+                establish(gen);
+            } catch (RuntimeException e) {
+                closeAll(ioQueues);
+                ioQueues = new HostQueue[0];
+                if (admin != null) {
+                    admin.close();
+                }
+                String why = e.getMessage();
+                lastFailure = "reconnect attempt " + reconnectAttempts + " failed: " + why;
+                Duration limit = options.ctrlLossTimeout();
+                long next = System.nanoTime() + options.reconnectDelay().toNanos();
+                if (!limit.isNegative() && next - lossStart > limit.toNanos()) {
+                    giveUp("no reconnect within ctrlLossTimeout " + limit.toMillis() + " ms (" + reconnectAttempts
+                            + " attempts; last: " + why + ")");
+                    return;
+                }
+                LOG.info("{}: {}; next attempt in {} ms", id, lastFailure, options.reconnectDelay().toMillis());
+                housekeeping.schedule(this::reconnect, options.reconnectDelay().toMillis(), TimeUnit.MILLISECONDS);
+                return;
+            }
+            closeAll(old);
+            failFast = false;
+            if (fastFailTask != null) {
+                fastFailTask.cancel(false);
+            }
+            state.set(ControllerState.CONNECTED);
+            String how = "reconnected after " + reconnectAttempts + " attempt(s), "
+                    + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lossStart) + " ms; resending " + held.size()
+                    + " request(s)";
+            LOG.info("{}: {}", id, how);
+            started();
+            report(ControllerState.CONNECTED, how);
+            held.drain();
+        } finally {
+            association.unlock();
+        }
+    }
+
+    private void giveUp(String reason) {
+        lastFailure = reason;
+        if (state.compareAndSet(ControllerState.RECONNECTING, ControllerState.FAILED)) {
+            LOG.error("{}: giving up: {}; every request fails until the controller is closed", id, reason);
+            report(ControllerState.FAILED, reason);
+        }
+        held.drain();
+    }
+
+    private void report(ControllerState s, String reason) {
+        ControllerStateListener l = options.stateListener();
+        if (l != null) {
+            try {
+                l.stateChanged(this, s, reason);
+            } catch (RuntimeException e) {
+                LOG.warn("{}: state listener threw", id, e);
+            }
+        }
+    }
+
+    /** Runs {@code task} on the housekeeping thread, unless the controller is closing. */
+    private void housekeep(Runnable task) {
+        try {
+            housekeeping.execute(task);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            LOG.debug("{}: closing; housekeeping task dropped", id);
+        }
+    }
+
+    private static void closeAll(HostQueue[] queues) {
+        for (HostQueue q : queues) {
+            if (q != null) {
+                q.close();
+            }
         }
     }
 
@@ -353,8 +700,60 @@ public final class NvmeofController implements AutoCloseable {
     /** I/O queue depth in use (1-based, after clamping to CAP.MQES and MAXCMD); 0 for discovery controllers. */
     public int queueDepth() { return queueDepth; }
 
+    /** True while the association is up and I/O flows ({@link ControllerState#CONNECTED}). */
     public boolean isConnected() {
-        return connected && !closed.get() && admin != null && admin.isOpen();
+        return state.get() == ControllerState.CONNECTED;
+    }
+
+    public ControllerState state() {
+        return state.get();
+    }
+
+    /** Why the connection was last lost (or the last reconnect attempt failed); null if it never was. */
+    public String lastFailure() {
+        return lastFailure;
+    }
+
+    /** Counters of each current I/O queue: commands, bytes, in flight, waiting, timeouts, latency. */
+    public List<QueueStatistics> queueStatistics() {
+        List<QueueStatistics> out = new ArrayList<>();
+        for (HostQueue q : ioQueues) {
+            out.add(q.statistics());
+        }
+        return out;
+    }
+
+    /** Commands in flight plus requests waiting for a slot, over every I/O queue, plus those held while reconnecting. */
+    public int outstanding() {
+        int n = held.size();
+        for (HostQueue q : ioQueues) {
+            n += q.load();
+        }
+        return n;
+    }
+
+    /**
+     * Waits until some I/O queue can take a command without it waiting in the overflow queue, so a caller can pace
+     * itself without a semaphore of its own. Returns false after {@code timeout}, or at once when the controller is
+     * closed or failed. Must not be called on an I/O thread (a callback): it would wait for itself.
+     */
+    public boolean awaitRoom(Duration timeout) throws InterruptedException {
+        if (onEventLoop()) {
+            throw new IllegalStateException("awaitRoom() cannot wait on the I/O thread (inside a callback): the slots"
+                    + " it waits for are freed by that thread");
+        }
+        return room.await(() -> {
+            ControllerState s = state.get();
+            if (s == ControllerState.CLOSED || s == ControllerState.FAILED) {
+                return true;
+            }
+            for (HostQueue q : ioQueues) {
+                if (q.hasRoom()) {
+                    return true;
+                }
+            }
+            return false;
+        }, timeout.toNanos()) && isConnected();
     }
 
     /** Raw 4096-byte Identify data for {@code cns} (CDW10 bits 7:0) and {@code nsid}. */
@@ -446,23 +845,33 @@ public final class NvmeofController implements AutoCloseable {
     /** Fabrics Property Get; {@code size} 4 or 8 bytes. */
     public long propertyGet(int offset, int size) {
         checkPropertySize(size);
-        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
-        FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
-        c.opcode(Opcodes.FABRICS);
-        c.fctype(Opcodes.FCTYPE_PROPERTY_GET).propertySize(size).propertyOffset(offset);
-        long v = execute(admin, "Property Get (offset 0x" + Integer.toHexString(offset) + ")", sqe, HostQueue.DIR_NONE, null, 0);
+        long v = execute(admin, "Property Get (offset 0x" + Integer.toHexString(offset) + ")",
+                propertyGetCommand(offset, size), HostQueue.DIR_NONE, null, 0);
         return size == 4 ? v & 0xFFFF_FFFFL : v;
     }
 
     /** Fabrics Property Set; {@code size} 4 or 8 bytes. */
     public void propertySet(int offset, int size, long value) {
         checkPropertySize(size);
+        execute(admin, "Property Set (offset 0x" + Integer.toHexString(offset) + ")", propertySetCommand(offset, size, value),
+                HostQueue.DIR_NONE, null, 0);
+    }
+
+    private static UnsafeBuffer propertyGetCommand(int offset, int size) {
+        UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+        FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
+        c.opcode(Opcodes.FABRICS);
+        c.fctype(Opcodes.FCTYPE_PROPERTY_GET).propertySize(size).propertyOffset(offset);
+        return sqe;
+    }
+
+    private static UnsafeBuffer propertySetCommand(int offset, int size, long value) {
         UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
         FabricsCommand c = new FabricsCommand().<FabricsCommand>wrap(sqe, 0);
         c.opcode(Opcodes.FABRICS);
         c.fctype(Opcodes.FCTYPE_PROPERTY_SET).propertySize(size).propertyOffset(offset)
                 .propertyValue(size == 4 ? value & 0xFFFF_FFFFL : value);
-        execute(admin, "Property Set (offset 0x" + Integer.toHexString(offset) + ")", sqe, HostQueue.DIR_NONE, null, 0);
+        return sqe;
     }
 
     private static void checkPropertySize(int size) {
@@ -472,63 +881,92 @@ public final class NvmeofController implements AutoCloseable {
     }
 
     /**
-     * Orderly shutdown: I/O queues are closed (outstanding I/O completes with {@link IoCallback#ERR_CLOSED}), then
-     * CC.SHN = normal and CSTS.SHST polled until complete (bounded), then the admin queue and the event loops go.
-     * Idempotent. Called from an event loop thread it skips the shutdown handshake (it would deadlock).
+     * Orderly shutdown: held and outstanding I/O completes with {@link IoCallback#ERR_CLOSED}, then (when connected)
+     * CC.SHN = normal and CSTS.SHST polled until complete, all within 5 s (or the command timeout if shorter) however
+     * the controller behaves, then the admin queue and the event loops go. Idempotent. Called from an I/O thread it
+     * skips the shutdown handshake (it would deadlock).
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        ControllerState before = state.getAndSet(ControllerState.CLOSED);
         boolean onLoop = onEventLoop();
-        connected = false;
-        if (keepAliveTask != null) {
-            keepAliveTask.cancel(false);
+        housekeeping.shutdownNow(); // interrupts a reconnect attempt in progress
+        boolean onHousekeeping = Thread.currentThread().getName().startsWith("nvmeof-controller ");
+        if (onHousekeeping) {
+            Thread.interrupted();
         }
-        for (HostQueue q : ioQueues) {
-            q.close();
+        boolean locked = false;
+        try {
+            locked = association.tryLock(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
-        if (admin != null && admin.isOpen() && !onLoop) {
-            try {
-                shutdownController();
-            } catch (RuntimeException e) {
-                LOG.warn("{}: orderly shutdown failed: {}", id, e.getMessage());
+        try {
+            if (keepAliveTask != null) {
+                keepAliveTask.cancel(false);
+            }
+            held.drain();
+            closeAll(ioQueues);
+            HostQueue a = admin;
+            if (before == ControllerState.CONNECTED && a != null && a.isOpen() && !onLoop) {
+                long limit = Math.min(options.commandTimeout().toNanos(), SHUTDOWN_TIMEOUT.toNanos());
+                try {
+                    shutdownController(System.nanoTime() + limit);
+                } catch (RuntimeException e) {
+                    LOG.warn("{}: orderly shutdown failed: {}", id, e.getMessage());
+                }
+            }
+            if (a != null) {
+                a.close();
+            }
+            transport.close();
+        } finally {
+            if (locked) {
+                association.unlock();
             }
         }
-        if (admin != null) {
-            admin.close();
-        }
-        transport.close();
+        report(ControllerState.CLOSED, "closed by this host");
         LOG.debug("{}: closed", id);
     }
 
-    private void shutdownController() {
+    /** CC.SHN = normal, then CSTS.SHST polled until complete; every step within {@code deadline}. */
+    private void shutdownController(long deadline) {
         long shn = (cc & ~(0x3L << 14)) | ((long) ControllerRegisters.SHN_NORMAL << 14);
-        propertySet(ControllerRegisters.CC, 4, shn);
-        Duration limit = options.commandTimeout().compareTo(SHUTDOWN_TIMEOUT) < 0 ? options.commandTimeout() : SHUTDOWN_TIMEOUT;
-        long deadline = System.nanoTime() + limit.toNanos();
+        UnsafeBuffer sqe = propertySetCommand(ControllerRegisters.CC, 4, shn);
+        executeUntil(admin, "Property Set (CC.SHN)", sqe, deadline);
         long sleep = 1;
         while (System.nanoTime() - deadline < 0) {
-            long csts = propertyGet(ControllerRegisters.CSTS, 4);
+            long csts = executeUntil(admin, "Property Get (CSTS)", propertyGetCommand(ControllerRegisters.CSTS, 4),
+                    deadline) & 0xFFFF_FFFFL;
             if (ControllerRegisters.cstsShst(csts) == ControllerRegisters.SHST_COMPLETE) {
                 return;
             }
             sleepMs(sleep);
             sleep = Math.min(50, sleep * 2);
         }
-        LOG.warn("{}: shutdown did not complete within {} ms", id, limit.toMillis());
+        LOG.warn("{}: shutdown did not complete within {} ms", id, SHUTDOWN_TIMEOUT.toMillis());
+    }
+
+    private long executeUntil(HostQueue q, String what, UnsafeBuffer sqe, long deadline) {
+        long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+        if (left <= 0) {
+            throw new NvmeofTimeoutException(what + ": no time left for the shutdown");
+        }
+        return execute(q, what, sqe, HostQueue.DIR_NONE, null, 0, 0, left);
     }
 
     /** Connect failed half way: drop whatever exists, without the shutdown handshake. */
     private void abort() {
         closed.set(true);
+        state.set(ControllerState.CLOSED);
+        housekeeping.shutdownNow();
         if (keepAliveTask != null) {
             keepAliveTask.cancel(false);
         }
-        for (HostQueue q : ioQueues) {
-            q.close();
-        }
+        closeAll(ioQueues);
         if (admin != null) {
             admin.close();
         }
@@ -571,21 +1009,51 @@ public final class NvmeofController implements AutoCloseable {
 
     // ---------------------------------------------------------------------------------------------- internals
 
-    /** Picks an I/O queue round-robin, skipping failed ones while a live one exists. */
+    /**
+     * The I/O queue for the next request: of two open queues in round-robin order, the less loaded (in flight plus
+     * waiting), so a slow or failed queue gets less; while reconnecting, the holder of requests.
+     */
     HostQueue pickQueue() {
         HostQueue[] qs = ioQueues;
-        if (qs.length == 0) {
+        if (qs.length == 0 && isDiscoveryControllerSafe()) {
             throw new IllegalStateException(discovery ? "a discovery controller has no I/O queues"
                     : "controller " + id + " has no I/O queues");
         }
+        if (state.get() != ControllerState.CONNECTED) {
+            return held;
+        }
+        HostQueue q = openQueue();
+        return q != null ? q : held;
+    }
+
+    private boolean isDiscoveryControllerSafe() {
+        return discovery || info != null && info.controllerType() == IdentifyController.CNTRLTYPE_DISCOVERY;
+    }
+
+    /** Of two open queues from the round-robin position, the less loaded; null when none is open. */
+    private HostQueue openQueue() {
+        HostQueue[] qs = ioQueues;
+        int n = qs.length;
+        if (n == 0) {
+            return null;
+        }
         int start = nextQueue.getAndIncrement();
-        for (int i = 0; i < qs.length; i++) {
-            HostQueue q = qs[Math.floorMod(start + i, qs.length)];
-            if (q.isOpen()) {
-                return q;
+        HostQueue first = null;
+        for (int i = 0; i < n; i++) {
+            HostQueue q = qs[Math.floorMod(start + i, n)];
+            if (!q.isOpen()) {
+                continue;
+            }
+            if (first == null) {
+                first = q;
+                if (n == 1) {
+                    break;
+                }
+            } else {
+                return q.load() < first.load() ? q : first;
             }
         }
-        return qs[Math.floorMod(start, qs.length)]; // fails the request with the queue's error
+        return first;
     }
 
     long maxTransfer() { return maxTransfer; }
@@ -596,15 +1064,20 @@ public final class NvmeofController implements AutoCloseable {
         return execute(q, what, sqe, dir, data, 0, length);
     }
 
-    /** Runs one command synchronously; returns CQE DW0|DW1<<32 or throws. */
     private long execute(HostQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int start, int length) {
+        // The queue's timeout scan normally answers first.
+        return execute(q, what, sqe, dir, data, start, length, options.commandTimeout().toMillis() + 5000);
+    }
+
+    /** Runs one command synchronously, waiting at most {@code waitMs}; returns CQE DW0|DW1<<32 or throws. */
+    private long execute(HostQueue q, String what, UnsafeBuffer sqe, int dir, ByteBuffer data, int start, int length,
+                         long waitMs) {
         if (onEventLoop()) {
             throw new IllegalStateException(what + ": synchronous admin commands cannot run on the I/O event loop"
                     + " (e.g. inside an I/O callback); hand the work to another thread");
         }
         Sync sync = new Sync();
         q.submit(sqe, dir, data, start, length, null, 0, sync);
-        long waitMs = options.commandTimeout().toMillis() + 5000; // the queue's timeout scan normally answers first
         try {
             if (!sync.latch.await(waitMs, TimeUnit.MILLISECONDS)) {
                 throw new NvmeofTimeoutException(what + " on " + q.label() + " got no answer within " + waitMs + " ms");

@@ -5,6 +5,6 @@ public class NvmeofTimeoutException extends NvmeofException {
     private static final long serialVersionUID = 1L;
 
     public NvmeofTimeoutException(String message) {
-        super(message);
+        super(message, ErrorKind.TIMED_OUT);
     }
 }

@@ -42,6 +42,8 @@ final class FakeTarget implements AutoCloseable {
     static final long SHORT_LBA = 1000;
     /** Reads here get a successful CapsuleResp and no data at all. */
     static final long NO_DATA_LBA = 1200;
+    /** Writes here get their R2T only after {@link #r2tDelayMs}: past a short command timeout. */
+    static final long DELAYED_R2T_LBA = 1300;
     static final int INLINE = 8192;
 
     /** One command capsule as received. */
@@ -67,6 +69,12 @@ final class FakeTarget implements AutoCloseable {
     volatile long cc;
     volatile int negotiatedDigest = -1;
     volatile boolean discovery;
+    volatile long r2tDelayMs = 800;
+    /** Reads every PDU and answers none, keeping the connections open (as a SIGSTOPped target). */
+    volatile boolean hung;
+    /** Closes every new connection at once (a target that is down). */
+    volatile boolean refuse;
+    private final List<Conn> conns = Collections.synchronizedList(new ArrayList<>());
 
     private final ServerSocket server;
     private final List<Socket> sockets = Collections.synchronizedList(new ArrayList<>());
@@ -103,6 +111,10 @@ final class FakeTarget implements AutoCloseable {
         while (!server.isClosed()) {
             try {
                 Socket s = server.accept();
+                if (refuse) {
+                    s.close();
+                    continue;
+                }
                 s.setTcpNoDelay(true);
                 sockets.add(s);
                 connections.incrementAndGet();
@@ -117,16 +129,30 @@ final class FakeTarget implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------ per connection
 
+    /** Closes the connections of queue {@code qid} (-1: all), as a target that restarts or loses them. */
+    void drop(int qid) throws IOException {
+        synchronized (conns) {
+            for (Conn c : conns) {
+                if (qid < 0 || c.qid == qid) {
+                    c.socket.close();
+                }
+            }
+        }
+    }
+
     private final class Conn {
+        final Socket socket;
         final DataInputStream in;
         final OutputStream out;
         boolean hd;
         boolean dd;
-        int qid = -1;
+        volatile int qid = -1;
 
         Conn(Socket s) throws IOException {
+            socket = s;
             in = new DataInputStream(s.getInputStream());
             out = s.getOutputStream();
+            conns.add(this);
         }
 
         byte[] readPdu() throws IOException {
@@ -272,6 +298,9 @@ final class FakeTarget implements AutoCloseable {
             c.out.flush();
             byte[] p;
             while ((p = c.readPdu()) != null) {
+                if (hung) {
+                    continue;
+                }
                 if (p[0] == 0x02) {
                     if ((p[2] & 0xFF) != 24 || p.length > 24 + 128) {
                         errors.add("malformed H2CTermReq");
@@ -495,6 +524,13 @@ final class FakeTarget implements AutoCloseable {
                 c.sendData(cid, disk, (int) slba * BLOCK, len, readSuccessFlag);
                 break;
             case 0x01: { // Write
+                if (slba == DELAYED_R2T_LBA && inCapsule == null) {
+                    try {
+                        Thread.sleep(r2tDelayMs);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
                 byte[] data = inCapsule != null ? inCapsule : c.pullData(cid, len);
                 if (data.length != len) {
                     errors.add("write of " + nlb + " blocks carried " + data.length + " bytes");

@@ -290,8 +290,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
 
     private void post(RdmaRequest r) {
         r.state = RdmaRequest.INFLIGHT;
-        r.timedOut = false;
-        r.deadline = System.nanoTime() + commandTimeoutNanos;
+        markStarted(r, poller.now());
         if (sends.isFull()) {
             flushSends();
         }
@@ -402,6 +401,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     private void complete(RdmaRequest r) {
         int status = r.status;
         stats.commands++;
+        recordCompletion(r, status, poller.now());
         switch (r.mode) {
             case MODE_IN_CAPSULE:
                 stats.inCapsuleBytes += r.dataLength;
@@ -426,11 +426,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     protected void release(RdmaRequest r) {
         if (r.temporary != null) {
             stats.temporaryRegistrations++;
-            try {
-                r.temporary.close();
-            } catch (RdmaException e) {
-                LOG.debug("{}: ibv_dereg_mr: {}", label, e.toString());
-            }
+            cache.releaseTemporary(r.temporary);
             r.temporary = null;
         }
         r.bounce = null;
@@ -442,13 +438,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         if (state != OPEN) {
             return;
         }
-        RdmaRequest late = null;
-        for (RdmaRequest r : slots) {
-            if (r.state == RdmaRequest.INFLIGHT && now - r.deadline >= 0) {
-                r.timedOut = true;
-                late = late == null ? r : late;
-            }
-        }
+        RdmaRequest late = markTimedOut(now);
         if (late != null) {
             fail(String.format("command 0x%04x (opcode 0x%02x) timed out after %d ms; an NVMe/RDMA command whose data"
                             + " the controller may still move cannot be abandoned, so the queue was torn down", late.cid,
@@ -471,7 +461,8 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     }
 
     /** Poller: the queue is unusable; stop the NIC touching caller memory, then fail everything. */
-    void fail(String reason, int code) {
+    @Override
+    protected void fail(String reason, int code) {
         if (state != OPEN) {
             return; // closed meanwhile: the close task stops the queue pair and fails what is outstanding
         }
@@ -498,14 +489,25 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     }
 
     /** Poller (or after the pollers stopped): completes everything outstanding or waiting. */
-    void failAll(int code) {
+    @Override
+    protected void failAll(int code) {
         failSubmitted(code);
         for (RdmaRequest s : slots) {
             if (s.state == RdmaRequest.INFLIGHT) {
-                releaseAndDeliver(s, s.timedOut ? IoCallback.ERR_TIMEOUT : code, 0);
+                releaseAndFail(s, code);
             }
         }
         failPending(code);
+    }
+
+    @Override
+    protected boolean runOnIoThread(Runnable task) {
+        return poller.execute(task);
+    }
+
+    /** True once this queue's poller thread has ended (only then may its slots be swept and its memory freed). */
+    boolean pollerStopped() {
+        return poller.isStopped();
     }
 
     @Override
@@ -523,12 +525,12 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
                 stopQueuePair();
             }
             failAll(IoCallback.ERR_CLOSED);
-        })) {
+        }) && poller.isStopped()) {
             // The poller is gone: nothing else touches the slots.
             if (wasOpen) {
                 stopQueuePair();
             }
-            failAll(IoCallback.ERR_CLOSED);
+            ioThreadStopped();
         }
     }
 

@@ -394,10 +394,21 @@ public final class RdmaHostTransport implements HostTransport {
             qs = new ArrayList<>(queues);
             queues.clear();
         }
+        boolean leaked = false;
         for (RdmaHostQueue q : qs) {
             q.close();
-            q.failAll(io.nvmeof.initiator.IoCallback.ERR_CLOSED); // the pollers are stopped: nothing else runs them
-            q.destroy();
+            if (q.pollerStopped()) {
+                q.ioThreadStopped(); // nothing else runs its slots now
+                q.destroy();
+            } else {
+                // A callback blocks the poller: its queue pair may still complete work into the slots' memory, so
+                // neither the slots nor the queue pair can go (use after free). Leak them, and say so.
+                leaked = true;
+            }
+        }
+        if (leaked) {
+            LOG.warn("{}: an RDMA poller thread did not stop within 10 s (a completion callback blocks?); its queues'"
+                    + " memory and queue pairs are left allocated, and the protection domain with them", id);
         }
         if (LOG.isDebugEnabled() && !ps.isEmpty()) {
             LOG.debug("{}: {}", id, statistics());
@@ -413,8 +424,10 @@ public final class RdmaHostTransport implements HostTransport {
         try {
             if (cache != null) {
                 cache.close();
-            }
-            if (pd != null) {
+                if (!leaked) {
+                    cache.closeProtectionDomain();
+                }
+            } else if (pd != null) {
                 pd.close();
             }
             cm.close();

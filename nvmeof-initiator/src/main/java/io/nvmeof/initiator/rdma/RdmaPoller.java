@@ -49,6 +49,8 @@ final class RdmaPoller {
     private volatile boolean running = true;
     @SuppressWarnings("unused") // through SLEEP
     private volatile int sleepState;
+    /** System.nanoTime at the start of this loop iteration: one clock read serves every command it starts or ends. */
+    private long now = System.nanoTime();
     long pollsWithWork;
     long completions;
     long sleeps;
@@ -79,6 +81,9 @@ final class RdmaPoller {
     RdmaHostQueue.Stats stats() { return stats; }
 
     boolean isPollerThread() { return Thread.currentThread() == thread; }
+
+    /** Poller thread: the time this iteration started. */
+    long now() { return now; }
 
     void start() {
         thread.start();
@@ -169,8 +174,8 @@ final class RdmaPoller {
         long nextScan = System.nanoTime() + scanPeriodNanos;
         while (running) {
             try {
+                now = System.nanoTime();
                 int work = pollOnce() + submissions();
-                long now = System.nanoTime();
                 if (now - nextScan >= 0) {
                     nextScan = now + scanPeriodNanos;
                     for (RdmaHostQueue q : queues) {
@@ -215,6 +220,24 @@ final class RdmaPoller {
                 if (running) {
                     LOG.warn("RDMA poller: {}", e.toString());
                 }
+            } catch (Error e) {
+                // An Error (out of memory for a bounce buffer, a bug) must not end the thread: every queue on it would
+                // hang with no timeouts. The queues fail (their commands complete, the controller reconnects), and the
+                // thread goes on serving closes, timeouts and new queues.
+                LOG.error("RDMA poller: {}; failing its queues", e.toString(), e);
+                failQueues("RDMA poller error: " + e);
+            }
+        }
+    }
+
+    private void failQueues(String reason) {
+        for (RdmaHostQueue q : queues) {
+            if (q != null) {
+                try {
+                    q.fail(reason, io.nvmeof.initiator.IoCallback.ERR_TRANSPORT);
+                } catch (RuntimeException | Error e) {
+                    LOG.error("RDMA poller: failing {}: {}", q.label(), e.toString());
+                }
             }
         }
     }
@@ -229,11 +252,7 @@ final class RdmaPoller {
     private void deviceLost(RdmaException e) {
         deviceGone = true;
         LOG.warn("RDMA poller: the device is gone ({}); failing its {} queue(s)", e.getMessage(), queues.length);
-        for (RdmaHostQueue q : queues) {
-            if (q != null) {
-                q.fail("RDMA device gone: " + e.getMessage(), io.nvmeof.initiator.IoCallback.ERR_TRANSPORT);
-            }
-        }
+        failQueues("RDMA device gone: " + e.getMessage());
     }
 
     /** Stops the thread (tasks not yet run are dropped: the caller fails what they were for). */

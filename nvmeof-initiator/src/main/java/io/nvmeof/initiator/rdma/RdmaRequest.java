@@ -20,7 +20,6 @@ final class RdmaRequest extends QueueSlot {
     /** A registration of this I/O alone (bounce buffers, or past the registration cache's bound); closed at completion. */
     MemoryRegion temporary;
 
-    boolean timedOut;
     int status;
     long result;
 

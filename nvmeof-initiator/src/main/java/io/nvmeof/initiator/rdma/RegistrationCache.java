@@ -42,6 +42,10 @@ final class RegistrationCache implements AutoCloseable {
     private int autoCount;
     private boolean warnedFull;
     private boolean closed;
+    /** One-off registrations not yet released; the protection domain outlives them. */
+    private int temporaries;
+    /** Closing the protection domain waits for the last temporary registration. */
+    private boolean closePdWhenIdle;
 
     RegistrationCache(ProtectionDomain pd) {
         this.pd = pd;
@@ -128,10 +132,19 @@ final class RegistrationCache implements AutoCloseable {
         return add(direct, true);
     }
 
-    /** A registration of exactly one I/O's range, for the caller to close when the I/O completes. */
-    MemoryRegion registerTemporary(long address, long length) {
+    /**
+     * A registration of exactly one I/O's range, for {@link #releaseTemporary} when the I/O completes. Synchronized
+     * with {@link #close}: a submitter racing the controller's close either registers before it (and its request is
+     * swept, releasing the registration) or is refused, never registering on a freed protection domain.
+     */
+    synchronized MemoryRegion registerTemporary(long address, long length) {
+        if (closed) {
+            throw new IllegalStateException("the controller is closed");
+        }
         try {
-            return pd.register(address, length, ACCESS);
+            MemoryRegion mr = pd.register(address, length, ACCESS);
+            temporaries++;
+            return mr;
         } catch (RdmaException e) {
             throw new NvmeofException("RDMA memory registration of " + length + " bytes failed: " + e.getMessage()
                     + " (locked-memory limit? check 'ulimit -l')", e);
@@ -177,6 +190,19 @@ final class RegistrationCache implements AutoCloseable {
         }
     }
 
+    /** Ends a {@link #registerTemporary} registration; the last one after {@link #close} closes the domain. */
+    synchronized void releaseTemporary(MemoryRegion mr) {
+        try {
+            mr.close();
+        } catch (RdmaException e) {
+            LOG.debug("ibv_dereg_mr: {}", e.toString());
+        }
+        if (--temporaries == 0 && closePdWhenIdle) {
+            closePd();
+        }
+    }
+
+    /** Deregisters every cached buffer and refuses new registrations. */
     @Override
     public synchronized void close() {
         closed = true;
@@ -184,5 +210,27 @@ final class RegistrationCache implements AutoCloseable {
             close(e);
         }
         entries = NONE;
+    }
+
+    /**
+     * After {@link #close}: closes the protection domain now, or when the last temporary registration a racing
+     * submitter still holds is released (a domain with registrations cannot be deallocated).
+     */
+    synchronized void closeProtectionDomain() {
+        if (temporaries == 0) {
+            closePd();
+        } else {
+            LOG.debug("{} one-off registrations outstanding; the protection domain closes after them", temporaries);
+            closePdWhenIdle = true;
+        }
+    }
+
+    private void closePd() {
+        closePdWhenIdle = false;
+        try {
+            pd.close();
+        } catch (RdmaException | RuntimeException e) {
+            LOG.debug("ibv_dealloc_pd: {}", e.toString());
+        }
     }
 }

@@ -6,9 +6,6 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 /** An NVMe/TCP command slot: the SQE on the heap (copied into each CapsuleCmd PDU) and the PDU exchange's progress. */
 final class Request extends QueueSlot {
-    /** Caller already told ERR_TIMEOUT; the slot stays reserved until the controller answers (SQ flow control). */
-    static final int TIMED_OUT = 3;
-
     final byte[] sqeBytes;
 
     boolean inCapsule;

@@ -17,7 +17,6 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.NvmeofTimeoutException;
-import io.nvmeof.initiator.transport.CompletionListener;
 import io.nvmeof.initiator.transport.SlotQueue;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
@@ -55,10 +54,13 @@ import org.slf4j.LoggerFactory;
  * slots need no locks. The steady-state path allocates nothing but pooled ByteBufs.
  *
  * <p>Flow control: at most {@code slots} commands are outstanding, and a slot is reused only after its completion
- * (CapsuleResp, or C2HData with SUCCESS) arrived, even when the caller was already told it timed out. When all slots are
- * busy, requests wait in a FIFO overflow queue (bounded; beyond the bound they fail with
- * {@link IoCallback#ERR_QUEUE_FULL}). This never blocks the caller, which matters because callbacks run on the event
- * loop and commonly resubmit.
+ * (CapsuleResp, or C2HData with SUCCESS) arrived. When all slots are busy, requests wait in a FIFO overflow queue
+ * (bounded; beyond the bound they fail with {@link IoCallback#ERR_QUEUE_FULL}). This never blocks the caller, which
+ * matters because callbacks run on the event loop and commonly resubmit.
+ *
+ * <p>A command that times out closes the connection before its caller is told, as the Linux host resets a queue on
+ * a timeout: the controller can then no longer fetch its data (R2T) from a buffer the caller already reuses, nor can
+ * the slot stay reserved for an answer that never comes. The controller above reconnects.
  */
 public final class TcpQueue extends SlotQueue<Request> {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
@@ -80,6 +82,8 @@ public final class TcpQueue extends SlotQueue<Request> {
     private volatile EventLoop loop;
     private ScheduledFuture<?> scanTask;
     private final CompletableFuture<Void> icFuture = new CompletableFuture<>();
+    /** Event loop: a termination request is being written and closes the connection when it is out. */
+    private boolean closeAfterTermReq;
 
     // Negotiated by ICReq/ICResp; written on the event loop before icFuture completes, read only on the event loop.
     private volatile boolean icDone;
@@ -204,11 +208,23 @@ public final class TcpQueue extends SlotQueue<Request> {
             return;
         }
         channel.close();
-        try {
-            loop.execute(() -> failAll(IoCallback.ERR_CLOSED));
-        } catch (RejectedExecutionException e) {
+        if (!runOnIoThread(() -> failAll(IoCallback.ERR_CLOSED))) {
             // The event loop is gone, so nothing else touches the slots any more.
-            failAll(IoCallback.ERR_CLOSED);
+            ioThreadStopped();
+        }
+    }
+
+    @Override
+    protected boolean runOnIoThread(Runnable task) {
+        EventLoop l = loop;
+        if (l == null) {
+            return false;
+        }
+        try {
+            l.execute(task);
+            return true;
+        } catch (RejectedExecutionException e) {
+            return false;
         }
     }
 
@@ -234,9 +250,12 @@ public final class TcpQueue extends SlotQueue<Request> {
             try {
                 loop.execute(drainTask);
             } catch (RejectedExecutionException e) {
+                // The event loop is shutting down (the controller is closing): the close sweeps what is left.
                 drainScheduled.set(false);
-                state = state == OPEN ? FAILED : state;
-                failPending(closedCode());
+                if (state == OPEN) {
+                    failure = "the queue's event loop stopped";
+                    state = FAILED;
+                }
             }
         }
     }
@@ -267,7 +286,7 @@ public final class TcpQueue extends SlotQueue<Request> {
 
     @Override
     protected boolean outstanding(Request r) {
-        return r.state == Request.INFLIGHT || r.state == Request.TIMED_OUT;
+        return r.state == Request.INFLIGHT;
     }
 
     /** Event loop: CapsuleCmd PDU = header, SQE, [HDGST], [pad to CPDA], [in-capsule data, [DDGST]]. */
@@ -276,7 +295,7 @@ public final class TcpQueue extends SlotQueue<Request> {
         r.received = 0;
         r.h2cNext = 0;
         r.dataStatus = 0;
-        r.deadline = System.nanoTime() + commandTimeoutNanos;
+        markStarted(r, System.nanoTime());
         int hlen = CapsuleCommandPdu.HEADER_LENGTH;
         int hd = hdgst ? PduHeader.DIGEST_LENGTH : 0;
         int dlen = r.inCapsule ? r.dataLength : 0;
@@ -472,7 +491,7 @@ public final class TcpQueue extends SlotQueue<Request> {
         if (r.dir != DIR_C2H || r.received == r.dataLength) {
             return false;
         }
-        protocolError(TermReqPdu.FES_PDU_SEQUENCE_ERROR, 0, p, "success for command id 0x" + Integer.toHexString(r.cid)
+        protocolError(r, TermReqPdu.FES_PDU_SEQUENCE_ERROR, 0, p, "success for command id 0x" + Integer.toHexString(r.cid)
                 + " after " + r.received + " of its " + r.dataLength + " bytes of data");
         return true;
     }
@@ -488,36 +507,36 @@ public final class TcpQueue extends SlotQueue<Request> {
             return;
         }
         if (r.dir != DIR_C2H) {
-            protocolError(TermReqPdu.FES_INVALID_HEADER_FIELD, DataPdu.CCCID, p,
+            protocolError(r, TermReqPdu.FES_INVALID_HEADER_FIELD, DataPdu.CCCID, p,
                     String.format("C2HData for command id 0x%04x, which transfers no data to the host", cid));
             return;
         }
         boolean hasDdgst = (flags & PduHeader.FLAG_DDGST) != 0;
         if (datal > 0 && hasDdgst != ddgst) {
-            protocolError(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.FLAGS, p,
+            protocolError(r, TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.FLAGS, p,
                     "C2HData data digest flag does not match the negotiated data digest setting");
             return;
         }
         int dd = hasDdgst ? PduHeader.DIGEST_LENGTH : 0;
         if (pdo + datal + dd != plen) {
-            protocolError(TermReqPdu.FES_INVALID_HEADER_FIELD, DataPdu.DATAL, p,
+            protocolError(r, TermReqPdu.FES_INVALID_HEADER_FIELD, DataPdu.DATAL, p,
                     "C2HData PLEN " + plen + " does not match PDO " + pdo + " + DATAL " + datal + " + digest " + dd);
             return;
         }
         if (datao + datal > r.dataLength) {
-            protocolError(TermReqPdu.FES_DATA_OUT_OF_RANGE, DataPdu.DATAO, p, "C2HData offset " + datao + " + length "
+            protocolError(r, TermReqPdu.FES_DATA_OUT_OF_RANGE, DataPdu.DATAO, p, "C2HData offset " + datao + " + length "
                     + datal + " exceeds the command's " + r.dataLength + " bytes");
             return;
         }
         if (datao != r.received) {
             // C2HData PDUs of a command come in order and without gaps, so what arrived can be counted.
-            protocolError(TermReqPdu.FES_DATA_OUT_OF_RANGE, DataPdu.DATAO, p, "C2HData for command id 0x"
+            protocolError(r, TermReqPdu.FES_DATA_OUT_OF_RANGE, DataPdu.DATAO, p, "C2HData for command id 0x"
                     + Integer.toHexString(cid) + " at offset " + datao + " where " + r.received + " was next");
             return;
         }
         boolean success = (flags & PduHeader.FLAG_DATA_SUCCESS) != 0;
         if (success && (flags & PduHeader.FLAG_DATA_LAST) == 0) {
-            protocolError(TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.FLAGS, p, "C2HData has SUCCESS without LAST_PDU");
+            protocolError(r, TermReqPdu.FES_INVALID_HEADER_FIELD, PduHeader.FLAGS, p, "C2HData has SUCCESS without LAST_PDU");
             return;
         }
         int len = (int) datal;
@@ -531,7 +550,7 @@ public final class TcpQueue extends SlotQueue<Request> {
                 r.dataStatus = Status.DATA_TRANSFER_ERROR;
             }
         }
-        if (r.state == Request.INFLIGHT && len > 0) {
+        if (len > 0) {
             copyFromByteBuf(p, base + pdo, r.data, r.dataStart + (int) datao, len);
         }
         r.received += len;
@@ -556,17 +575,15 @@ public final class TcpQueue extends SlotQueue<Request> {
             return;
         }
         if (r.dir != DIR_H2C || r.inCapsule) {
-            protocolError(TermReqPdu.FES_INVALID_HEADER_FIELD, R2TPdu.CCCID, p,
+            protocolError(r, TermReqPdu.FES_INVALID_HEADER_FIELD, R2TPdu.CCCID, p,
                     String.format("R2T for command id 0x%04x, which has no data left to send", cid));
             return;
         }
         if (r2tl == 0 || r2to + r2tl > r.dataLength || r2to < r.h2cNext) {
-            protocolError(TermReqPdu.FES_DATA_OUT_OF_RANGE, R2TPdu.R2TO, p, "R2T offset " + r2to + " length " + r2tl
+            protocolError(r, TermReqPdu.FES_DATA_OUT_OF_RANGE, R2TPdu.R2TO, p, "R2T offset " + r2to + " length " + r2tl
                     + " is outside the command's " + r.dataLength + " bytes (or goes backwards from " + r.h2cNext + ")");
             return;
         }
-        // A timed-out write still gets its data: the caller's buffer stays referenced until the slot is released,
-        // and a write that was reported failed may leave the blocks in any state anyway.
         long off = r2to;
         long left = r2tl;
         while (left > 0) {
@@ -613,43 +630,39 @@ public final class TcpQueue extends SlotQueue<Request> {
 
     /** Event loop: the controller is done with the slot. Frees it first, so the callback may resubmit. */
     private void complete(Request r, int status, long result) {
-        boolean timedOut = r.state == Request.TIMED_OUT;
-        IoCallback cb = r.callback;
-        long ctx = r.context;
-        CompletionListener l = r.listener;
-        release(r);
-        if (timedOut) {
-            LOG.debug("{}: late completion (status {}) of a command that had timed out", label, status);
-        } else {
-            deliver(cb, ctx, l, status, result);
-        }
+        recordCompletion(r, status, System.nanoTime());
+        releaseAndDeliver(r, status, result);
         if (hasPending() && startPending() > 0) {
             channel.flush();
         }
     }
 
-    /** Event loop, periodic: commands past their deadline complete with ERR_TIMEOUT; their slots stay reserved. */
+    /**
+     * Event loop, periodic: a command past its deadline closes the connection (then fails with ERR_TIMEOUT, and the
+     * other commands are handed back to the controller to resend); requests waiting for a slot just time out.
+     */
     private void scanTimeouts() {
         if (state != OPEN) {
             return;
         }
         long now = System.nanoTime();
-        for (Request r : slots) {
-            if (r.state == Request.INFLIGHT && now - r.deadline >= 0) {
-                r.state = Request.TIMED_OUT;
-                LOG.warn("{}: command 0x{} (opcode 0x{}) timed out after {} ms", label, Integer.toHexString(r.cid),
-                        Integer.toHexString(r.cmd.opcode()), TimeUnit.NANOSECONDS.toMillis(commandTimeoutNanos));
-                IoCallback cb = r.callback;
-                CompletionListener l = r.listener;
-                r.callback = null;
-                r.listener = null;
-                deliver(cb, r.context, l, IoCallback.ERR_TIMEOUT, 0);
-            }
+        Request late = markTimedOut(now);
+        if (late != null) {
+            fail(String.format("command 0x%04x (opcode 0x%02x) timed out after %d ms; the connection was closed so it"
+                            + " cannot execute later", late.cid, late.cmd.opcode(),
+                    TimeUnit.NANOSECONDS.toMillis(commandTimeoutNanos)), IoCallback.ERR_TRANSPORT);
+            return;
         }
         expirePending(now);
     }
 
     // ------------------------------------------------------------------------------------------------ failure
+
+    /** A protocol error answering {@code r}: that command fails (it is not sent again after a reconnect). */
+    private void protocolError(Request r, int fes, long fei, ByteBuf offending, String message) {
+        r.failCode = IoCallback.ERR_TRANSPORT;
+        protocolError(fes, fei, offending, message);
+    }
 
     /**
      * Event loop: a PDU broke the protocol. Sends H2CTermReq with the offending header as error data (as SPDK does),
@@ -671,15 +684,24 @@ public final class TcpQueue extends SlotQueue<Request> {
                 offending.getBytes(offending.readerIndex(), t.byteArray(), TermReqPdu.HEADER_LENGTH, errLen);
             }
             channel.writeAndFlush(Unpooled.wrappedBuffer(t.byteArray())).addListener(ChannelFutureListener.CLOSE);
+            closeAfterTermReq = true;
         }
         fail("protocol error: " + message, IoCallback.ERR_TRANSPORT);
     }
 
-    private void fail(String reason, int code) {
+    /**
+     * Event loop: the queue is unusable. The connection is closed first (on the event loop that closes it at once,
+     * discarding unsent PDUs), so nothing more of the callers' data leaves, then every command fails.
+     */
+    @Override
+    protected void fail(String reason, int code) {
         if (state == OPEN) {
             state = FAILED;
             failure = reason;
             LOG.warn("{}: failed: {}", label, reason);
+            if (channel != null && !closeAfterTermReq) {
+                channel.close();
+            }
             failAll(code);
             notifyFailure();
         } else {
@@ -688,21 +710,15 @@ public final class TcpQueue extends SlotQueue<Request> {
     }
 
     /** Event loop (or after the loop died): completes everything outstanding or waiting with {@code code}. */
-    private void failAll(int code) {
+    @Override
+    protected void failAll(int code) {
         if (scanTask != null) {
             scanTask.cancel(false);
         }
         failSubmitted(code);
         for (Request s : slots) {
-            if (s.state == Request.INFLIGHT || s.state == Request.TIMED_OUT) {
-                boolean timedOut = s.state == Request.TIMED_OUT;
-                IoCallback cb = s.callback;
-                CompletionListener l = s.listener;
-                long ctx = s.context;
-                release(s);
-                if (!timedOut) {
-                    deliver(cb, ctx, l, code, 0);
-                }
+            if (s.state == Request.INFLIGHT) {
+                releaseAndFail(s, code);
             }
         }
         failPending(code);

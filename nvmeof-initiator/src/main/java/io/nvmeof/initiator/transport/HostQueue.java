@@ -46,9 +46,39 @@ public interface HostQueue {
     /** Called once, on the I/O thread, when the queue fails (not when this host closes it). */
     void failureListener(Consumer<HostQueue> listener);
 
+    /**
+     * Where requests interrupted by a connection loss go instead of failing (the controller, to send them again after
+     * reconnecting); null to fail them.
+     */
+    default void requeueTo(RequestSink sink) {
+    }
+
+    /** Signalled whenever a slot of this queue frees (for callers waiting for room). */
+    default void roomSignal(RoomSignal signal) {
+    }
+
+    /** Commands holding a slot plus requests waiting for one: what picking the least loaded queue compares. */
+    default int load() {
+        return 0;
+    }
+
+    /** True when the queue is open and a submission would get a slot at once (not wait in the overflow queue). */
+    default boolean hasRoom() {
+        return isOpen();
+    }
+
+    /** This queue's counters. */
+    io.nvmeof.initiator.QueueStatistics statistics();
+
     /** The controller's largest transfer became known (after Identify): size receive limits by it. */
     default void maxTransfer(long bytes) {
     }
+
+    /**
+     * Fails the queue as a lost connection would ({@link IoCallback#ERR_TRANSPORT}, or to the {@link RequestSink}),
+     * and returns once it did (bounded). Not for the queue's own I/O thread.
+     */
+    void abort(String reason);
 
     /** Closes the queue; everything outstanding or waiting completes with {@link IoCallback#ERR_CLOSED}. */
     void close();

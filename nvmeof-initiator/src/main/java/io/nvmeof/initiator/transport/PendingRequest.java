@@ -4,9 +4,10 @@ import io.nvmeof.initiator.IoCallback;
 import java.nio.ByteBuffer;
 
 /**
- * A request that found every slot busy. Only this overflow path allocates: the SQE is copied out so the request can
- * take the first slot that frees, in submission order.
+ * A request without a slot: one that found every slot busy (the overflow queue), or one taken back from a queue that
+ * failed so it can be sent again once the controller is reconnected. Only these paths allocate: the SQE is copied
+ * out (a new command id and data pointer are filled in when it is sent again).
  */
-record PendingRequest(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback callback,
-                      long context, CompletionListener listener, long enqueuedNanos) {
+public record PendingRequest(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback callback,
+                             long context, CompletionListener listener, long enqueuedNanos) {
 }

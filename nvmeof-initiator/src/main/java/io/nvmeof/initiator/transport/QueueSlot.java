@@ -33,6 +33,14 @@ public abstract class QueueSlot {
     public int dataStart;
     public int dataLength;
     public long deadline;
+    /** When the command went on the wire (System.nanoTime), for latency statistics. */
+    public long startNanos;
+    /**
+     * Non-zero when this command caused its queue to fail (it timed out: {@link IoCallback#ERR_TIMEOUT}; the
+     * controller broke the protocol answering it: {@link IoCallback#ERR_TRANSPORT}): it then fails with this code
+     * and is never sent again after a reconnect.
+     */
+    public int failCode;
 
     public IoCallback callback;
     public long context;

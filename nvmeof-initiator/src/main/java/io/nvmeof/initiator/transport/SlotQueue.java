@@ -1,10 +1,14 @@
 package io.nvmeof.initiator.transport;
 
 import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.QueueStatistics;
 import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Opcodes;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
@@ -26,6 +30,11 @@ import org.slf4j.LoggerFactory;
  * is done with it. When every slot is busy, requests wait in FIFO order in an overflow queue (bounded; beyond the
  * bound they fail with {@link IoCallback#ERR_QUEUE_FULL}). Submitting never blocks, which matters because callbacks
  * run on the I/O thread and commonly resubmit.
+ *
+ * <p>Completion: exactly once per accepted submission, never on the submitting thread. A submission refused at once
+ * (queue closed or failed, overflow full) is completed on the I/O thread, or by {@link LateCompletions} once that is
+ * gone, so a callback that submits again cannot recurse. A submission racing {@link #close()} is completed by the I/O
+ * thread's last sweep, or by the submitter's own check after handing it over, or by {@link #ioThreadStopped()}.
  */
 public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     private static final Logger LOG = LoggerFactory.getLogger(SlotQueue.class);
@@ -50,6 +59,20 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     protected volatile int state = OPEN;
     protected volatile String failure;
     protected volatile Consumer<HostQueue> failureListener;
+    private volatile RequestSink requeue;
+    private volatile RoomSignal room;
+    private volatile boolean ioThreadGone;
+
+    // Counters written by the I/O thread only; read racily for statistics.
+    private long commands;
+    private long errors;
+    private long readBytes;
+    private long writtenBytes;
+    private long timeouts;
+    private long latencyTotal;
+    private long latencyMax;
+    private final LongAdder queueFull = new LongAdder();
+    private final LongAdder callbackFailures = new LongAdder();
 
     /** @param slots filled by the subclass; slot i must have index i */
     protected SlotQueue(int qid, String label, R[] slots, long commandTimeoutNanos) {
@@ -97,7 +120,31 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     @Override
     public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
 
+    @Override
+    public void requeueTo(RequestSink sink) { requeue = sink; }
+
+    @Override
+    public void roomSignal(RoomSignal signal) { room = signal; }
+
     public int slotCount() { return slots.length; }
+
+    @Override
+    public int load() {
+        return slots.length - free.size() + pendingCount.get();
+    }
+
+    @Override
+    public boolean hasRoom() {
+        return state == OPEN && pendingCount.get() == 0 && !free.isEmpty();
+    }
+
+    @Override
+    public QueueStatistics statistics() {
+        long n = commands;
+        int busy = Math.max(0, slots.length - free.size());
+        return new QueueStatistics(label, slots.length, busy, pendingCount.get(), n, errors, readBytes, writtenBytes,
+                timeouts, queueFull.sum(), callbackFailures.sum(), n == 0 ? 0 : latencyTotal / n, latencyMax);
+    }
 
     // ------------------------------------------------------------------------------------------------ transport hooks
 
@@ -122,6 +169,18 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
 
     /** True while the controller may still answer {@code r} (so a completion for its CID is accepted). */
     protected abstract boolean outstanding(R r);
+
+    /** Runs {@code task} on the queue's I/O thread; false when that thread is gone (the task did not run). */
+    protected abstract boolean runOnIoThread(Runnable task);
+
+    /** I/O thread: the queue is unusable; stop the transport touching caller memory, then fail everything. */
+    protected abstract void fail(String reason, int code);
+
+    /**
+     * I/O thread (or, once it is gone, one sweeper at a time): completes everything handed over, outstanding or
+     * waiting with {@code code} (commands that timed out with {@link IoCallback#ERR_TIMEOUT}).
+     */
+    protected abstract void failAll(int code);
 
     // ------------------------------------------------------------------------------------------------ submission
 
@@ -165,7 +224,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         if (state == OPEN) {
             return false;
         }
-        deliver(cb, ctx, listener, closedCode(), 0);
+        deliverLater(cb, ctx, listener, closedCode());
         return true;
     }
 
@@ -190,17 +249,75 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         r.state = QueueSlot.CLAIMED;
         submitted.offer(r); // cannot fail: it holds every slot
         handOver();
+        afterHandOver();
+    }
+
+    /**
+     * A submission that raced a close: the hand-over's store is made visible before the state is read (so either the
+     * closing side's last sweep sees the request, or this thread sees the queue closed); when the I/O thread is gone
+     * by then, nobody else will complete it, so it is swept here (completions on {@link LateCompletions}).
+     */
+    private void afterHandOver() {
+        VarHandle.fullFence();
+        if (state != OPEN && ioThreadGone) {
+            LateCompletions.execute(this::sweep);
+        }
+    }
+
+    /**
+     * Fails the queue from outside its I/O thread, as a lost connection does (requests go to the {@link RequestSink}
+     * when one is set), and returns once that ran (bounded). The controller tears a whole association down this way.
+     */
+    @Override
+    public final void abort(String reason) {
+        if (state != OPEN) {
+            return;
+        }
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        if (!runOnIoThread(() -> {
+            try {
+                fail(reason, IoCallback.ERR_TRANSPORT);
+            } finally {
+                done.countDown();
+            }
+        })) {
+            close();
+            return;
+        }
+        try {
+            if (!done.await(5, java.util.concurrent.TimeUnit.SECONDS)) {
+                LOG.warn("{}: its I/O thread did not fail it within 5 s (a callback blocks?)", label);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Transport: the queue's I/O thread has ended for good (after {@link #close()}); what is still handed over,
+     * outstanding or waiting is completed now, on the calling thread. Later racing submitters sweep for themselves.
+     */
+    public final void ioThreadStopped() {
+        ioThreadGone = true;
+        VarHandle.fullFence();
+        sweep();
+    }
+
+    private synchronized void sweep() {
+        failAll(closedCode());
     }
 
     private void overflow(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
                           CompletionListener listener) {
         if (pendingCount.incrementAndGet() > pendingLimit) {
             pendingCount.decrementAndGet();
-            deliver(cb, ctx, listener, IoCallback.ERR_QUEUE_FULL, 0);
+            queueFull.increment();
+            deliverLater(cb, ctx, listener, IoCallback.ERR_QUEUE_FULL);
             return;
         }
         pending.offer(new PendingRequest(sqe, dir, data, dataStart, dataLength, cb, ctx, listener, System.nanoTime()));
         handOver();
+        afterHandOver();
     }
 
     /** The part of every submission that is not the transport's: transfer fields, callbacks, CID, PSDT; then SGL1. */
@@ -225,6 +342,52 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         // NVMe-oF requires SGLs: PSDT 01b on every command, as the Linux host sets NVME_CMD_SGL_METABUF.
         r.cmd.psdt(Command.PSDT_SGL);
         prepare(r);
+    }
+
+    /**
+     * I/O thread, as a command goes on the wire: its start time and deadline. An Asynchronous Event Request is
+     * answered only when an event happens, so it never times out.
+     */
+    protected final void markStarted(R r, long now) {
+        r.startNanos = now;
+        r.failCode = 0;
+        boolean waitsForEvent = qid == 0 && r.cmd.opcode() == Opcodes.ADMIN_ASYNC_EVENT_REQUEST;
+        r.deadline = waitsForEvent ? now + Long.MAX_VALUE / 2 : now + commandTimeoutNanos;
+    }
+
+    /** I/O thread: the controller completed {@code r} with {@code status}; before the slot is released. */
+    protected final void recordCompletion(R r, int status, long now) {
+        commands++;
+        if (status != 0) {
+            errors++;
+        } else if (r.dir == HostQueue.DIR_C2H) {
+            readBytes += r.dataLength;
+        } else if (r.dir == HostQueue.DIR_H2C) {
+            writtenBytes += r.dataLength;
+        }
+        long latency = now - r.startNanos;
+        latencyTotal += latency;
+        if (latency > latencyMax) {
+            latencyMax = latency;
+        }
+    }
+
+    /**
+     * I/O thread, periodic: marks every command past its deadline {@link IoCallback#ERR_TIMEOUT} and returns the
+     * first, or null. The transport then tears the queue down: a command the caller was told failed must not be able
+     * to execute later (a delayed R2T reading the caller's reused buffer, an in-capsule write landing after newer
+     * data), as the Linux host resets the queue on a timeout.
+     */
+    protected final R markTimedOut(long now) {
+        R first = null;
+        for (R r : slots) {
+            if (r.state == QueueSlot.INFLIGHT && now - r.deadline >= 0) {
+                r.failCode = IoCallback.ERR_TIMEOUT;
+                timeouts++;
+                first = first == null ? r : first;
+            }
+        }
+        return first;
     }
 
     protected final int closedCode() {
@@ -289,10 +452,20 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         r.listener = null;
         r.data = null;
         r.state = QueueSlot.FREE;
+        r.failCode = 0;
         free.offer(r);
+        RoomSignal signal = room;
+        if (signal != null) {
+            signal.slotFreed();
+        }
     }
 
-    /** Calls the callback or the listener; a throwing callback is logged and does not disturb the queue. */
+    /**
+     * Calls the callback or the listener. A callback that throws has still been told its I/O's outcome: an exception
+     * is logged (with the status it was given) and counted. An {@link Error} (stack overflow, out of memory) means
+     * the program may have lost track of I/O: it is logged and fails the queue, so every other outstanding request
+     * completes with an error and the controller reconnects; it is never swallowed silently.
+     */
     protected final void deliver(IoCallback cb, long ctx, CompletionListener l, int status, long result) {
         try {
             if (cb != null) {
@@ -300,8 +473,25 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
             } else if (l != null) {
                 l.onCompletion(status, result);
             }
-        } catch (Throwable t) {
-            LOG.warn("{}: completion callback threw", label, t);
+        } catch (RuntimeException e) {
+            callbackFailures.increment();
+            LOG.error("{}: a completion callback threw (its I/O completed with {})", label, IoCallback.describe(status), e);
+        } catch (Error e) {
+            callbackFailures.increment();
+            LOG.error("{}: a completion callback threw {} (its I/O completed with {}); failing the queue", label, e,
+                    IoCallback.describe(status), e);
+            String reason = "a completion callback threw " + e;
+            if (!runOnIoThread(() -> fail(reason, IoCallback.ERR_TRANSPORT))) {
+                LOG.error("{}: {}", label, reason);
+            }
+        }
+    }
+
+    /** Completes a request that never got a slot on the I/O thread, or on {@link LateCompletions} once it is gone. */
+    protected final void deliverLater(IoCallback cb, long ctx, CompletionListener l, int status) {
+        Runnable task = () -> deliver(cb, ctx, l, status, 0);
+        if (!runOnIoThread(task)) {
+            LateCompletions.execute(task);
         }
     }
 
@@ -331,16 +521,39 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     protected final void failSubmitted(int code) {
         R r;
         while ((r = submitted.poll()) != null) {
-            releaseAndDeliver(r, code, 0);
+            releaseAndFail(r, code);
         }
+    }
+
+    /**
+     * Completes a slot whose command will not be answered: a connection loss ({@link IoCallback#ERR_TRANSPORT}) hands
+     * it to the controller to send again after reconnecting when it takes it; otherwise it fails with {@code code}.
+     */
+    protected final void releaseAndFail(R r, int code) {
+        RequestSink sink = requeue;
+        if (code == IoCallback.ERR_TRANSPORT && sink != null && r.failCode == 0) {
+            byte[] sqe = new byte[Command.LENGTH];
+            r.sqe.getBytes(0, sqe);
+            PendingRequest p = new PendingRequest(sqe, r.dir, r.data, r.dataStart, r.dataLength, r.callback, r.context,
+                    r.listener, System.nanoTime());
+            release(r);
+            if (!sink.offer(p)) {
+                deliver(p.callback(), p.context(), p.listener(), code, 0);
+            }
+            return;
+        }
+        releaseAndDeliver(r, r.failCode != 0 ? r.failCode : code, 0);
     }
 
     /** Fails every request waiting for a slot (any thread). */
     protected final void failPending(int code) {
+        RequestSink sink = code == IoCallback.ERR_TRANSPORT ? requeue : null;
         PendingRequest p;
         while ((p = pending.poll()) != null) {
             pendingCount.decrementAndGet();
-            deliver(p.callback(), p.context(), p.listener(), code, 0);
+            if (sink == null || !sink.offer(p)) {
+                deliver(p.callback(), p.context(), p.listener(), code, 0);
+            }
         }
     }
 

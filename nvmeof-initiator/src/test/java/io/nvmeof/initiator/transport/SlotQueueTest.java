@@ -26,11 +26,16 @@ class SlotQueueTest {
         }
     }
 
-    /** A transport whose "wire" is a list; the I/O thread is the test thread ({@link #runIoThread}). */
+    /**
+     * A transport whose "wire" is a list; the I/O thread is whichever thread calls {@link #runIoThread} (the test
+     * thread, or one the test starts), and ends with {@link #stopIoThread}.
+     */
     static final class FakeQueue extends SlotQueue<Slot> {
         final List<Integer> wire = new ArrayList<>();
-        int handOvers;
-        boolean full;
+        final java.util.Queue<Runnable> tasks = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        volatile int handOvers;
+        volatile boolean full;
+        private boolean ioAlive = true;
 
         FakeQueue(int slots) {
             super(1, "fake queue", new Slot[slots], 1_000_000_000L);
@@ -53,6 +58,54 @@ class SlotQueueTest {
         }
 
         @Override
+        protected boolean runOnIoThread(Runnable task) {
+            synchronized (tasks) {
+                if (!ioAlive) {
+                    return false;
+                }
+                tasks.add(task);
+                return true;
+            }
+        }
+
+        @Override
+        protected void fail(String reason, int code) {
+            if (state == OPEN) {
+                state = FAILED;
+                failure = reason;
+                failAll(code);
+                notifyFailure();
+            }
+        }
+
+        @Override
+        protected void failAll(int code) {
+            failSubmitted(code);
+            for (Slot r : slots) {
+                if (r.state == QueueSlot.INFLIGHT) {
+                    releaseAndFail(r, code);
+                }
+            }
+            failPending(code);
+        }
+
+        /** The I/O thread's last act, as a transport's event loop ends after the queue closed. */
+        void stopIoThread() {
+            synchronized (tasks) {
+                ioAlive = false;
+            }
+            runTasks();
+            ioThreadStopped();
+        }
+
+        void runTasks() {
+            Runnable t;
+            while ((t = tasks.poll()) != null) {
+                t.run();
+            }
+        }
+
+        @Override
         protected void start(Slot r) {
             r.state = QueueSlot.INFLIGHT;
             wire.add((int) r.cmd.cdw10());
@@ -69,6 +122,11 @@ class SlotQueueTest {
         }
 
         void runIoThread() {
+            runTasks();
+            if (state != OPEN) {
+                failAll(closedCode());
+                return;
+            }
             Slot r;
             while (canStart() && (r = submitted.poll()) != null) {
                 start(r);
@@ -88,8 +146,9 @@ class SlotQueueTest {
         @Override
         public void close() {
             state = CLOSED;
-            failSubmitted(IoCallback.ERR_CLOSED);
-            failPending(IoCallback.ERR_CLOSED);
+            if (!runOnIoThread(() -> failAll(IoCallback.ERR_CLOSED))) {
+                ioThreadStopped();
+            }
         }
     }
 
@@ -114,8 +173,12 @@ class SlotQueueTest {
         assertEquals(List.of(1, 2, 3, 4), q.wire, "waiting commands start in submission order");
         assertEquals(List.of("1:0", "2:0"), log);
         q.close();
-        assertEquals(List.of("1:0", "2:0", "5:" + IoCallback.ERR_CLOSED), log, "a waiting command fails at close");
+        q.runIoThread();
+        assertEquals(List.of("1:0", "2:0", "3:" + IoCallback.ERR_CLOSED, "4:" + IoCallback.ERR_CLOSED,
+                "5:" + IoCallback.ERR_CLOSED), log, "sent and waiting commands fail at close");
         submit(q, 6, log);
+        assertEquals(5, log.size(), "not completed on the submitting thread");
+        q.runIoThread();
         assertEquals("6:" + IoCallback.ERR_CLOSED, log.get(log.size() - 1), "a closed queue fails new commands at once");
     }
 
@@ -162,6 +225,115 @@ class SlotQueueTest {
         q.runIoThread();
         assertEquals(List.of(3), q.wire, "the only slot was given back");
         assertTrue(log.isEmpty(), "the refused submission's callback never runs");
+    }
+
+    /**
+     * A loader that pipelines its next read from the callback must not recurse: refused submissions complete on the
+     * I/O thread (or the late-completion thread once it is gone), never inside submit. Before, this chain overflowed
+     * the stack at a depth of a few thousand, the error was swallowed, and the rest of the reads silently never ran.
+     */
+    @Test
+    void aCallbackThatResubmitsAfterCloseNeitherRecursesNorLosesIo() throws Exception {
+        FakeQueue q = new FakeQueue(4);
+        q.close();
+        q.stopIoThread();
+        int n = 200_000;
+        java.util.concurrent.atomic.AtomicInteger completions = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger depth = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger maxDepth = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        IoCallback[] chain = new IoCallback[1];
+        chain[0] = (ctx, status) -> {
+            maxDepth.accumulateAndGet(depth.incrementAndGet(), Math::max);
+            assertEquals(IoCallback.ERR_CLOSED, status);
+            if (completions.incrementAndGet() < n) {
+                q.submit(Opcodes.IO_READ, 1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, chain[0], ctx + 1, null);
+            } else {
+                done.countDown();
+            }
+            depth.decrementAndGet();
+        };
+        q.submit(Opcodes.IO_READ, 1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, chain[0], 0, null);
+        assertTrue(done.await(20, java.util.concurrent.TimeUnit.SECONDS), "completions: " + completions.get());
+        assertEquals(n, completions.get());
+        assertEquals(1, maxDepth.get(), "a callback never runs inside another");
+    }
+
+    /** An Error thrown by a callback is not swallowed: the queue fails, so nothing else on it waits forever. */
+    @Test
+    void anErrorThrownByACallbackFailsTheQueue() {
+        FakeQueue q = new FakeQueue(2);
+        List<String> log = new ArrayList<>();
+        List<String> failures = new ArrayList<>();
+        q.failureListener(x -> failures.add(x.failure()));
+        q.submit(Opcodes.IO_READ, 1, 1, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, (ctx, status) -> {
+            throw new StackOverflowError("deep");
+        }, 1, null);
+        submit(q, 2, log);
+        q.runIoThread();
+        q.answer(q.slot(0).cid, 0);
+        q.runTasks();
+        assertEquals(List.of("2:" + IoCallback.ERR_TRANSPORT), log, "the other command fails instead of hanging");
+        assertEquals(1, failures.size());
+        assertTrue(failures.get(0).contains("StackOverflowError"), failures.get(0));
+        assertEquals(1, q.statistics().callbackFailures());
+    }
+
+    /**
+     * Submissions racing close() and the end of the I/O thread: every one completes exactly once (before, one that
+     * passed the open check before the close and was handed over after the I/O thread's last sweep never completed).
+     */
+    @Test
+    void submissionsRacingCloseCompleteExactlyOnce() throws Exception {
+        for (int round = 0; round < 200; round++) {
+            FakeQueue q = new FakeQueue(16);
+            int perThread = 3000;
+            java.util.concurrent.atomic.AtomicIntegerArray seen = new java.util.concurrent.atomic.AtomicIntegerArray(2 * perThread);
+            java.util.concurrent.atomic.AtomicInteger completions = new java.util.concurrent.atomic.AtomicInteger();
+            IoCallback cb = (ctx, status) -> {
+                seen.incrementAndGet((int) ctx);
+                completions.incrementAndGet();
+            };
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread io = new Thread(() -> {
+                while (!stop.get()) {
+                    q.runIoThread();
+                    for (int i = 0; i < 16; i++) {
+                        Slot r = q.slot(i);
+                        if (r.state == QueueSlot.INFLIGHT) {
+                            q.answer(r.cid, 0);
+                        }
+                    }
+                }
+                q.stopIoThread();
+            });
+            io.start();
+            Thread[] submitters = new Thread[2];
+            for (int t = 0; t < 2; t++) {
+                int base = t * perThread;
+                submitters[t] = new Thread(() -> {
+                    for (int i = 0; i < perThread; i++) {
+                        q.submit(Opcodes.IO_READ, 1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, base + i, null);
+                    }
+                });
+                submitters[t].start();
+            }
+            Thread.sleep(round % 3);
+            q.close();
+            stop.set(true);
+            io.join();
+            for (Thread t : submitters) {
+                t.join();
+            }
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (completions.get() < 2 * perThread && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertEquals(2 * perThread, completions.get(), "round " + round);
+            for (int i = 0; i < 2 * perThread; i++) {
+                assertEquals(1, seen.get(i), "request " + i + " in round " + round);
+            }
+        }
     }
 
     @Test

@@ -1,0 +1,17 @@
+package io.nvmeof.initiator;
+
+import java.util.List;
+
+/**
+ * Told when a controller's state changes, and when its namespaces change. Runs on the controller's housekeeping
+ * thread, one call at a time; it may call the controller (even its blocking methods) but should return soon.
+ */
+@FunctionalInterface
+public interface ControllerStateListener {
+    /** @param reason why, for logs (the failure that started a reconnect, or "reconnected") */
+    void stateChanged(NvmeofController controller, ControllerState state, String reason);
+
+    /** The active namespaces changed (a Namespace Attribute Changed event, or a reconnect found others). */
+    default void namespacesChanged(NvmeofController controller, List<NamespaceHandle> namespaces) {
+    }
+}
