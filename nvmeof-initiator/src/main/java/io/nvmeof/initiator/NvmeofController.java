@@ -554,7 +554,10 @@ public final class NvmeofController implements AutoCloseable {
         }
     }
 
-    /** Stops keep alive and fails every queue of the current association (their requests go to {@link #held}). */
+    /**
+     * Stops keep alive and fails every queue of the current association (their requests go to {@link #held}), then
+     * lets the transport free them.
+     */
     private void tearDown(String reason) {
         if (keepAliveTask != null) {
             keepAliveTask.cancel(false);
@@ -565,6 +568,21 @@ public final class NvmeofController implements AutoCloseable {
         }
         if (admin != null) {
             admin.abort(reason);
+        }
+        releaseAll();
+    }
+
+    /** The association's queues are done with: the transport frees them (RDMA: queue pairs, memory). */
+    private void releaseAll() {
+        HostQueue[] qs = ioQueues;
+        ioQueues = new HostQueue[0];
+        for (HostQueue q : qs) {
+            if (q != null) {
+                transport.release(q);
+            }
+        }
+        if (admin != null) {
+            transport.release(admin);
         }
     }
 
@@ -586,16 +604,10 @@ public final class NvmeofController implements AutoCloseable {
             }
             reconnectAttempts++;
             int gen = ++generation;
-            HostQueue[] old = ioQueues;
             try {
-                ioQueues = new HostQueue[0];
                 establish(gen);
             } catch (RuntimeException e) {
-                closeAll(ioQueues);
-                ioQueues = new HostQueue[0];
-                if (admin != null) {
-                    admin.close();
-                }
+                releaseAll();
                 String why = e.getMessage();
                 lastFailure = "reconnect attempt " + reconnectAttempts + " failed: " + why;
                 Duration limit = options.ctrlLossTimeout();
@@ -609,7 +621,6 @@ public final class NvmeofController implements AutoCloseable {
                 housekeeping.schedule(this::reconnect, options.reconnectDelay().toMillis(), TimeUnit.MILLISECONDS);
                 return;
             }
-            closeAll(old);
             failFast = false;
             if (fastFailTask != null) {
                 fastFailTask.cancel(false);
@@ -1075,6 +1086,15 @@ public final class NvmeofController implements AutoCloseable {
         if (onEventLoop()) {
             throw new IllegalStateException(what + ": synchronous admin commands cannot run on the I/O event loop"
                     + " (e.g. inside an I/O callback); hand the work to another thread");
+        }
+        ControllerState st = state.get();
+        if (!q.isOpen() && st != ControllerState.CONNECTED) {
+            if (st == ControllerState.CLOSED) {
+                throw new NvmeofException(what + ": the controller " + id + " was closed by this host",
+                        ErrorKind.CLOSED_BY_CALLER);
+            }
+            throw new NvmeofException(what + ": the controller " + id + " is " + st.name().toLowerCase()
+                    + " after losing its connection (" + lastFailure + ")", ErrorKind.CONNECTION_LOST);
         }
         Sync sync = new Sync();
         q.submit(sqe, dir, data, start, length, null, 0, sync);

@@ -193,6 +193,10 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
 
     int wrQueue() { return wrQueue; }
 
+    RdmaPoller poller() { return poller; }
+
+    CmId cmId() { return cmId; }
+
     // ------------------------------------------------------------------------------------------------ submission
 
     /**

@@ -55,6 +55,8 @@ public final class RdmaHostTransport implements HostTransport {
     private final CmEventChannel cm;
     private final Thread cmThread;
     private final Map<CmId, Consumer<CmEvent>> handlers = new ConcurrentHashMap<>();
+    /** Work for the CM thread: destroying a CM id there cannot race an event about it being handled. */
+    private final java.util.Queue<Runnable> cmTasks = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final List<RdmaHostQueue> queues = new ArrayList<>();
     private final List<RdmaPoller> pollers = new ArrayList<>();
     private final AtomicInteger nextWrQueue = new AtomicInteger(1);
@@ -101,6 +103,10 @@ public final class RdmaHostTransport implements HostTransport {
 
     private void cmLoop() {
         while (running) {
+            Runnable task;
+            while ((task = cmTasks.poll()) != null) {
+                task.run();
+            }
             try {
                 CmEvent ev = cm.poll(100);
                 if (ev == null || ev.id() == null) {
@@ -178,6 +184,29 @@ public final class RdmaHostTransport implements HostTransport {
                 }
             }
         }
+    }
+
+    /**
+     * A queue of an association that was torn down (the controller reconnected): after its close ran on its poller
+     * (queue pair in error, commands failed), the poller forgets it, and the CM thread destroys its queue pair, CM id
+     * and memory, so a target that comes and goes does not pile up queue pairs until the controller closes.
+     */
+    @Override
+    public void release(HostQueue hq) {
+        RdmaHostQueue q = (RdmaHostQueue) hq;
+        q.close();
+        q.poller().execute(() -> {
+            q.poller().remove(q);
+            cmTasks.add(() -> {
+                synchronized (queues) {
+                    if (!queues.remove(q)) {
+                        return; // the transport's close took it
+                    }
+                }
+                handlers.remove(q.cmId());
+                q.destroy();
+            });
+        });
     }
 
     private String hint(RdmaException e) {

@@ -100,6 +100,15 @@ final class RdmaPoller {
         });
     }
 
+    /** Poller thread: forgets a released queue (completions still flushed for it are dropped). */
+    void remove(RdmaHostQueue q) {
+        RdmaHostQueue[] next = queues.clone();
+        if (q.wrQueue() < next.length && next[q.wrQueue()] == q) {
+            next[q.wrQueue()] = null;
+        }
+        queues = next;
+    }
+
     /** Runs {@code task} on the poller thread; false when the poller has stopped (the task did not run). */
     boolean execute(Runnable task) {
         if (!running) {

@@ -20,6 +20,14 @@ public interface HostTransport extends AutoCloseable {
      */
     HostQueue connectQueue(int qid, int slots, int inlineLimit, long maxTransfer);
 
+    /**
+     * Closes a queue of an association that is gone and frees what it holds once its I/O thread is done with it
+     * (the controller reconnected on new queues). Default: {@link HostQueue#close()}.
+     */
+    default void release(HostQueue q) {
+        q.close();
+    }
+
     /** Our cap on one command's data with this transport (applied on top of the controller's MDTS). */
     long maxTransferCap();
 

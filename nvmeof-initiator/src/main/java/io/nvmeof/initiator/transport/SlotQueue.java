@@ -242,8 +242,8 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
                         CompletionListener listener) {
         try {
             describe(r, dir, data, dataStart, dataLength, cb, ctx, listener);
-        } catch (RuntimeException e) {
-            release(r);
+        } catch (RuntimeException | Error e) {
+            release(r); // refused (e.g. no memory for a bounce copy): the slot must not leak
             throw e;
         }
         r.state = QueueSlot.CLAIMED;
@@ -422,8 +422,9 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
             r.sqe.putBytes(0, p.sqe());
             try {
                 describe(r, p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(), p.context(), p.listener());
-            } catch (RuntimeException e) {
-                LOG.warn("{}: {}", label, e.getMessage());
+            } catch (RuntimeException | OutOfMemoryError e) {
+                // That request alone fails (e.g. no memory for its bounce copy); the I/O thread goes on.
+                LOG.warn("{}: {}", label, e.toString());
                 release(r);
                 deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_TRANSPORT, 0);
                 continue;

@@ -1,0 +1,174 @@
+package io.nvmeof.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.ControllerState;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.backend.RamBackend;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Namespace;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Our initiator against our own target process over NVMe/TCP: the target is stopped and started again (same port,
+ * same file-backed namespace) under a running, verified read/write job, and namespaces are added and removed live.
+ */
+@Timeout(120)
+class InitiatorResilienceTest {
+    private static final String NQN = "nqn.2026-11.io.nvmeof:resilience";
+
+    @TempDir
+    Path dir;
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private TargetConfig config(int port, Path file) {
+        return new TargetConfig(1, 4, 128, 1 << 20,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", port, 8192, 128 * 1024, null)),
+                List.of(new SubsystemConfig(NQN, "SN-RES-1", "resilience", 16, true, null,
+                        List.of(new NamespaceConfig(1L, "file", "16MiB", 4096, file.toString(), null)))));
+    }
+
+    /**
+     * Kill and restart the target twice during a write-then-verify job over 8 MiB: the job sees no error and every
+     * block reads back as last written (interrupted writes and reads were held and sent again after reconnecting).
+     */
+    @Test
+    void aVerifiedJobSurvivesTargetRestarts() throws Exception {
+        int port = freePort();
+        Path file = dir.resolve("ns1.img");
+        AtomicReference<NvmeTarget> target = new AtomicReference<>(NvmeTarget.start(config(port, file)));
+        List<ControllerState> states = Collections.synchronizedList(new ArrayList<>());
+        ConnectOptions opts = ConnectOptions.builder().ioQueues(2).queueDepth(32)
+                .connectTimeout(Duration.ofSeconds(2)).commandTimeout(Duration.ofSeconds(10))
+                .reconnectDelay(Duration.ofMillis(200)).ctrlLossTimeout(Duration.ofSeconds(30))
+                .stateListener((c, s, why) -> states.add(s)).build();
+        try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, NQN), opts)) {
+            NamespaceHandle ns = c.namespace(1);
+            int blockSize = ns.blockSize();
+            int chunk = 16; // blocks per I/O: 64 KiB
+            long blocks = (8L << 20) / blockSize;
+            List<String> problems = Collections.synchronizedList(new ArrayList<>());
+            Thread chaos = new Thread(() -> {
+                try {
+                    for (int i = 0; i < 2; i++) {
+                        Thread.sleep(400);
+                        target.get().close();
+                        Thread.sleep(600);
+                        target.set(NvmeTarget.start(config(port, file)));
+                    }
+                } catch (Exception e) {
+                    problems.add("restart: " + e);
+                }
+            });
+            chaos.start();
+            int pass = 0;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (chaos.isAlive() || pass < 2) {
+                assertTrue(System.nanoTime() < deadline, "the job did not finish: " + problems);
+                pass++;
+                List<CompletableFuture<Void>> io = new ArrayList<>();
+                for (long lba = 0; lba < blocks; lba += chunk) {
+                    ByteBuffer b = ByteBuffer.allocateDirect(chunk * blockSize);
+                    for (int i = 0; i < chunk; i++) {
+                        b.putLong(i * blockSize, lba + i).putInt(i * blockSize + 8, pass);
+                    }
+                    io.add(ns.write(lba, chunk, b));
+                }
+                await(io, problems);
+                io.clear();
+                for (long lba = 0; lba < blocks; lba += chunk) {
+                    ByteBuffer b = ByteBuffer.allocateDirect(chunk * blockSize);
+                    long first = lba;
+                    int p = pass;
+                    io.add(ns.read(lba, chunk, b).thenRun(() -> {
+                        for (int i = 0; i < chunk; i++) {
+                            if (b.getLong(i * blockSize) != first + i || b.getInt(i * blockSize + 8) != p) {
+                                problems.add("block " + (first + i) + " of pass " + p + " reads " + b.getLong(i * blockSize)
+                                        + "/" + b.getInt(i * blockSize + 8));
+                            }
+                        }
+                    }));
+                }
+                await(io, problems);
+            }
+            chaos.join();
+            assertEquals(List.of(), problems.subList(0, Math.min(5, problems.size())));
+            assertTrue(TestTargets.eventually(c::isConnected, 5000));
+            assertTrue(states.stream().filter(s -> s == ControllerState.RECONNECTING).count() >= 2, states.toString());
+            assertEquals(ControllerState.CONNECTED, states.get(states.size() - 1), states.toString());
+        } finally {
+            target.get().close();
+        }
+    }
+
+    private static void await(List<CompletableFuture<Void>> io, List<String> problems) {
+        for (CompletableFuture<Void> f : io) {
+            try {
+                f.get(60, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                problems.add(String.valueOf(e.getCause() != null ? e.getCause() : e));
+            }
+        }
+    }
+
+    /** A namespace added or removed on the target reaches the initiator by a Namespace Attribute Changed event. */
+    @Test
+    void namespacesAddedAndRemovedLiveAreSeenWithoutReconnecting() throws Exception {
+        int port = freePort();
+        try (NvmeTarget target = NvmeTarget.start(config(port, dir.resolve("ns.img")))) {
+            AtomicInteger notices = new AtomicInteger();
+            ConnectOptions opts = ConnectOptions.builder().stateListener(new io.nvmeof.initiator.ControllerStateListener() {
+                @Override
+                public void stateChanged(NvmeofController c, ControllerState s, String why) {
+                }
+
+                @Override
+                public void namespacesChanged(NvmeofController c, List<NamespaceHandle> now) {
+                    notices.incrementAndGet();
+                }
+            }).build();
+            try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, NQN), opts)) {
+                NamespaceHandle first = c.namespace(1);
+                target.core().subsystem(NQN).addNamespace(new Namespace(7, new RamBackend(4 << 20), 512, UUID.randomUUID()));
+                assertTrue(TestTargets.eventually(() -> c.namespaces().size() == 2, 5000), "added: " + c.namespaces());
+                NamespaceHandle added = c.namespace(7);
+                assertEquals(8192, added.blockCount());
+                ByteBuffer b = ByteBuffer.allocateDirect(512);
+                added.write(3, 1, b.putLong(0, 0x5EED).clear()).get(5, TimeUnit.SECONDS);
+                assertTrue(first == c.namespace(1), "the unchanged namespace keeps its handle");
+                target.core().subsystem(NQN).removeNamespace(7);
+                assertTrue(TestTargets.eventually(() -> c.namespaces().size() == 1, 5000), "removed: " + c.namespaces());
+                assertTrue(TestTargets.eventually(() -> notices.get() == 2, 5000), "notices: " + notices.get());
+                assertTrue(c.isConnected());
+            }
+        }
+    }
+}
