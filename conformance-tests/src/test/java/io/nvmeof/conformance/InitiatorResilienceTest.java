@@ -17,14 +17,12 @@ import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
 import io.nvmeof.target.core.Namespace;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -71,10 +69,6 @@ class InitiatorResilienceTest {
                 .reconnectDelay(Duration.ofMillis(200)).ctrlLossTimeout(Duration.ofSeconds(30))
                 .stateListener((c, s, why) -> states.add(s)).build();
         try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, NQN), opts)) {
-            NamespaceHandle ns = c.namespace(1);
-            int blockSize = ns.blockSize();
-            int chunk = 16; // blocks per I/O: 64 KiB
-            long blocks = (8L << 20) / blockSize;
             List<String> problems = Collections.synchronizedList(new ArrayList<>());
             Thread chaos = new Thread(() -> {
                 try {
@@ -89,53 +83,16 @@ class InitiatorResilienceTest {
                 }
             });
             chaos.start();
-            int pass = 0;
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-            while (chaos.isAlive() || pass < 2) {
-                assertTrue(System.nanoTime() < deadline, "the job did not finish: " + problems);
-                pass++;
-                List<CompletableFuture<Void>> io = new ArrayList<>();
-                for (long lba = 0; lba < blocks; lba += chunk) {
-                    ByteBuffer b = ByteBuffer.allocateDirect(chunk * blockSize);
-                    for (int i = 0; i < chunk; i++) {
-                        b.putLong(i * blockSize, lba + i).putInt(i * blockSize + 8, pass);
-                    }
-                    io.add(ns.write(lba, chunk, b));
-                }
-                await(io, problems);
-                io.clear();
-                for (long lba = 0; lba < blocks; lba += chunk) {
-                    ByteBuffer b = ByteBuffer.allocateDirect(chunk * blockSize);
-                    long first = lba;
-                    int p = pass;
-                    io.add(ns.read(lba, chunk, b).thenRun(() -> {
-                        for (int i = 0; i < chunk; i++) {
-                            if (b.getLong(i * blockSize) != first + i || b.getInt(i * blockSize + 8) != p) {
-                                problems.add("block " + (first + i) + " of pass " + p + " reads " + b.getLong(i * blockSize)
-                                        + "/" + b.getInt(i * blockSize + 8));
-                            }
-                        }
-                    }));
-                }
-                await(io, problems);
-            }
+            VerifiedJob job = new VerifiedJob(c, c.namespace(1), 8L << 20);
+            job.run(chaos::isAlive, 90_000);
             chaos.join();
-            assertEquals(List.of(), problems.subList(0, Math.min(5, problems.size())));
+            assertEquals(List.of(), problems);
+            assertEquals(List.of(), job.problems, job.firstProblems());
             assertTrue(TestTargets.eventually(c::isConnected, 5000));
             assertTrue(states.stream().filter(s -> s == ControllerState.RECONNECTING).count() >= 2, states.toString());
             assertEquals(ControllerState.CONNECTED, states.get(states.size() - 1), states.toString());
         } finally {
             target.get().close();
-        }
-    }
-
-    private static void await(List<CompletableFuture<Void>> io, List<String> problems) {
-        for (CompletableFuture<Void> f : io) {
-            try {
-                f.get(60, TimeUnit.SECONDS);
-            } catch (Exception e) {
-                problems.add(String.valueOf(e.getCause() != null ? e.getCause() : e));
-            }
         }
     }
 

@@ -32,6 +32,18 @@ final class ConnectionOptions {
     @Option(names = "--timeout", defaultValue = "30", description = "Seconds to wait for each command. Default: ${DEFAULT-VALUE}")
     int timeoutSeconds;
 
+    @Option(names = {"-k", "--keep-alive-tmo"}, description = "Keep Alive Timeout in seconds, 0 to disable (default: 5 for I/O controllers, none for discovery)")
+    Integer keepAliveSeconds;
+
+    @Option(names = "--reconnect-delay", defaultValue = "10", description = "Seconds between reconnect attempts after the connection is lost. Default: ${DEFAULT-VALUE}")
+    int reconnectDelaySeconds;
+
+    @Option(names = "--ctrl-loss-tmo", defaultValue = "600", description = "Seconds to keep reconnecting before failing all I/O; 0 = never reconnect, -1 = forever. Default: ${DEFAULT-VALUE}")
+    int ctrlLossSeconds;
+
+    @Option(names = "--fast_io_fail_tmo", defaultValue = "-1", description = "Seconds I/O waits for a reconnect before failing; -1 = until --ctrl-loss-tmo. Default: ${DEFAULT-VALUE}")
+    int fastIoFailSeconds;
+
     ConnectOptions.Builder builder() {
         if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
             throw new IllegalArgumentException("transport '" + transport + "' is unknown; use -t tcp or -t rdma");
@@ -41,6 +53,18 @@ final class ConnectionOptions {
                 .dataDigest(dataDigest)
                 .commandTimeout(Duration.ofSeconds(timeoutSeconds))
                 .connectTimeout(Duration.ofSeconds(Math.min(timeoutSeconds, 10)));
+        if (keepAliveSeconds != null) {
+            if (keepAliveSeconds < 0 || keepAliveSeconds > 65535) {
+                throw new IllegalArgumentException("--keep-alive-tmo must be 0 to 65535 seconds, got " + keepAliveSeconds);
+            }
+            b.keepAliveTimeoutMs(keepAliveSeconds * 1000);
+        }
+        if (reconnectDelaySeconds < 1) {
+            throw new IllegalArgumentException("--reconnect-delay must be at least 1 second, got " + reconnectDelaySeconds);
+        }
+        b.reconnectDelay(Duration.ofSeconds(reconnectDelaySeconds))
+                .ctrlLossTimeout(ctrlLossSeconds < 0 ? ConnectOptions.OFF : Duration.ofSeconds(ctrlLossSeconds))
+                .fastIoFailTimeout(fastIoFailSeconds < 0 ? ConnectOptions.OFF : Duration.ofSeconds(fastIoFailSeconds));
         if (hostId != null) {
             b.hostId(java.util.UUID.fromString(hostId));
         }
