@@ -12,24 +12,27 @@ import java.util.function.BooleanSupplier;
 
 /**
  * A write-then-verify job over the first {@code bytes} of a namespace, pass after pass: every block is stamped with
- * its LBA and the pass, written in 64 KiB I/Os (all in flight at once, in buffers the controller allocates so RDMA
- * moves them without a copy), then read back and checked. It runs while {@code keepGoing} says so, and at least two
+ * its LBA and the pass, written in 64 KiB I/Os (all in flight at once, in buffers the controller allocates once so
+ * RDMA moves them without a copy), then read back into the same buffers, zeroed first, and checked. It runs while {@code keepGoing} says so, and at least two
  * passes. Used to show that a target going away and coming back costs the caller nothing.
  */
 public final class VerifiedJob {
-    private final NvmeofController controller;
     private final NamespaceHandle ns;
     private final long blocks;
     private final int chunk;
     /** Errors and mismatches (the first ones are enough to say what went wrong). */
     public final List<String> problems = Collections.synchronizedList(new ArrayList<>());
     public int passes;
+    private final java.nio.ByteBuffer[] buffers;
 
     public VerifiedJob(NvmeofController controller, NamespaceHandle ns, long bytes) {
-        this.controller = controller;
         this.ns = ns;
         this.chunk = Math.max(1, 65536 / ns.blockSize());
         this.blocks = bytes / ns.blockSize() / chunk * chunk;
+        this.buffers = new ByteBuffer[(int) (blocks / chunk)];
+        for (int i = 0; i < buffers.length; i++) {
+            buffers[i] = controller.allocateBuffer(chunk * ns.blockSize());
+        }
     }
 
     /** Runs passes until {@code keepGoing} is false (and at least two ran) or {@code limitMs} passes. */
@@ -45,7 +48,7 @@ public final class VerifiedJob {
             int bs = ns.blockSize();
             List<CompletableFuture<Void>> io = new ArrayList<>();
             for (long lba = 0; lba < blocks; lba += chunk) {
-                ByteBuffer b = controller.allocateBuffer(chunk * bs);
+                ByteBuffer b = buffers[(int) (lba / chunk)];
                 for (int i = 0; i < chunk; i++) {
                     b.putLong(i * bs, lba + i).putInt(i * bs + 8, pass);
                 }
@@ -54,7 +57,10 @@ public final class VerifiedJob {
             await(io);
             io.clear();
             for (long lba = 0; lba < blocks; lba += chunk) {
-                ByteBuffer b = controller.allocateBuffer(chunk * bs);
+                ByteBuffer b = buffers[(int) (lba / chunk)];
+                for (int i = 0; i < chunk * bs; i += 8) {
+                    b.putLong(i, 0);
+                }
                 long first = lba;
                 io.add(ns.read(lba, chunk, b).thenRun(() -> {
                     for (int i = 0; i < chunk; i++) {

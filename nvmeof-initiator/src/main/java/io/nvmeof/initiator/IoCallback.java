@@ -1,8 +1,11 @@
 package io.nvmeof.initiator;
 
 /**
- * Completion callback of the zero-allocation I/O flavour. It runs on the queue's I/O thread (a Netty event loop for TCP, a poller thread for RDMA): it must
- * not block (no synchronous admin calls, no {@code join()}); submitting more I/O from it is fine.
+ * Completion callback of the zero-allocation I/O flavour. It runs on the queue's I/O thread (a Netty event loop for
+ * TCP, a poller thread for RDMA), or on the library's late-completion thread once that is gone, never on the
+ * submitting thread inside the submitting call. It must not block (no synchronous admin calls, no {@code join()});
+ * submitting more I/O from it is fine. It is called exactly once per accepted request. {@link ErrorKind#of(int)}
+ * classifies the status.
  */
 @FunctionalInterface
 public interface IoCallback {
@@ -13,9 +16,16 @@ public interface IoCallback {
      */
     void onComplete(long context, int status);
 
-    /** The command did not complete within {@link ConnectOptions#commandTimeout()}. */
+    /**
+     * The command did not complete within {@link ConnectOptions#commandTimeout()}. Its queue was torn down before
+     * this was reported, so the command cannot execute later.
+     */
     int ERR_TIMEOUT = -1;
-    /** The queue's connection failed (peer closed, protocol error, digest error in a header). */
+    /**
+     * The connection was lost (peer closed, protocol error, keep alive unanswered) and the request could not be sent
+     * again in time: reconnecting is off ({@link ConnectOptions#ctrlLossTimeout()} zero), gave up, or exceeded
+     * {@link ConnectOptions#fastIoFailTimeout()}.
+     */
     int ERR_TRANSPORT = -2;
     /** The controller was closed by this host before the command completed. */
     int ERR_CLOSED = -3;

@@ -398,7 +398,8 @@ public final class NvmeofController implements AutoCloseable {
         if (reconnects()) {
             q.requeueTo(p -> {
                 beginRecovery(failureOf(q), gen);
-                return held.hold(p);
+                // A Fabrics Connect belongs to the association being built: it fails, and the attempt with it.
+                return (p.sqe()[0] & 0xFF) != Opcodes.FABRICS && held.hold(p);
             });
         }
     }

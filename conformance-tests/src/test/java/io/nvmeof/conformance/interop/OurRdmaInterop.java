@@ -291,6 +291,42 @@ public final class OurRdmaInterop extends InteropChecks {
             }
         });
 
+        check("an Error thrown by a completion callback on the poller fails its queue; the controller reconnects", () -> {
+            ConnectOptions o = opts.toBuilder().ioQueues(1).queueDepth(16).reconnectDelay(Duration.ofMillis(200)).build();
+            try (NvmeofController cc = NvmeofController.connect(id, o)) {
+                NamespaceHandle n = cc.namespaces().get(0);
+                ByteBuffer b = cc.allocateBuffer(4096);
+                CompletableFuture<Void> other = n.read(64, 4096 / bs, cc.allocateBuffer(4096));
+                n.read(0, 4096 / bs, b, (ctx, st) -> {
+                    throw new OutOfMemoryError("thrown by the test's callback");
+                }, 0);
+                waitFor(() -> !cc.isConnected(), 10_000);
+                require(cc.lastFailure() != null && cc.lastFailure().contains("OutOfMemoryError"), "failure: " + cc.lastFailure());
+                waitFor(cc::isConnected, 30_000);
+                require(cc.isConnected(), "not reconnected: " + cc.lastFailure());
+                other.get(30, TimeUnit.SECONDS); // finished before, or sent again after the reconnect
+                n.read(0, 4096 / bs, b).get(30, TimeUnit.SECONDS);
+            }
+        });
+        check("close() while a callback blocks the poller past its join timeout returns, leaking instead of freeing", () -> {
+            NvmeofController cc = NvmeofController.connect(id, opts.toBuilder().ioQueues(1).queueDepth(16).build());
+            java.util.concurrent.CountDownLatch inCallback = new java.util.concurrent.CountDownLatch(1);
+            cc.namespaces().get(0).read(0, 1, cc.allocateBuffer(bs), (ctx, st) -> {
+                inCallback.countDown();
+                try {
+                    Thread.sleep(12_000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, 0);
+            require(inCallback.await(10, TimeUnit.SECONDS), "callback not called");
+            long t0 = System.nanoTime();
+            cc.close();
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            require(ms < 20_000, "close took " + ms + " ms");
+            Thread.sleep(3000); // the callback returns; the poller must not touch freed memory (this JVM lives on)
+            System.out.println("NOTE close returned after " + ms + " ms with the poller blocked");
+        });
         check("our target restarted twice under a verified write/read job: the job completes with correct data", () -> {
             restartUnderVerifiedJob(addr);
         });
