@@ -42,7 +42,8 @@ public final class NvmeTarget implements AutoCloseable {
     private final List<TcpTransport> tcpListeners = new ArrayList<>();
     private final List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners = new ArrayList<>();
     private int pollGroupCount = 1;
-    private final List<BlockBackend> backends = new ArrayList<>();
+    private final List<BlockBackend> backends = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private LiveConfiguration live;
 
     private NvmeTarget(TargetCore core, EventLoopGroup pollGroups) {
         this.core = core;
@@ -81,6 +82,7 @@ public final class NvmeTarget implements AutoCloseable {
             target.close();
             throw e;
         }
+        target.live = new LiveConfiguration(target, config);
         group.next().scheduleAtFixedRate(core::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
                 TargetCore.KEEP_ALIVE_CHECK_NANOS, TimeUnit.NANOSECONDS);
         LOG.info("target started: {} poll group(s), {} subsystem(s)", threads, core.subsystems().size() - 1);
@@ -88,6 +90,16 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     private void addSubsystem(SubsystemConfig s) throws IOException {
+        Subsystem sub = buildSubsystem(s);
+        core.addSubsystem(sub);
+        for (Namespace ns : sub.namespaces()) {
+            LOG.info("subsystem {} namespace {}: {} x {} B blocks ({} MiB) on {}", sub.nqn(), ns.nsid(), ns.blockCount(),
+                    ns.blockSize(), ns.sizeBytes() >> 20, ns.backend().describe());
+        }
+    }
+
+    /** A subsystem as {@code s} describes it, namespaces opened, not yet registered; checks everything first. */
+    Subsystem buildSubsystem(SubsystemConfig s) throws IOException {
         if (s.nqn() == null) {
             throw new IllegalArgumentException("a subsystem has no nqn");
         }
@@ -118,14 +130,16 @@ public final class NvmeTarget implements AutoCloseable {
                 next = nsid + 1;
             }
         }
-        core.addSubsystem(sub);
-        for (Namespace ns : sub.namespaces()) {
-            LOG.info("subsystem {} namespace {}: {} x {} B blocks ({} MiB) on {}", sub.nqn(), ns.nsid(), ns.blockCount(),
-                    ns.blockSize(), ns.sizeBytes() >> 20, ns.backend().describe());
-        }
+        return sub;
     }
 
-    private Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
+    /** The effective UUID of a namespace: as configured, else derived from the subsystem NQN and NSID (stable). */
+    static UUID namespaceUuid(String nqn, long nsid, NamespaceConfig n) {
+        return n.uuid() != null ? UUID.fromString(n.uuid())
+                : UUID.nameUUIDFromBytes((nqn + "/" + nsid).getBytes(StandardCharsets.UTF_8));
+    }
+
+    Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
         int blockSize = n.blockSize() != null ? n.blockSize() : 512;
         String kind = n.backend() != null ? n.backend() : (n.path() != null ? "file" : "ram");
         BlockBackend backend;
@@ -144,12 +158,10 @@ public final class NvmeTarget implements AutoCloseable {
                         + "' (use ram or file)");
         }
         backends.add(backend);
-        UUID uuid = n.uuid() != null ? UUID.fromString(n.uuid())
-                : UUID.nameUUIDFromBytes((nqn + "/" + nsid).getBytes(StandardCharsets.UTF_8));
-        return new Namespace(nsid, backend, blockSize, uuid);
+        return new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n));
     }
 
-    private static String defaultSerial(String nqn) {
+    static String defaultSerial(String nqn) {
         return String.format("%016x", UUID.nameUUIDFromBytes(nqn.getBytes(StandardCharsets.UTF_8)).getMostSignificantBits())
                 .substring(0, 16);
     }
@@ -178,6 +190,11 @@ public final class NvmeTarget implements AutoCloseable {
 
     public TargetCore core() {
         return core;
+    }
+
+    /** Changes the running target's subsystems, namespaces and hosts, and exports its configuration. */
+    public LiveConfiguration live() {
+        return live;
     }
 
     /** The TCP port of the {@code index}th listener (useful when the configuration asked for port 0). */

@@ -63,7 +63,13 @@ public final class Controller {
         this.queues = new AtomicReferenceArray<>(maxIoQueues + 1);
         this.queues.set(0, adminQueue);
         this.grantedIoQueues = maxIoQueues;
+        this.connectedAt = java.time.Instant.now();
     }
+
+    private final java.time.Instant connectedAt;
+
+    /** When the admin queue's Connect created this controller. */
+    public java.time.Instant connectedAt() { return connectedAt; }
 
     public int cntlid() { return cntlid; }
     public Subsystem subsystem() { return subsystem; }

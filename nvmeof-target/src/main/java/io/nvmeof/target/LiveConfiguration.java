@@ -1,0 +1,376 @@
+package io.nvmeof.target;
+
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Controller;
+import io.nvmeof.target.core.Namespace;
+import io.nvmeof.target.core.Subsystem;
+import io.nvmeof.target.core.SubmissionQueue;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running target's configuration, changed live while hosts are connected: subsystems, their namespaces and allowed
+ * hosts (as SPDK's {@code nvmf_create_subsystem}, {@code nvmf_subsystem_add_ns}, {@code nvmf_subsystem_add_host} and
+ * nvmetcli do). Alongside, it keeps the configuration document ({@link TargetConfig}, the vocabulary of the file the
+ * target starts from) in step with every change, so the live target can be exported and restored exactly (same NQNs,
+ * NSIDs, UUIDs, serials).
+ *
+ * <p>Each change is checked completely before anything is touched, then applied; it applies completely or not at
+ * all. Changes are serialized (one monitor); the data path never takes it: it reads the lock-free maps of
+ * {@link Subsystem} and {@link io.nvmeof.target.core.TargetCore}. Adding or removing a namespace raises the Namespace
+ * Attribute Changed event on every controller of the subsystem; changes hosts may discover bump the discovery log's
+ * generation counter.
+ */
+public final class LiveConfiguration {
+    private static final Logger LOG = LoggerFactory.getLogger(LiveConfiguration.class);
+    /** Longest serial (Identify SN) and model (MN) strings, in bytes. */
+    static final int SERIAL_LENGTH = 20;
+    static final int MODEL_LENGTH = 40;
+
+    /** Why a change was refused; an API maps the kind to its status (400, 404, 409). */
+    public static final class ConfigurationException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        public enum Kind { INVALID, NOT_FOUND, CONFLICT }
+
+        private final Kind kind;
+
+        ConfigurationException(Kind kind, String message) {
+            super(message);
+            this.kind = kind;
+        }
+
+        public Kind kind() {
+            return kind;
+        }
+    }
+
+    /** A live controller (association), for listing. */
+    public record ControllerView(String subsystem, int cntlid, String hostNqn, String hostId, String transport,
+                                 String peer, int ioQueues, int queueDepth, long keepAliveTimeoutMs,
+                                 Instant connectedAt) {
+    }
+
+    private final NvmeTarget target;
+    private final TargetConfig base;
+    /** The document: subsystems by NQN, in creation order, each with its effective values filled in. */
+    private final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
+    private final List<Consumer<TargetConfig>> changeListeners = new CopyOnWriteArrayList<>();
+
+    LiveConfiguration(NvmeTarget target, TargetConfig started) {
+        this.target = target;
+        this.base = started;
+        if (started.subsystems() != null) {
+            for (SubsystemConfig s : started.subsystems()) {
+                Subsystem sub = target.core().subsystem(s.nqn());
+                subsystems.put(s.nqn(), describe(sub, s.namespaces()));
+            }
+        }
+    }
+
+    /** Called with the new document after every accepted change (on the changing thread, under the change lock). */
+    public void onChange(Consumer<TargetConfig> listener) {
+        changeListeners.add(listener);
+    }
+
+    /** The whole target as one configuration document, with every effective value (serials, NSIDs, UUIDs). */
+    public synchronized TargetConfig export() {
+        return new TargetConfig(base.pollGroups(), base.maxIoQueues(), base.maxQueueSize(), base.maxTransferSize(),
+                base.listeners(), List.copyOf(subsystems.values()));
+    }
+
+    public synchronized List<SubsystemConfig> subsystems() {
+        return List.copyOf(subsystems.values());
+    }
+
+    public synchronized SubsystemConfig subsystem(String nqn) {
+        SubsystemConfig s = subsystems.get(nqn);
+        if (s == null) {
+            throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
+        }
+        return s;
+    }
+
+    // ------------------------------------------------------------------------------------------ subsystems
+
+    /**
+     * Creates a subsystem (with its namespaces and hosts, if given). Defaults: serial derived from the NQN, model
+     * "nvmeof-java", 1024 namespaces at most, any host allowed unless hosts are listed.
+     */
+    public synchronized SubsystemConfig createSubsystem(SubsystemConfig s) {
+        if (s.nqn() == null) {
+            throw invalid("nqn is required");
+        }
+        String why = Nqn.validate(s.nqn());
+        if (why != null) {
+            throw invalid("nqn " + Nqn.display(s.nqn()) + ": " + why);
+        }
+        if (Nqn.DISCOVERY.equals(s.nqn())) {
+            throw conflict("the discovery subsystem " + Nqn.DISCOVERY + " always exists and cannot be created");
+        }
+        if (subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
+            throw conflict("subsystem " + s.nqn() + " already exists");
+        }
+        checkText("serial", s.serial(), SERIAL_LENGTH);
+        checkText("model", s.model(), MODEL_LENGTH);
+        if (s.maxNamespaces() != null && (s.maxNamespaces() < 1 || s.maxNamespaces() > 1024)) {
+            throw invalid("maxNamespaces must be 1 to 1024, got " + s.maxNamespaces());
+        }
+        Subsystem sub;
+        try {
+            sub = target.buildSubsystem(s);
+        } catch (IllegalArgumentException | IOException e) {
+            throw invalid(e.getMessage());
+        }
+        target.core().addSubsystem(sub);
+        SubsystemConfig d = describe(sub, s.namespaces());
+        subsystems.put(s.nqn(), d);
+        LOG.info("subsystem {} created ({} namespaces)", s.nqn(), sub.namespaces().size());
+        changed();
+        return d;
+    }
+
+    /** Removes a subsystem: its controllers are disconnected. */
+    public synchronized void deleteSubsystem(String nqn) {
+        subsystem(nqn);
+        target.core().removeSubsystem(nqn);
+        subsystems.remove(nqn);
+        LOG.info("subsystem {} deleted", nqn);
+        changed();
+    }
+
+    /** Changes whether any host may connect (the one property of a subsystem that changes live, as in nvmet). */
+    public synchronized SubsystemConfig setAllowAnyHost(String nqn, boolean allow) {
+        subsystem(nqn);
+        Subsystem sub = target.core().subsystem(nqn);
+        sub.allowAnyHost(allow);
+        target.core().configChanged();
+        return refresh(sub);
+    }
+
+    // ------------------------------------------------------------------------------------------ namespaces
+
+    /**
+     * Adds a namespace to a running subsystem; connected hosts are told (Namespace Attribute Changed). The NSID, when
+     * not given, is the lowest free one. Returns the namespace as the document records it.
+     */
+    public synchronized NamespaceConfig addNamespace(String nqn, NamespaceConfig n) {
+        subsystem(nqn);
+        Subsystem sub = target.core().subsystem(nqn);
+        long nsid;
+        if (n.nsid() != null) {
+            nsid = n.nsid();
+            if (nsid < 1 || nsid > sub.maxNamespaces()) {
+                throw invalid("nsid must be 1 to " + sub.maxNamespaces() + " (the subsystem's maxNamespaces), got " + nsid);
+            }
+            if (sub.namespace(nsid) != null) {
+                throw conflict("namespace " + nsid + " already exists in " + nqn + "; remove it first or choose another nsid");
+            }
+        } else {
+            nsid = 1;
+            while (sub.namespace(nsid) != null) {
+                nsid++;
+            }
+            if (nsid > sub.maxNamespaces()) {
+                throw conflict("subsystem " + nqn + " already has its maximum of " + sub.maxNamespaces() + " namespaces");
+            }
+        }
+        if (n.uuid() != null) {
+            try {
+                UUID.fromString(n.uuid());
+            } catch (IllegalArgumentException e) {
+                throw invalid("uuid '" + n.uuid() + "' is not a UUID");
+            }
+        }
+        Namespace ns;
+        try {
+            ns = target.openNamespace(nqn, nsid, n);
+        } catch (IllegalArgumentException | IOException e) {
+            throw invalid(e.getMessage());
+        }
+        sub.addNamespace(ns);
+        LOG.info("subsystem {}: namespace {} added ({} x {} B on {})", nqn, nsid, ns.blockCount(), ns.blockSize(),
+                ns.backend().describe());
+        refresh(sub, new NamespaceConfig(nsid, n.backend(), n.size(), n.blockSize(), n.path(), n.uuid()));
+        return namespaceOf(nqn, nsid);
+    }
+
+    /**
+     * Removes a namespace; connected hosts are told. Commands already parsed finish against it; new ones fail with
+     * Invalid Namespace. Its backend stays open until the target stops (in-flight work may still use it).
+     */
+    public synchronized void removeNamespace(String nqn, long nsid) {
+        subsystem(nqn);
+        Subsystem sub = target.core().subsystem(nqn);
+        if (sub.removeNamespace(nsid) == null) {
+            throw notFound("namespace " + nsid + " does not exist in " + nqn);
+        }
+        LOG.info("subsystem {}: namespace {} removed", nqn, nsid);
+        refresh(sub);
+    }
+
+    public synchronized NamespaceConfig namespaceOf(String nqn, long nsid) {
+        for (NamespaceConfig n : subsystem(nqn).namespaces()) {
+            if (n.nsid() == nsid) {
+                return n;
+            }
+        }
+        throw notFound("namespace " + nsid + " does not exist in " + nqn);
+    }
+
+    // ------------------------------------------------------------------------------------------ hosts
+
+    /** Allows a host NQN to connect. Listing a host does not by itself stop others: see {@link #setAllowAnyHost}. */
+    public synchronized SubsystemConfig addHost(String nqn, String hostNqn) {
+        subsystem(nqn);
+        String why = hostNqn == null ? "is required" : Nqn.validate(hostNqn);
+        if (why != null) {
+            throw invalid("host NQN " + Nqn.display(hostNqn) + ": " + why);
+        }
+        Subsystem sub = target.core().subsystem(nqn);
+        if (!sub.allowedHosts().add(hostNqn)) {
+            throw conflict("host " + hostNqn + " is already allowed on " + nqn);
+        }
+        target.core().configChanged();
+        return refresh(sub);
+    }
+
+    /** Stops allowing a host; its existing connections stay (as nvmet), new ones are refused. */
+    public synchronized SubsystemConfig removeHost(String nqn, String hostNqn) {
+        subsystem(nqn);
+        Subsystem sub = target.core().subsystem(nqn);
+        if (!sub.allowedHosts().remove(hostNqn)) {
+            throw notFound("host " + Nqn.display(hostNqn) + " is not allowed on " + nqn);
+        }
+        target.core().configChanged();
+        return refresh(sub);
+    }
+
+    // ------------------------------------------------------------------------------------------ controllers
+
+    /** The live associations, by subsystem and controller ID. */
+    public List<ControllerView> controllers() {
+        List<ControllerView> out = new ArrayList<>();
+        for (Controller c : target.core().controllers()) {
+            if (c.isDead() || c.isDiscovery()) {
+                continue;
+            }
+            SubmissionQueue admin = c.adminQueue();
+            int depth = 0;
+            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
+                SubmissionQueue q = c.queue(qid);
+                if (q != null) {
+                    depth = Math.max(depth, q.size());
+                }
+            }
+            out.add(new ControllerView(c.subsystem().nqn(), c.cntlid(), c.hostNqn(), uuid(c.hostId()),
+                    admin.transport().trtype() == io.nvmeof.protocol.log.DiscoveryLogEntry.TRTYPE_TCP ? "tcp" : "rdma", admin.transport().peer(), c.connectedIoQueues(),
+                    depth, c.kato(), c.connectedAt()));
+        }
+        out.sort(Comparator.comparing(ControllerView::subsystem).thenComparingInt(ControllerView::cntlid));
+        return out;
+    }
+
+    /** Ends one association, as if the host had gone: every queue is closed. */
+    public void disconnect(String nqn, int cntlid) {
+        Subsystem sub = target.core().subsystem(nqn);
+        if (sub == null || Nqn.DISCOVERY.equals(nqn)) {
+            throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
+        }
+        Controller c = sub.controller(cntlid);
+        if (c == null || c.isDead()) {
+            throw notFound("controller " + cntlid + " of " + nqn + " is not connected");
+        }
+        c.teardown("disconnected by the administrator");
+    }
+
+    // ------------------------------------------------------------------------------------------ internals
+
+    /** Re-describes {@code sub} in the document after a change to it, keeping namespace details as recorded. */
+    private SubsystemConfig refresh(Subsystem sub) {
+        return refresh(sub, null);
+    }
+
+    private SubsystemConfig refresh(Subsystem sub, NamespaceConfig added) {
+        SubsystemConfig old = subsystems.get(sub.nqn());
+        List<NamespaceConfig> given = new ArrayList<>(old.namespaces());
+        if (added != null) {
+            given.add(added);
+        }
+        SubsystemConfig d = describe(sub, given);
+        subsystems.put(sub.nqn(), d);
+        changed();
+        return d;
+    }
+
+    /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */
+    private SubsystemConfig describe(Subsystem sub, List<NamespaceConfig> configured) {
+        Map<Long, NamespaceConfig> byNsid = new LinkedHashMap<>();
+        if (configured != null) {
+            long next = 1;
+            for (NamespaceConfig n : configured) {
+                long nsid = n.nsid() != null ? n.nsid() : next;
+                byNsid.put(nsid, n);
+                next = nsid + 1;
+            }
+        }
+        List<NamespaceConfig> namespaces = new ArrayList<>();
+        for (Namespace ns : sub.namespaces()) {
+            NamespaceConfig n = byNsid.get(ns.nsid());
+            String backend = n != null && n.backend() != null ? n.backend() : ns.backend() instanceof io.nvmeof.target.backend.FileBackend ? "file" : "ram";
+            String path = n != null ? n.path() : null;
+            namespaces.add(new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path,
+                    ns.uuid().toString()));
+        }
+        namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
+        return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),
+                sub.allowedHosts().stream().sorted().toList(), namespaces);
+    }
+
+    private void changed() {
+        TargetConfig doc = export();
+        for (Consumer<TargetConfig> l : changeListeners) {
+            l.accept(doc);
+        }
+    }
+
+    private static void checkText(String what, String v, int max) {
+        if (v == null) {
+            return;
+        }
+        if (v.isEmpty() || v.length() > max || !v.chars().allMatch(ch -> ch >= 0x20 && ch < 0x7F)) {
+            throw invalid(what + " must be 1 to " + max + " printable ASCII characters, got '" + v + "'");
+        }
+    }
+
+    private static String uuid(byte[] b) {
+        ByteBuffer bb = ByteBuffer.wrap(b);
+        return new UUID(bb.getLong(), bb.getLong()).toString();
+    }
+
+    private static ConfigurationException invalid(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.INVALID, m);
+    }
+
+    private static ConfigurationException notFound(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.NOT_FOUND, m);
+    }
+
+    private static ConfigurationException conflict(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.CONFLICT, m);
+    }
+}
