@@ -10,7 +10,6 @@ import io.nvmeof.target.core.Subsystem;
 import io.nvmeof.target.core.SubmissionQueue;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -62,7 +61,7 @@ public final class LiveConfiguration {
     /** A live controller (association), for listing. */
     public record ControllerView(String subsystem, int cntlid, String hostNqn, String hostId, String transport,
                                  String peer, int ioQueues, int queueDepth, long keepAliveTimeoutMs,
-                                 Instant connectedAt) {
+                                 String connectedAt) {
     }
 
     private final NvmeTarget target;
@@ -115,9 +114,17 @@ public final class LiveConfiguration {
         if (s.nqn() == null) {
             throw invalid("nqn is required");
         }
-        String why = Nqn.validate(s.nqn());
+        String why = Nqn.validateFormat(s.nqn());
         if (why != null) {
             throw invalid("nqn " + Nqn.display(s.nqn()) + ": " + why);
+        }
+        if (s.hosts() != null) {
+            for (String h : s.hosts()) {
+                String bad = h == null ? "is missing" : Nqn.validateFormat(h);
+                if (bad != null) {
+                    throw invalid("host NQN " + Nqn.display(h) + ": " + bad);
+                }
+            }
         }
         if (Nqn.DISCOVERY.equals(s.nqn())) {
             throw conflict("the discovery subsystem " + Nqn.DISCOVERY + " always exists and cannot be created");
@@ -237,7 +244,7 @@ public final class LiveConfiguration {
     /** Allows a host NQN to connect. Listing a host does not by itself stop others: see {@link #setAllowAnyHost}. */
     public synchronized SubsystemConfig addHost(String nqn, String hostNqn) {
         subsystem(nqn);
-        String why = hostNqn == null ? "is required" : Nqn.validate(hostNqn);
+        String why = hostNqn == null ? "is required" : Nqn.validateFormat(hostNqn);
         if (why != null) {
             throw invalid("host NQN " + Nqn.display(hostNqn) + ": " + why);
         }
@@ -279,7 +286,7 @@ public final class LiveConfiguration {
             }
             out.add(new ControllerView(c.subsystem().nqn(), c.cntlid(), c.hostNqn(), uuid(c.hostId()),
                     admin.transport().trtype() == io.nvmeof.protocol.log.DiscoveryLogEntry.TRTYPE_TCP ? "tcp" : "rdma", admin.transport().peer(), c.connectedIoQueues(),
-                    depth, c.kato(), c.connectedAt()));
+                    depth, c.kato(), c.connectedAt().toString()));
         }
         out.sort(Comparator.comparing(ControllerView::subsystem).thenComparingInt(ControllerView::cntlid));
         return out;

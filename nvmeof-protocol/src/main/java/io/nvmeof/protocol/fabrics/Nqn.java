@@ -32,6 +32,30 @@ public final class Nqn {
         return null;
     }
 
+    private static final java.util.regex.Pattern FORMAT = java.util.regex.Pattern.compile(
+            "nqn\\.[0-9]{4}-(0[1-9]|1[0-2])\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:.+)?");
+    private static final java.util.regex.Pattern UUID_FORMAT = java.util.regex.Pattern.compile(
+            "nqn\\.2014-08\\.org\\.nvmexpress:uuid:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
+
+    /**
+     * The spec's NQN formats (NVMe Base, "NVM Qualified Names"), for names an administrator creates: either
+     * {@code nqn.yyyy-mm.reverse.domain[:anything]} or {@code nqn.2014-08.org.nvmexpress:uuid:<UUID>}, on top of
+     * {@link #validate}. Connect stays as liberal as {@link #validate} (peers send what they send); what we create is
+     * as strict as SPDK's {@code nvmf_create_subsystem}. Returns why not, or null.
+     */
+    public static String validateFormat(String nqn) {
+        String why = validate(nqn);
+        if (why != null) {
+            return why;
+        }
+        if (nqn.startsWith("nqn.2014-08.org.nvmexpress:uuid:")) {
+            return UUID_FORMAT.matcher(nqn).matches() ? null
+                    : "a UUID-based NQN is nqn.2014-08.org.nvmexpress:uuid: followed by a UUID (8-4-4-4-12 hex digits)";
+        }
+        return FORMAT.matcher(nqn).matches() ? null
+                : "an NQN is nqn.YYYY-MM.reverse.domain[:name], e.g. nqn.2026-12.com.example:disk1";
+    }
+
     /**
      * A host NQN as an admin should read it in a log line: quoted, {@code ""} marked as the empty host NQN (SPDK's
      * host sends one by default), bytes outside printable ASCII escaped.

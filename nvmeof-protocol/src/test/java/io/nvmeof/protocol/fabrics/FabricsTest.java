@@ -139,6 +139,22 @@ class FabricsTest {
         assertFalse(d.nqnTerminated(256));
     }
 
+    /** What the admin may create: the spec's two NQN formats only (Connect stays liberal: see nqnValidate). */
+    @Test
+    void nqnValidateFormat() {
+        assertNull(Nqn.validateFormat("nqn.2026-12.com.example:disk1"));
+        assertNull(Nqn.validateFormat("nqn.2026-12.com.example"));
+        assertNull(Nqn.validateFormat(Nqn.DISCOVERY));
+        assertNull(Nqn.validateFormat("nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001"));
+        assertNotNull(Nqn.validateFormat("testnqn"), "no nqn. prefix");
+        assertNotNull(Nqn.validateFormat("nqn.26-12.com.example:x"), "year of 2 digits");
+        assertNotNull(Nqn.validateFormat("nqn.2026-13.com.example:x"), "month 13");
+        assertNotNull(Nqn.validateFormat("nqn.2026-12.:x"), "no domain");
+        assertNotNull(Nqn.validateFormat("nqn.2026-12.com.example:"), "empty name after ':'");
+        assertNotNull(Nqn.validateFormat("nqn.2014-08.org.nvmexpress:uuid:not-a-uuid"));
+        assertNotNull(Nqn.validateFormat("nqn.2026-12.com.example:" + "x".repeat(200)), "over 223 bytes");
+    }
+
     @Test
     void nqnValidate() {
         assertNull(Nqn.validate("x".repeat(223)), "223 bytes is the limit");

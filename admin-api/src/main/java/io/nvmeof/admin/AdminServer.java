@@ -1,0 +1,121 @@
+package io.nvmeof.admin;
+
+import io.nvmeof.target.LiveConfiguration;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import io.vertx.ext.web.openapi.router.OpenAPIRoute;
+import io.vertx.ext.web.openapi.router.RequestExtractor;
+import io.vertx.ext.web.openapi.router.RouterBuilder;
+import io.vertx.openapi.contract.OpenAPIContract;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The admin API of a running target: the OpenAPI document ({@value #CONTRACT}) is the source of truth, and every
+ * request is validated against it before a handler runs. {@code /health} and {@code /openapi.yaml} need no token;
+ * everything under {@code /api} needs the bearer token. Errors are problem+json ({@link Problems}).
+ */
+public final class AdminServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
+    static final String CONTRACT = "nvmeof-admin-openapi.yaml";
+    /** Largest request body accepted: a whole configuration document fits many times. */
+    static final int BODY_LIMIT = 64 * 1024;
+
+    private final Vertx vertx;
+    private final HttpServer server;
+
+    private AdminServer(Vertx vertx, HttpServer server) {
+        this.vertx = vertx;
+        this.server = server;
+    }
+
+    /** Starts serving {@code live}; blocks until listening. */
+    public static AdminServer start(LiveConfiguration live, AdminOptions options) throws IOException {
+        if (!InetAddress.getByName(options.host()).isLoopbackAddress()) {
+            throw new IllegalArgumentException("the admin API listens on loopback addresses only for now (it has no"
+                    + " TLS yet); use --admin-listen 127.0.0.1:PORT and reach it through an SSH tunnel");
+        }
+        PathPolicy paths = new PathPolicy(options.allowedDirs());
+        String contractText = resource(CONTRACT);
+        Vertx vertx = Vertx.vertx();
+        try {
+            OpenAPIContract contract = OpenAPIContract.from(vertx, new io.vertx.core.json.JsonObject(
+                    new org.yaml.snakeyaml.Yaml().<java.util.Map<String, Object>>load(contractText))).await();
+            Router router = router(vertx, contract, live, paths, options.token(), contractText);
+            HttpServer server = vertx.createHttpServer().requestHandler(router).listen(options.port(), options.host()).await();
+            LOG.info("admin API on http://{}:{}/api/v1 (OpenAPI at /openapi.yaml)", options.host(), server.actualPort());
+            return new AdminServer(vertx, server);
+        } catch (RuntimeException e) {
+            vertx.close();
+            throw new IOException("the admin API could not start on " + options.host() + ":" + options.port() + ": "
+                    + e.getMessage(), e);
+        }
+    }
+
+    private static Router router(Vertx vertx, OpenAPIContract contract, LiveConfiguration live, PathPolicy paths,
+                                 String token, String contractText) {
+        RouterBuilder rb = RouterBuilder.create(vertx, contract, RequestExtractor.withBodyHandler());
+        rb.getRoute("getHealth").addHandler(rc -> rc.response().putHeader("Content-Type", "application/json")
+                .end("{\"status\":\"UP\"}"));
+        new ConfigurationRoutes(vertx, live, paths).mount(rb);
+        // The bearer scheme is declared in the contract for clients; a static token is checked below, before routing
+        // (Vert.x's security handlers are for Basic, JWT, OAuth2 and the like).
+        for (OpenAPIRoute r : rb.getRoutes()) {
+            r.setDoSecurity(false);
+        }
+        Router api = rb.createRouter();
+        Router root = Router.router(vertx);
+        root.route().handler(BodyHandler.create().setBodyLimit(BODY_LIMIT));
+        root.get("/openapi.yaml").handler(rc -> rc.response().putHeader("Content-Type", "application/yaml").end(contractText));
+        byte[] expected = ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+        root.route("/api/*").handler(rc -> checkToken(rc, expected));
+        root.route("/*").subRouter(api);
+        root.route().failureHandler(Problems::handle);
+        root.errorHandler(404, rc -> Problems.send(rc, 404, Problems.body(404, "Not Found",
+                "no resource at " + rc.request().path() + " (see /openapi.yaml)")));
+        root.errorHandler(405, rc -> Problems.send(rc, 405, Problems.body(405, "Method Not Allowed",
+                rc.request().method() + " is not allowed on " + rc.request().path())));
+        return root;
+    }
+
+    /** Constant-time comparison of the Authorization header with the expected bearer value. */
+    private static void checkToken(RoutingContext rc, byte[] expected) {
+        String h = rc.request().getHeader("Authorization");
+        if (h != null && MessageDigest.isEqual(h.getBytes(StandardCharsets.UTF_8), expected)) {
+            rc.next();
+            return;
+        }
+        rc.response().putHeader("WWW-Authenticate", "Bearer");
+        Problems.send(rc, 401, Problems.body(401, "Unauthorized", h == null
+                ? "send the admin token as 'Authorization: Bearer TOKEN' (its file is printed when the target starts)"
+                : "the bearer token is wrong"));
+    }
+
+    private static String resource(String name) throws IOException {
+        try (InputStream in = AdminServer.class.getClassLoader().getResourceAsStream(name)) {
+            if (in == null) {
+                throw new IOException(name + " is missing from the classpath");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
+    public int port() {
+        return server.actualPort();
+    }
+
+    @Override
+    public void close() {
+        server.close().await();
+        vertx.close().await();
+    }
+}

@@ -1,0 +1,103 @@
+package io.nvmeof.admin;
+
+import io.nvmeof.target.LiveConfiguration.ConfigurationException;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.HttpException;
+import io.vertx.json.schema.OutputUnit;
+import io.vertx.openapi.validation.SchemaValidationException;
+import io.vertx.openapi.validation.ValidatorException;
+import java.util.Comparator;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** RFC 9457 problem details: every error the API answers, with a detail that says what to change. */
+final class Problems {
+    private static final Logger LOG = LoggerFactory.getLogger(Problems.class);
+    static final String PROBLEM_JSON = "application/problem+json";
+
+    private Problems() {
+    }
+
+    /** The router's failure handler: validation failures, refused changes, and anything unexpected. */
+    static void handle(RoutingContext rc) {
+        Throwable f = rc.failure();
+        int status = rc.statusCode() > 0 ? rc.statusCode() : 500;
+        if (f instanceof HttpException he) {
+            status = he.getStatusCode();
+            f = he.getCause() != null ? he.getCause() : f;
+        }
+        if (f instanceof ValidatorException ve) {
+            send(rc, 400, validation(ve));
+        } else if (f instanceof PathPolicy.ApiRefusal r) {
+            send(rc, 400, body(400, "Invalid Request", r.getMessage()));
+        } else if (f instanceof ConfigurationException ce) {
+            send(rc, statusOf(ce), body(statusOf(ce), titleOf(ce), ce.getMessage()));
+        } else if (status == 413) {
+            send(rc, 413, body(413, "Content Too Large", "the request body is larger than the API accepts (64 KiB)"));
+        } else if (status >= 500 || f != null && !(f instanceof HttpException)) {
+            LOG.error("admin API: {} {} failed", rc.request().method(), rc.request().path(), f);
+            send(rc, 500, body(500, "Internal Server Error", String.valueOf(f)));
+        } else {
+            send(rc, status, body(status, "Error", f != null ? f.getMessage() : null));
+        }
+    }
+
+    static int statusOf(ConfigurationException e) {
+        switch (e.kind()) {
+            case NOT_FOUND: return 404;
+            case CONFLICT: return 409;
+            default: return 400;
+        }
+    }
+
+    private static String titleOf(ConfigurationException e) {
+        switch (e.kind()) {
+            case NOT_FOUND: return "Not Found";
+            case CONFLICT: return "Conflict";
+            default: return "Invalid Request";
+        }
+    }
+
+    /**
+     * A schema violation: the most specific error (the deepest keyword location) as the detail, naming the field;
+     * all of them in "errors".
+     */
+    private static JsonObject validation(ValidatorException ve) {
+        JsonObject p = body(400, "Request validation failed", ve.getMessage()).put("errorType", ve.type().name());
+        if (ve instanceof SchemaValidationException se) {
+            OutputUnit root = se.getOutputUnit();
+            List<OutputUnit> list = root.getErrors() == null || root.getErrors().isEmpty() ? List.of(root) : root.getErrors();
+            OutputUnit best = list.stream()
+                    .max(Comparator.comparingInt((OutputUnit e) -> e.getKeywordLocation().split("/").length))
+                    .orElse(root);
+            String at = best.getInstanceLocation();
+            p.put("detail", (at != null && at.length() > 1 ? "field '" + at.substring(2) + "': " : "request body: ")
+                    + best.getError());
+            JsonArray errors = new JsonArray();
+            for (OutputUnit e : list) {
+                errors.add(new JsonObject().put("pointer", e.getInstanceLocation()).put("keyword", e.getKeywordLocation())
+                        .put("detail", e.getError()));
+            }
+            p.put("errors", errors);
+        }
+        return p;
+    }
+
+    static JsonObject body(int status, String title, String detail) {
+        JsonObject p = new JsonObject().put("type", "about:blank").put("title", title).put("status", status);
+        if (detail != null) {
+            p.put("detail", detail);
+        }
+        return p;
+    }
+
+    static void send(RoutingContext rc, int status, JsonObject problem) {
+        if (rc.response().ended()) {
+            return;
+        }
+        rc.response().setStatusCode(status).putHeader("Content-Type", PROBLEM_JSON).end(problem.encode());
+    }
+}

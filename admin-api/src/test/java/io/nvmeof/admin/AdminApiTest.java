@@ -1,0 +1,230 @@
+package io.nvmeof.admin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.ControllerState;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeStatusException;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.config.TargetConfig;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The admin API through a real HTTP client against a running target, with our initiator as a connected host. */
+@Timeout(60)
+class AdminApiTest {
+    private static final String NQN = "nqn.2026-12.io.nvmeof:api";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @TempDir
+    Path dir;
+
+    private NvmeTarget target;
+    private AdminServer admin;
+    private String token;
+    private final HttpClient http = HttpClient.newHttpClient();
+
+    @BeforeEach
+    void start() throws Exception {
+        target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
+        token = AdminToken.loadOrCreate(dir.resolve("state/admin-token"));
+        Files.createDirectories(dir.resolve("images"));
+        admin = AdminServer.start(target.live(), new AdminOptions("127.0.0.1", 0, token, List.of(dir.resolve("images"))));
+    }
+
+    @AfterEach
+    void stop() {
+        admin.close();
+        target.close();
+    }
+
+    private HttpResponse<String> call(String method, String path, String body, String bearer) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin.port() + path))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (body != null) {
+            b.header("Content-Type", "application/json");
+        }
+        if (bearer != null) {
+            b.header("Authorization", "Bearer " + bearer);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpResponse<String> call(String method, String path, String body) throws Exception {
+        return call(method, path, body, token);
+    }
+
+    private static JsonNode json(HttpResponse<String> r) throws Exception {
+        return JSON.readTree(r.body());
+    }
+
+    private static void problem(HttpResponse<String> r, int status, String detailContains) throws Exception {
+        assertEquals(status, r.statusCode(), r.body());
+        assertEquals("application/problem+json", r.headers().firstValue("Content-Type").orElse(""));
+        JsonNode p = json(r);
+        assertEquals(status, p.get("status").asInt());
+        assertTrue(p.get("detail").asText().contains(detailContains), p.get("detail").asText());
+    }
+
+    private static void eventually(BooleanSupplier c, long ms, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+        while (!c.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within " + ms + " ms: " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void tokenFileIsOwnerOnlyAndEveryApiPathNeedsTheToken() throws Exception {
+        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve("state/admin-token"))));
+        assertEquals(token, AdminToken.loadOrCreate(dir.resolve("state/admin-token")), "the same token on restart");
+        assertEquals(200, call("GET", "/health", null, null).statusCode());
+        assertTrue(call("GET", "/openapi.yaml", null, null).body().startsWith("openapi: 3.1.0"));
+        problem(call("GET", "/api/v1/subsystems", null, null), 401, "Authorization: Bearer");
+        problem(call("GET", "/api/v1/subsystems", null, "wrong-token-wrong-token"), 401, "wrong");
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}", null), 401, "Bearer");
+        assertEquals(404, call("GET", "/api/v1/subsystems/" + NQN, null).statusCode(), "nothing was created");
+        problem(call("GET", "/api/v1/nothing", null), 404, "/openapi.yaml");
+    }
+
+    @Test
+    void subsystemsNamespacesAndHostsLifeCycle() throws Exception {
+        HttpResponse<String> created = call("POST", "/api/v1/subsystems",
+                "{\"nqn\":\"" + NQN + "\",\"model\":\"api test\",\"maxNamespaces\":4}");
+        assertEquals(201, created.statusCode(), created.body());
+        JsonNode s = json(created);
+        assertEquals(NQN, s.get("nqn").asText());
+        assertEquals(16, s.get("serial").asText().length());
+        assertTrue(s.get("allowAnyHost").asBoolean());
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}"), 409, "already exists");
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"nqn.2026-12.io.nvmeof:x\",\"allowAnyHost\":\"yes\"}"), 400,
+                "allowAnyHost");
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"nqn.2026-12.io.nvmeof:x\",\"bogus\":1}"), 400, "bogus");
+        problem(call("POST", "/api/v1/subsystems", "{\"serial\":\"x\"}"), 400, "nqn");
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"no-nqn\"}"), 400, "no-nqn");
+
+        HttpResponse<String> ns = call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                "{\"backend\":\"ram\",\"size\":\"1MiB\",\"blockSize\":4096}");
+        assertEquals(201, ns.statusCode(), ns.body());
+        assertEquals(1, json(ns).get("nsid").asInt());
+        assertEquals("1048576", json(ns).get("size").asText());
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"nsid\":1,\"size\":\"1MiB\"}"), 409, "already exists");
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"nsid\":9,\"size\":\"1MiB\"}"), 400, "maxNamespaces");
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"size\":\"lots\"}"), 400, "size");
+        problem(call("POST", "/api/v1/subsystems/nqn.2026-12.io.nvmeof:none/namespaces", "{\"size\":\"1MiB\"}"), 404,
+                "does not exist");
+        problem(call("DELETE", "/api/v1/subsystems/" + NQN + "/namespaces/3", null), 404, "namespace 3");
+
+        // File backends only under --allow-dir, judged on the resolved path.
+        String inside = dir.resolve("images/ns2.img").toString();
+        HttpResponse<String> file = call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                "{\"backend\":\"file\",\"path\":\"" + inside + "\",\"size\":\"2MiB\"}");
+        assertEquals(201, file.statusCode(), file.body());
+        assertTrue(Files.size(Path.of(inside)) >= 2 << 20);
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                "{\"backend\":\"file\",\"path\":\"" + dir.resolve("elsewhere.img") + "\",\"size\":\"1MiB\"}"), 400,
+                "outside the allowed directories");
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                "{\"backend\":\"file\",\"path\":\"" + dir.resolve("images/../x.img") + "\",\"size\":\"1MiB\"}"), 400, "'..'");
+        Files.createSymbolicLink(dir.resolve("images/escape"), dir);
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                "{\"backend\":\"file\",\"path\":\"" + dir.resolve("images/escape/y.img") + "\",\"size\":\"1MiB\"}"), 400,
+                "outside the allowed directories");
+        assertFalse(Files.exists(dir.resolve("elsewhere.img")));
+        assertEquals(2, json(call("GET", "/api/v1/subsystems/" + NQN + "/namespaces", null)).size(), "refusals changed nothing");
+
+        String host = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001";
+        assertEquals(201, call("POST", "/api/v1/subsystems/" + NQN + "/hosts", "{\"nqn\":\"" + host + "\"}").statusCode());
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/hosts", "{\"nqn\":\"" + host + "\"}"), 409, "already allowed");
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/hosts", "{\"nqn\":\"bad host\"}"), 400, "bad host");
+        assertEquals(200, call("PATCH", "/api/v1/subsystems/" + NQN, "{\"allowAnyHost\":false}").statusCode());
+        assertFalse(target.core().subsystem(NQN).allowAnyHost());
+        assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN + "/hosts/" + host, null).statusCode());
+
+        JsonNode config = json(call("GET", "/api/v1/config", null));
+        JsonNode exported = config.get("subsystems").get(1);
+        assertEquals(NQN, exported.get("nqn").asText());
+        assertEquals(inside, exported.get("namespaces").get(1).get("path").asText());
+
+        assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN, null).statusCode());
+        problem(call("GET", "/api/v1/subsystems/" + NQN, null), 404, "does not exist");
+    }
+
+    /**
+     * A namespace added over REST reaches an already connected host by the Namespace Attribute Changed event; one
+     * removed fails further I/O with Invalid Namespace; the controller list shows the host; disconnecting it makes
+     * the host reconnect.
+     */
+    @Test
+    void liveChangesReachAConnectedHost() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\",\"namespaces\":[{\"size\":\"1MiB\"}]}")
+                .statusCode());
+        ConnectOptions o = ConnectOptions.builder().reconnectDelay(Duration.ofMillis(100)).build();
+        try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", target.tcpPort(0), NQN), o)) {
+            NamespaceHandle first = c.namespace(1);
+            HttpResponse<String> added = call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                    "{\"nsid\":2,\"size\":\"2MiB\",\"blockSize\":4096}");
+            assertEquals(201, added.statusCode(), added.body());
+            eventually(() -> c.namespaces().size() == 2, 5000, "the new namespace seen by the host");
+            NamespaceHandle second = c.namespace(2);
+            assertEquals(512, second.blockCount());
+            ByteBuffer b = ByteBuffer.allocateDirect(4096);
+            b.putLong(0, 0xC0FFEEL);
+            second.write(7, 1, b).get(5, TimeUnit.SECONDS);
+            ByteBuffer back = ByteBuffer.allocateDirect(4096);
+            second.read(7, 1, back).get(5, TimeUnit.SECONDS);
+            assertEquals(0xC0FFEEL, back.getLong(0));
+
+            JsonNode ctrls = json(call("GET", "/api/v1/controllers", null));
+            assertEquals(1, ctrls.size(), ctrls.toString());
+            JsonNode ctrl = ctrls.get(0);
+            assertEquals(NQN, ctrl.get("subsystem").asText());
+            assertEquals(c.cntlid(), ctrl.get("cntlid").asInt());
+            assertEquals(c.options().hostNqn(), ctrl.get("hostNqn").asText());
+            assertEquals("tcp", ctrl.get("transport").asText());
+            assertEquals(1, ctrl.get("ioQueues").asInt());
+
+            assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN + "/namespaces/2", null).statusCode());
+            ExecutionException ee = assertThrows(ExecutionException.class, () -> second.read(7, 1, back).get(5, TimeUnit.SECONDS));
+            NvmeStatusException st = assertInstanceOf(NvmeStatusException.class, ee.getCause());
+            assertEquals(Status.INVALID_NAMESPACE, st.statusCode());
+            eventually(() -> c.namespaces().size() == 1, 5000, "the removed namespace gone from the host");
+            assertTrue(first == c.namespace(1));
+
+            int cntlid = c.cntlid();
+            assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN + "/controllers/" + cntlid, null).statusCode());
+            eventually(() -> c.state() == ControllerState.RECONNECTING || c.cntlid() != cntlid, 5000, "disconnect noticed");
+            eventually(c::isConnected, 5000, "reconnected");
+            first.read(0, 1, back).get(5, TimeUnit.SECONDS);
+            problem(call("DELETE", "/api/v1/subsystems/" + NQN + "/controllers/" + cntlid, null), 404, "not connected");
+        }
+    }
+}
