@@ -1,8 +1,13 @@
 package io.nvmeof.cli;
 
+import io.nvmeof.admin.AdminOptions;
+import io.nvmeof.admin.AdminServer;
+import io.nvmeof.admin.AdminToken;
+import io.nvmeof.admin.StateFile;
 import io.nvmeof.target.NvmeTarget;
 import io.nvmeof.target.config.TargetConfig;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
@@ -41,6 +46,23 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = "--print-config", description = "Print the effective configuration as JSON and exit")
     boolean printConfig;
 
+    @Option(names = "--admin-listen", defaultValue = "127.0.0.1:8080",
+            description = "Serve the admin REST API on this ADDRESS:PORT (loopback only for now). Default: ${DEFAULT-VALUE}")
+    String adminListen;
+
+    @Option(names = "--no-admin", description = "Do not serve the admin REST API")
+    boolean noAdmin;
+
+    @Option(names = "--admin-token-file", description = "Read the admin API's bearer token from this file (default: STATE_DIR/admin-token, generated on first start, mode 0600)")
+    Path adminTokenFile;
+
+    @Option(names = "--state-dir", description = "Where the target keeps its state: the admin token, and config.json"
+            + " once the admin API changed anything (a later start restores it). Default: $XDG_DATA_HOME/nvmeof or ~/.local/share/nvmeof")
+    Path stateDir;
+
+    @Option(names = "--allow-dir", description = "A directory under which file-backed namespaces may be created over the admin API (repeatable; none: refused)")
+    List<Path> allowDirs = List.of();
+
     @Override
     public Integer call() throws Exception {
         TargetConfig cfg;
@@ -56,19 +78,76 @@ final class TargetCommand implements Callable<Integer> {
             cfg = new TargetConfig(pollGroups, cfg.maxIoQueues(), cfg.maxQueueSize(), cfg.maxTransferSize(), cfg.listeners(),
                     cfg.subsystems());
         }
+        StateFile state = noAdmin ? null : new StateFile(stateDirectory());
+        if (state != null && state.exists()) {
+            // What the admin API made live last time wins over the command line: that is what restarting restores.
+            cfg = state.load();
+            System.err.println("restored the configuration saved by the admin API in " + state.path()
+                    + (config != null ? " (--config " + config + " is ignored)" : "")
+                    + "; remove that file to start from the command line's configuration");
+        }
         if (printConfig) {
             System.out.println(cfg.toJson());
             return 0;
         }
         NvmeTarget target = NvmeTarget.start(cfg);
+        if (state != null) {
+            target.live().onChange(doc -> {
+                try {
+                    state.save(doc);
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException("the change is live but could not be saved to "
+                            + state.path() + ": " + e.getMessage(), e);
+                }
+            });
+        }
+        AdminServer admin = null;
+        if (!noAdmin) {
+            try {
+                admin = startAdmin(target);
+            } catch (Exception e) {
+                target.close();
+                throw new IllegalArgumentException(e.getMessage() + " (or run with --no-admin)", e);
+            }
+        }
+        AdminServer adminServer = admin;
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             System.err.println("shutting down");
+            if (adminServer != null) {
+                adminServer.close();
+            }
             target.close();
             stopped.countDown();
         }, "nvmeof-shutdown"));
         System.err.println("target running; Ctrl-C stops it");
         stopped.await();
         return 0;
+    }
+
+    private AdminServer startAdmin(NvmeTarget target) throws Exception {
+        int colon = adminListen.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new IllegalArgumentException("--admin-listen must be ADDRESS:PORT, got '" + adminListen + "'");
+        }
+        String host = adminListen.substring(0, colon).replace("[", "").replace("]", "");
+        int adminPort = Integer.parseInt(adminListen.substring(colon + 1));
+        Path tokenFile = adminTokenFile != null ? adminTokenFile : stateDirectory().resolve("admin-token");
+        String token = adminTokenFile != null ? AdminToken.read(adminTokenFile) : AdminToken.loadOrCreate(tokenFile);
+        AdminServer server = AdminServer.start(target.live(), new AdminOptions(host, adminPort, token, allowDirs));
+        System.err.println("admin API on http://" + adminListen.substring(0, colon) + ":" + server.port()
+                + "/api/v1; bearer token in " + tokenFile.toAbsolutePath());
+        return server;
+    }
+
+    private Path stateDirectory() {
+        if (stateDir != null) {
+            return stateDir;
+        }
+        String xdg = System.getenv("XDG_DATA_HOME");
+        if (xdg != null && !xdg.isEmpty()) {
+            return Path.of(xdg, "nvmeof");
+        }
+        return Path.of(System.getProperty("user.home"), ".local", "share", "nvmeof");
     }
 }

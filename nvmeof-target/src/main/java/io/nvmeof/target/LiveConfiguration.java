@@ -81,7 +81,11 @@ public final class LiveConfiguration {
         }
     }
 
-    /** Called with the new document after every accepted change (on the changing thread, under the change lock). */
+    /**
+     * Called with the new document after every accepted change (on the changing thread, under the change lock, so
+     * documents arrive in order). A listener that throws (the state could not be saved) makes the change's caller see
+     * the failure; the change itself is live.
+     */
     public void onChange(Consumer<TargetConfig> listener) {
         changeListeners.add(listener);
     }
