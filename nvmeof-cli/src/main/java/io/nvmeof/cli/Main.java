@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
 @Command(name = "nvmeof", mixinStandardHelpOptions = true, version = "nvmeof-java 0.1.0",
         description = "User-space NVMe-over-Fabrics target and initiator.",
         subcommands = {TargetCommand.class, DiscoverCommand.class, IdentifyCommand.class, ReadCommand.class,
-                WriteCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+                WriteCommand.class, BenchCommand.class, AdminCommand.class, CommandLine.HelpCommand.class})
 public final class Main {
     public static void main(String[] args) {
         System.exit(run(args));

@@ -78,7 +78,7 @@ final class TargetCommand implements Callable<Integer> {
             cfg = new TargetConfig(pollGroups, cfg.maxIoQueues(), cfg.maxQueueSize(), cfg.maxTransferSize(), cfg.listeners(),
                     cfg.subsystems());
         }
-        StateFile state = noAdmin ? null : new StateFile(stateDirectory());
+        StateFile state = noAdmin ? null : new StateFile(stateDirectory(stateDir));
         if (state != null && state.exists()) {
             // What the admin API made live last time wins over the command line: that is what restarting restores.
             cfg = state.load();
@@ -132,7 +132,7 @@ final class TargetCommand implements Callable<Integer> {
         }
         String host = adminListen.substring(0, colon).replace("[", "").replace("]", "");
         int adminPort = Integer.parseInt(adminListen.substring(colon + 1));
-        Path tokenFile = adminTokenFile != null ? adminTokenFile : stateDirectory().resolve("admin-token");
+        Path tokenFile = adminTokenFile != null ? adminTokenFile : stateDirectory(stateDir).resolve("admin-token");
         String token = adminTokenFile != null ? AdminToken.read(adminTokenFile) : AdminToken.loadOrCreate(tokenFile);
         AdminServer server = AdminServer.start(target.live(), new AdminOptions(host, adminPort, token, allowDirs));
         System.err.println("admin API on http://" + adminListen.substring(0, colon) + ":" + server.port()
@@ -140,9 +140,10 @@ final class TargetCommand implements Callable<Integer> {
         return server;
     }
 
-    private Path stateDirectory() {
-        if (stateDir != null) {
-            return stateDir;
+    /** {@code given}, else $XDG_DATA_HOME/nvmeof, else ~/.local/share/nvmeof (the admin command looks there too). */
+    static Path stateDirectory(Path given) {
+        if (given != null) {
+            return given;
         }
         String xdg = System.getenv("XDG_DATA_HOME");
         if (xdg != null && !xdg.isEmpty()) {

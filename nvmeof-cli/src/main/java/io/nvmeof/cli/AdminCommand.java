@@ -1,0 +1,312 @@
+package io.nvmeof.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof.admin.AdminToken;
+import java.io.PrintWriter;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code nvmeof admin}: the admin REST API from the command line, as SPDK's {@code rpc.py} calls its JSON-RPC. Tables
+ * for people, {@code --json} for scripts; the token is found where the target wrote it.
+ */
+@Command(name = "admin", mixinStandardHelpOptions = true,
+        description = "Provision a running target through its admin API (subsystems, namespaces, hosts, controllers).",
+        subcommands = {AdminCommand.Subsystems.class, AdminCommand.SubsystemAdd.class, AdminCommand.SubsystemRemove.class,
+                AdminCommand.NamespaceAdd.class, AdminCommand.NamespaceRemove.class, AdminCommand.HostAdd.class,
+                AdminCommand.HostRemove.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
+                AdminCommand.Export.class})
+final class AdminCommand {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @Option(names = "--url", defaultValue = "http://127.0.0.1:8080", description = "The admin API. Default: ${DEFAULT-VALUE}")
+    String url;
+
+    @Option(names = "--token-file", description = "The bearer token's file (default: the target's, STATE_DIR/admin-token)")
+    Path tokenFile;
+
+    @Option(names = "--state-dir", description = "The target's state directory, to find its token (default as the target's)")
+    Path stateDir;
+
+    @Option(names = "--json", description = "Print the API's JSON instead of a table")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    /** Calls the API; returns the parsed body (null for 204), or throws with the problem's detail. */
+    JsonNode call(String method, String path, JsonNode body) throws Exception {
+        Path tf = tokenFile != null ? tokenFile : TargetCommand.stateDirectory(stateDir).resolve("admin-token");
+        if (!Files.exists(tf)) {
+            throw new IllegalArgumentException("no admin token at " + tf + "; pass --token-file (the target prints"
+                    + " its path at start) or --state-dir");
+        }
+        String token = AdminToken.read(tf);
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url + path)).timeout(Duration.ofSeconds(60))
+                .header("Authorization", "Bearer " + token)
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+                        : HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body)));
+        if (body != null) {
+            b.header("Content-Type", "application/json");
+        }
+        HttpResponse<String> r;
+        try {
+            r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
+                    .send(b.build(), HttpResponse.BodyHandlers.ofString());
+        } catch (ConnectException e) {
+            throw new IllegalArgumentException("no admin API at " + url + "; is the target running (without"
+                    + " --no-admin)? Pass --url if it listens elsewhere");
+        }
+        if (r.statusCode() >= 400) {
+            String detail = r.body();
+            try {
+                JsonNode p = JSON.readTree(r.body());
+                detail = p.path("title").asText() + ": " + p.path("detail").asText();
+            } catch (Exception ignored) {
+                // not problem+json: show it as it came
+            }
+            throw new IllegalArgumentException("HTTP " + r.statusCode() + " " + detail);
+        }
+        return r.statusCode() == 204 || r.body().isEmpty() ? null : JSON.readTree(r.body());
+    }
+
+    static String enc(String s) {
+        return URLEncoder.encode(s, StandardCharsets.UTF_8);
+    }
+
+    /** Prints {@code rows} as aligned columns, or the JSON when --json was given. */
+    void print(JsonNode node, List<String[]> rows) throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        if (json) {
+            out.println(node == null ? "{}" : JSON.writerWithDefaultPrettyPrinter().writeValueAsString(node));
+            out.flush();
+            return;
+        }
+        int[] width = new int[rows.get(0).length];
+        for (String[] r : rows) {
+            for (int i = 0; i < r.length; i++) {
+                width[i] = Math.max(width[i], r[i].length());
+            }
+        }
+        for (String[] r : rows) {
+            StringBuilder line = new StringBuilder();
+            for (int i = 0; i < r.length; i++) {
+                line.append(i + 1 < r.length ? String.format("%-" + (width[i] + 2) + "s", r[i]) : r[i]);
+            }
+            out.println(line.toString().stripTrailing());
+        }
+        out.flush();
+    }
+
+    void done(String what) {
+        spec.commandLine().getOut().println(what);
+        spec.commandLine().getOut().flush();
+    }
+
+    abstract static class Sub implements java.util.concurrent.Callable<Integer> {
+        @ParentCommand
+        AdminCommand admin;
+    }
+
+    @Command(name = "subsystems", description = "List subsystems with their namespaces and hosts")
+    static final class Subsystems extends Sub {
+        @Override
+        public Integer call() throws Exception {
+            JsonNode list = admin.call("GET", "/api/v1/subsystems", null);
+            List<String[]> rows = new ArrayList<>();
+            rows.add(new String[] {"NQN", "SERIAL", "ANY HOST", "HOSTS", "NAMESPACES (nsid: size, block size, backend)"});
+            for (JsonNode s : list) {
+                List<String> ns = new ArrayList<>();
+                for (JsonNode n : s.path("namespaces")) {
+                    ns.add(n.path("nsid").asText() + ": " + (n.path("size").asLong() >> 20) + " MiB, "
+                            + n.path("blockSize").asText() + " B, " + n.path("backend").asText()
+                            + (n.has("path") ? " " + n.path("path").asText() : ""));
+                }
+                rows.add(new String[] {s.path("nqn").asText(), s.path("serial").asText(),
+                        s.path("allowAnyHost").asBoolean() ? "yes" : "no", String.valueOf(s.path("hosts").size()),
+                        String.join("; ", ns)});
+            }
+            admin.print(list, rows);
+            return 0;
+        }
+    }
+
+    @Command(name = "subsystem-add", description = "Create a subsystem (as rpc.py nvmf_create_subsystem)")
+    static final class SubsystemAdd extends Sub {
+        @Parameters(index = "0", description = "Subsystem NQN, e.g. nqn.2026-12.com.example:disk1")
+        String nqn;
+        @Option(names = "--serial") String serial;
+        @Option(names = "--model") String model;
+        @Option(names = "--max-namespaces") Integer maxNamespaces;
+        @Option(names = "--no-any-host", description = "Only hosts added with host-add may connect")
+        boolean restricted;
+
+        @Override
+        public Integer call() throws Exception {
+            ObjectNode b = JSON.createObjectNode().put("nqn", nqn);
+            if (serial != null) {
+                b.put("serial", serial);
+            }
+            if (model != null) {
+                b.put("model", model);
+            }
+            if (maxNamespaces != null) {
+                b.put("maxNamespaces", maxNamespaces);
+            }
+            if (restricted) {
+                b.put("allowAnyHost", false);
+            }
+            JsonNode s = admin.call("POST", "/api/v1/subsystems", b);
+            if (admin.json) {
+                admin.print(s, null);
+            } else {
+                admin.done("created " + s.path("nqn").asText() + " (serial " + s.path("serial").asText() + ")");
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "subsystem-remove", description = "Delete a subsystem; its hosts are disconnected")
+    static final class SubsystemRemove extends Sub {
+        @Parameters(index = "0") String nqn;
+
+        @Override
+        public Integer call() throws Exception {
+            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn), null);
+            admin.done("deleted " + nqn);
+            return 0;
+        }
+    }
+
+    @Command(name = "ns-add", description = "Add a namespace live (as rpc.py nvmf_subsystem_add_ns)")
+    static final class NamespaceAdd extends Sub {
+        @Parameters(index = "0") String nqn;
+        @Option(names = "--size", required = true, description = "e.g. 64MiB, 1GiB") String size;
+        @Option(names = "--block-size", description = "512 or 4096") Integer blockSize;
+        @Option(names = "--file", description = "Back it with this file (under a directory the target allows with --allow-dir)") String file;
+        @Option(names = "--nsid") Long nsid;
+        @Option(names = "--uuid") String uuid;
+
+        @Override
+        public Integer call() throws Exception {
+            ObjectNode b = JSON.createObjectNode().put("size", size).put("backend", file != null ? "file" : "ram");
+            if (file != null) {
+                b.put("path", Path.of(file).toAbsolutePath().toString());
+            }
+            if (blockSize != null) {
+                b.put("blockSize", blockSize);
+            }
+            if (nsid != null) {
+                b.put("nsid", nsid);
+            }
+            if (uuid != null) {
+                b.put("uuid", uuid);
+            }
+            JsonNode n = admin.call("POST", "/api/v1/subsystems/" + enc(nqn) + "/namespaces", b);
+            if (admin.json) {
+                admin.print(n, null);
+            } else {
+                admin.done("added namespace " + n.path("nsid").asText() + " to " + nqn + " (uuid " + n.path("uuid").asText() + ")");
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "ns-remove", description = "Remove a namespace live")
+    static final class NamespaceRemove extends Sub {
+        @Parameters(index = "0") String nqn;
+        @Parameters(index = "1") long nsid;
+
+        @Override
+        public Integer call() throws Exception {
+            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn) + "/namespaces/" + nsid, null);
+            admin.done("removed namespace " + nsid + " from " + nqn);
+            return 0;
+        }
+    }
+
+    @Command(name = "host-add", description = "Allow a host NQN (as rpc.py nvmf_subsystem_add_host)")
+    static final class HostAdd extends Sub {
+        @Parameters(index = "0") String nqn;
+        @Parameters(index = "1") String host;
+
+        @Override
+        public Integer call() throws Exception {
+            admin.call("POST", "/api/v1/subsystems/" + enc(nqn) + "/hosts", JSON.createObjectNode().put("nqn", host));
+            admin.done("allowed " + host + " on " + nqn);
+            return 0;
+        }
+    }
+
+    @Command(name = "host-remove", description = "Stop allowing a host (its open connections stay)")
+    static final class HostRemove extends Sub {
+        @Parameters(index = "0") String nqn;
+        @Parameters(index = "1") String host;
+
+        @Override
+        public Integer call() throws Exception {
+            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn) + "/hosts/" + enc(host), null);
+            admin.done("removed " + host + " from " + nqn);
+            return 0;
+        }
+    }
+
+    @Command(name = "controllers", description = "List connected hosts (controllers)")
+    static final class Controllers extends Sub {
+        @Override
+        public Integer call() throws Exception {
+            JsonNode list = admin.call("GET", "/api/v1/controllers", null);
+            List<String[]> rows = new ArrayList<>();
+            rows.add(new String[] {"SUBSYSTEM", "CNTLID", "HOST NQN", "TRANSPORT", "PEER", "QUEUES", "DEPTH", "KATO ms", "SINCE"});
+            for (JsonNode c : list) {
+                rows.add(new String[] {c.path("subsystem").asText(), c.path("cntlid").asText(), c.path("hostNqn").asText(),
+                        c.path("transport").asText(), c.path("peer").asText(), c.path("ioQueues").asText(),
+                        c.path("queueDepth").asText(), c.path("keepAliveTimeoutMs").asText(), c.path("connectedAt").asText()});
+            }
+            admin.print(list, rows);
+            return 0;
+        }
+    }
+
+    @Command(name = "disconnect", description = "End one host's association")
+    static final class Disconnect extends Sub {
+        @Parameters(index = "0") String nqn;
+        @Parameters(index = "1") int cntlid;
+
+        @Override
+        public Integer call() throws Exception {
+            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn) + "/controllers/" + cntlid, null);
+            admin.done("disconnected controller " + cntlid + " of " + nqn);
+            return 0;
+        }
+    }
+
+    @Command(name = "export", description = "Print the whole configuration (a file ./nvmeof target --config accepts)")
+    static final class Export extends Sub {
+        @Override
+        public Integer call() throws Exception {
+            JsonNode c = admin.call("GET", "/api/v1/config", null);
+            admin.spec.commandLine().getOut().println(JSON.writerWithDefaultPrettyPrinter().writeValueAsString(c));
+            admin.spec.commandLine().getOut().flush();
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package io.nvmeof.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.admin.AdminOptions;
+import io.nvmeof.admin.AdminServer;
+import io.nvmeof.admin.AdminToken;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.config.TargetConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code nvmeof admin} against a running target's admin API: tables, --json, and errors a person can act on. */
+class AdminCliTest {
+    private static final String NQN = "nqn.2026-12.io.nvmeof:cli";
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void provisionsThroughTheApiAsRpcPyDoes() throws Exception {
+        Path state = dir.resolve("state");
+        String token = AdminToken.loadOrCreate(state.resolve("admin-token"));
+        Files.createDirectories(dir.resolve("img"));
+        try (NvmeTarget target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
+             AdminServer admin = AdminServer.start(target.live(),
+                     new AdminOptions("127.0.0.1", 0, token, List.of(dir.resolve("img"))))) {
+            String url = "http://127.0.0.1:" + admin.port();
+            String[] a = {"admin", "--url", url, "--state-dir", state.toString()};
+            String out = CliTest.run(0, concat(a, "subsystem-add", NQN, "--serial", "SN-CLI-1"))[0];
+            assertTrue(out.contains("created " + NQN + " (serial SN-CLI-1)"), out);
+            out = CliTest.run(0, concat(a, "ns-add", NQN, "--size", "2MiB", "--block-size", "4096",
+                    "--file", dir.resolve("img/a.img").toString()))[0];
+            assertTrue(out.contains("added namespace 1 to " + NQN), out);
+            CliTest.run(0, concat(a, "host-add", NQN, "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001"));
+
+            String table = CliTest.run(0, concat(a, "subsystems"))[0];
+            assertTrue(table.startsWith("NQN"), table);
+            assertTrue(table.contains(NQN) && table.contains("SN-CLI-1") && table.contains("1: 2 MiB, 4096 B, file"), table);
+            JsonNode list = new ObjectMapper().readTree(CliTest.run(0, concat(a, "--json", "subsystems"))[0]);
+            assertEquals(2, list.size());
+            assertEquals(1, list.get(1).path("hosts").size());
+
+            String[] err = CliTest.run(1, concat(a, "ns-add", NQN, "--size", "1MiB", "--nsid", "1"));
+            assertTrue(err[1].contains("HTTP 409 Conflict: namespace 1 already exists"), err[1]);
+            err = CliTest.run(1, concat(a, "ns-add", NQN, "--size", "1MiB", "--file", dir.resolve("outside.img").toString()));
+            assertTrue(err[1].contains("outside the allowed directories"), err[1]);
+            err = CliTest.run(1, "admin", "--url", url, "--token-file", dir.resolve("missing").toString(), "subsystems");
+            assertTrue(err[1].contains("no admin token at"), err[1]);
+            err = CliTest.run(1, "admin", "--url", "http://127.0.0.1:1", "--state-dir", state.toString(), "subsystems");
+            assertTrue(err[1].contains("no admin API at"), err[1]);
+
+            JsonNode exported = new ObjectMapper().readTree(CliTest.run(0, concat(a, "export"))[0]);
+            assertEquals(NQN, exported.path("subsystems").get(1).path("nqn").asText());
+            CliTest.run(0, concat(a, "ns-remove", NQN, "1"));
+            CliTest.run(0, concat(a, "subsystem-remove", NQN));
+            assertEquals(1, target.live().subsystems().size());
+            assertTrue(CliTest.run(0, concat(a, "controllers"))[0].startsWith("SUBSYSTEM"));
+        }
+    }
+
+    private static String[] concat(String[] a, String... b) {
+        String[] r = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, r, a.length, b.length);
+        return r;
+    }
+}
