@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.nvmeof.target.LiveConfiguration;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
 import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
 import io.vertx.core.Vertx;
@@ -69,6 +70,15 @@ final class ConfigurationRoutes {
         });
         on(rb, "removeHost", rc -> reply(rc, 204, () -> {
             live.removeHost(nqn(rc), validated(rc).getPathParameters().get("host").getString());
+            return null;
+        }));
+        on(rb, "listListeners", rc -> reply(rc, 200, live::listeners));
+        on(rb, "addListener", rc -> {
+            ListenerConfig l = body(rc, ListenerConfig.class);
+            reply(rc, 201, () -> live.addListener(l));
+        });
+        on(rb, "removeListener", rc -> reply(rc, 204, () -> {
+            live.removeListener(validated(rc).getPathParameters().get("id").getInteger());
             return null;
         }));
         on(rb, "listControllers", rc -> reply(rc, 200, live::controllers));

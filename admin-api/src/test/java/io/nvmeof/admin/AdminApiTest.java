@@ -227,4 +227,40 @@ class AdminApiTest {
             problem(call("DELETE", "/api/v1/subsystems/" + NQN + "/controllers/" + cntlid, null), 404, "not connected");
         }
     }
+
+    /**
+     * A listener added over REST is in the discovery log and takes connections at once; removing it ends the
+     * connections made through it (the host reconnects elsewhere or waits), and the last one cannot be removed.
+     */
+    @Test
+    void listenersComeAndGoWhileTheTargetRuns() throws Exception {
+        HttpResponse<String> added = call("POST", "/api/v1/listeners", "{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":0}");
+        assertEquals(201, added.statusCode(), added.body());
+        JsonNode l = json(added);
+        int id = l.get("id").asInt();
+        int port = l.get("port").asInt();
+        assertEquals(2, id, "the lowest free id");
+        assertTrue(port > 0, "the bound port is reported");
+        problem(call("POST", "/api/v1/listeners", "{\"id\":2,\"address\":\"127.0.0.1\",\"port\":0}"), 409, "already exists");
+        problem(call("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":" + port + "}"), 409, "cannot listen");
+        problem(call("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"transport\":\"fc\"}"), 400, "transport");
+        assertEquals(2, json(call("GET", "/api/v1/listeners", null)).size());
+
+        try (NvmeofController d = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, io.nvmeof.protocol.fabrics.Nqn.DISCOVERY),
+                ConnectOptions.defaults())) {
+            assertTrue(d.discoveryLog().stream().anyMatch(e -> e.trsvcid().equals(Integer.toString(port))),
+                    "the discovery log lists the new port");
+        }
+        ConnectOptions o = ConnectOptions.builder().reconnectDelay(Duration.ofMillis(100)).build();
+        try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, TargetConfig.DEFAULT_NQN), o)) {
+            assertTrue(c.isConnected());
+            assertEquals(204, call("DELETE", "/api/v1/listeners/" + id, null).statusCode());
+            eventually(() -> !c.isConnected(), 5000, "the connection through the removed listener ended");
+            assertThrows(Exception.class, () -> NvmeofController.connect(
+                    TransportId.tcp("127.0.0.1", port, TargetConfig.DEFAULT_NQN), ConnectOptions.defaults()));
+        }
+        problem(call("DELETE", "/api/v1/listeners/" + id, null), 404, "does not exist");
+        problem(call("DELETE", "/api/v1/listeners/1", null), 409, "last");
+        assertEquals(1, json(call("GET", "/api/v1/config", null)).get("listeners").size());
+    }
 }

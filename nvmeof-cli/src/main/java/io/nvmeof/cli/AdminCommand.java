@@ -32,7 +32,8 @@ import picocli.CommandLine.Spec;
         description = "Provision a running target through its admin API (subsystems, namespaces, hosts, controllers).",
         subcommands = {AdminCommand.Subsystems.class, AdminCommand.SubsystemAdd.class, AdminCommand.SubsystemRemove.class,
                 AdminCommand.NamespaceAdd.class, AdminCommand.NamespaceRemove.class, AdminCommand.HostAdd.class,
-                AdminCommand.HostRemove.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
+                AdminCommand.HostRemove.class, AdminCommand.Listeners.class, AdminCommand.ListenerAdd.class,
+                AdminCommand.ListenerRemove.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
                 AdminCommand.Export.class})
 final class AdminCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -265,6 +266,55 @@ final class AdminCommand {
         public Integer call() throws Exception {
             admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn) + "/hosts/" + enc(host), null);
             admin.done("removed " + host + " from " + nqn);
+            return 0;
+        }
+    }
+
+    @Command(name = "listeners", description = "List where the target listens")
+    static final class Listeners extends Sub {
+        @Override
+        public Integer call() throws Exception {
+            JsonNode list = admin.call("GET", "/api/v1/listeners", null);
+            List<String[]> rows = new ArrayList<>();
+            rows.add(new String[] {"ID", "TRANSPORT", "ADDRESS", "PORT", "SUBSYSTEMS"});
+            for (JsonNode l : list) {
+                List<String> subs = new ArrayList<>();
+                l.path("subsystems").forEach(n -> subs.add(n.asText()));
+                rows.add(new String[] {l.path("id").asText(), l.path("transport").asText(), l.path("address").asText(),
+                        l.path("port").asText(), subs.isEmpty() ? "all" : String.join(",", subs)});
+            }
+            admin.print(list, rows);
+            return 0;
+        }
+    }
+
+    @Command(name = "listener-add", description = "Listen on another address or port (as rpc.py nvmf_subsystem_add_listener)")
+    static final class ListenerAdd extends Sub {
+        @Option(names = "--address", required = true) String address;
+        @Option(names = "--port", defaultValue = "4420") int port;
+        @Option(names = "--transport", defaultValue = "tcp", description = "tcp or rdma") String transport;
+        @Option(names = "--id", description = "Discovery PORTID (default: the lowest free)") Integer id;
+
+        @Override
+        public Integer call() throws Exception {
+            ObjectNode b = JSON.createObjectNode().put("address", address).put("port", port).put("transport", transport);
+            if (id != null) {
+                b.put("id", id);
+            }
+            JsonNode l = admin.call("POST", "/api/v1/listeners", b);
+            admin.done("listener " + l.path("id").asText() + ": " + transport + " " + address + ":" + l.path("port").asText());
+            return 0;
+        }
+    }
+
+    @Command(name = "listener-remove", description = "Stop a listener; connections made through it end")
+    static final class ListenerRemove extends Sub {
+        @Parameters(index = "0") int id;
+
+        @Override
+        public Integer call() throws Exception {
+            admin.call("DELETE", "/api/v1/listeners/" + id, null);
+            admin.done("removed listener " + id);
             return 0;
         }
     }

@@ -56,6 +56,11 @@ class AdminCliTest {
             err = CliTest.run(1, "admin", "--url", "http://127.0.0.1:1", "--state-dir", state.toString(), "subsystems");
             assertTrue(err[1].contains("no admin API at"), err[1]);
 
+            out = CliTest.run(0, concat(a, "listener-add", "--address", "127.0.0.1", "--port", "0"))[0];
+            assertTrue(out.startsWith("listener 2: tcp 127.0.0.1:"), out);
+            assertTrue(CliTest.run(0, concat(a, "listeners"))[0].contains("2   tcp"), "listed");
+            CliTest.run(0, concat(a, "listener-remove", "2"));
+
             JsonNode exported = new ObjectMapper().readTree(CliTest.run(0, concat(a, "export"))[0]);
             assertEquals(NQN, exported.path("subsystems").get(1).path("nqn").asText());
             CliTest.run(0, concat(a, "ns-remove", NQN, "1"));

@@ -2,6 +2,7 @@ package io.nvmeof.target;
 
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
 import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
 import io.nvmeof.target.core.Controller;
@@ -68,11 +69,21 @@ public final class LiveConfiguration {
     private final TargetConfig base;
     /** The document: subsystems by NQN, in creation order, each with its effective values filled in. */
     private final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
+    /** Listeners by port ID, with the port each is bound to. */
+    private final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
     private final List<Consumer<TargetConfig>> changeListeners = new CopyOnWriteArrayList<>();
 
     LiveConfiguration(NvmeTarget target, TargetConfig started) {
         this.target = target;
         this.base = started;
+        int portId = 1;
+        for (ListenerConfig l : started.listeners()) {
+            int id = l.id() != null ? l.id() : portId;
+            listeners.put(id, new ListenerConfig(id, l.transport() != null ? l.transport() : "tcp",
+                    l.address() != null ? l.address() : "127.0.0.1", boundPort(id, l), l.inlineDataSize(),
+                    l.maxH2CData(), l.subsystems()));
+            portId++;
+        }
         if (started.subsystems() != null) {
             for (SubsystemConfig s : started.subsystems()) {
                 Subsystem sub = target.core().subsystem(s.nqn());
@@ -93,7 +104,95 @@ public final class LiveConfiguration {
     /** The whole target as one configuration document, with every effective value (serials, NSIDs, UUIDs). */
     public synchronized TargetConfig export() {
         return new TargetConfig(base.pollGroups(), base.maxIoQueues(), base.maxQueueSize(), base.maxTransferSize(),
-                base.listeners(), List.copyOf(subsystems.values()));
+                List.copyOf(listeners.values()), List.copyOf(subsystems.values()));
+    }
+
+    // ------------------------------------------------------------------------------------------ listeners
+
+    public synchronized List<ListenerConfig> listeners() {
+        return List.copyOf(listeners.values());
+    }
+
+    /**
+     * Starts listening (tcp or rdma) while the target runs; the discovery log lists it at once. Port 0 binds any free
+     * port (the answer says which). {@code subsystems} limits what the discovery log shows there (empty: all).
+     */
+    public synchronized ListenerConfig addListener(ListenerConfig l) {
+        String transport = l.transport() != null ? l.transport() : "tcp";
+        if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
+            throw invalid("transport must be tcp or rdma, got '" + transport + "'");
+        }
+        if (l.address() == null) {
+            throw invalid("address is required (an IP address of this machine, e.g. 127.0.0.1 or 0.0.0.0)");
+        }
+        try {
+            java.net.InetAddress.getByName(l.address());
+        } catch (java.net.UnknownHostException e) {
+            throw invalid("address '" + l.address() + "' cannot be resolved");
+        }
+        int port = l.port() != null ? l.port() : 4420;
+        if (port < 0 || port > 65535) {
+            throw invalid("port must be 0 to 65535, got " + port);
+        }
+        int id;
+        if (l.id() != null) {
+            id = l.id();
+            if (id < 1 || id > 65535) {
+                throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + id);
+            }
+            if (listeners.containsKey(id)) {
+                throw conflict("listener " + id + " already exists; choose another id or remove it first");
+            }
+        } else {
+            id = 1;
+            while (listeners.containsKey(id)) {
+                id++;
+            }
+        }
+        if (l.subsystems() != null) {
+            for (String nqn : l.subsystems()) {
+                if (!subsystems.containsKey(nqn) && !Nqn.DISCOVERY.equals(nqn)) {
+                    throw invalid("listener subsystems: " + Nqn.display(nqn) + " does not exist");
+                }
+            }
+        }
+        ListenerConfig want = new ListenerConfig(id, transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(),
+                l.subsystems());
+        int bound;
+        try {
+            bound = target.addListener(want, id);
+        } catch (IOException | RuntimeException e) {
+            throw conflict(e.getMessage());
+        }
+        ListenerConfig d = new ListenerConfig(id, transport, l.address(), bound, l.inlineDataSize(), l.maxH2CData(),
+                l.subsystems());
+        listeners.put(id, d);
+        LOG.info("listener {} added: {} {}:{}", id, transport, l.address(), bound);
+        changed();
+        return d;
+    }
+
+    /** Stops a listener; the connections made through it end (their hosts reconnect through another, if any). */
+    public synchronized void removeListener(int id) {
+        if (!listeners.containsKey(id)) {
+            throw notFound("listener " + id + " does not exist");
+        }
+        if (listeners.size() == 1) {
+            throw conflict("listener " + id + " is the target's last: hosts could not reach it any more; add another first");
+        }
+        target.removeListener(id);
+        listeners.remove(id);
+        LOG.info("listener {} removed", id);
+        changed();
+    }
+
+    private int boundPort(int id, ListenerConfig l) {
+        for (io.nvmeof.target.core.ListenerInfo info : target.core().listeners()) {
+            if (info.portId() == id) {
+                return Integer.parseInt(info.trsvcid());
+            }
+        }
+        return l.port() != null ? l.port() : 4420;
     }
 
     public synchronized List<SubsystemConfig> subsystems() {

@@ -39,8 +39,8 @@ public final class NvmeTarget implements AutoCloseable {
 
     private final TargetCore core;
     private final EventLoopGroup pollGroups;
-    private final List<TcpTransport> tcpListeners = new ArrayList<>();
-    private final List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners = new ArrayList<>();
+    private final List<TcpTransport> tcpListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private int pollGroupCount = 1;
     private final List<BlockBackend> backends = new java.util.concurrent.CopyOnWriteArrayList<>();
     private LiveConfiguration live;
@@ -166,7 +166,8 @@ public final class NvmeTarget implements AutoCloseable {
                 .substring(0, 16);
     }
 
-    private void addListener(ListenerConfig l, int portId) throws IOException {
+    /** Starts a listener; returns the port it is bound to (port 0 in {@code l}: any free one). */
+    int addListener(ListenerConfig l, int portId) throws IOException {
         String transport = l.transport() != null ? l.transport() : "tcp";
         if ("rdma".equals(transport)) {
             io.nvmeof.target.rdma.RdmaTransport r = new io.nvmeof.target.rdma.RdmaTransport(core, pollGroupCount,
@@ -174,7 +175,7 @@ public final class NvmeTarget implements AutoCloseable {
             r.listen(portId, l.address() != null ? l.address() : "127.0.0.1", l.port() != null ? l.port() : 4420,
                     l.subsystems() != null ? new HashSet<>(l.subsystems()) : new HashSet<>());
             rdmaListeners.add(r);
-            return;
+            return r.port();
         }
         if (!"tcp".equals(transport)) {
             throw new IllegalArgumentException("transport '" + transport + "' is unknown; use tcp or rdma");
@@ -186,6 +187,26 @@ public final class NvmeTarget implements AutoCloseable {
         t.listen(portId, l.address() != null ? l.address() : "127.0.0.1", l.port() != null ? l.port() : 4420, options,
                 l.subsystems() != null ? new HashSet<>(l.subsystems()) : new HashSet<>());
         tcpListeners.add(t);
+        return t.port();
+    }
+
+    /** Stops the listener with this port ID and ends the connections made through it; false when there is none. */
+    boolean removeListener(int portId) {
+        for (TcpTransport t : tcpListeners) {
+            if (t.info() != null && t.info().portId() == portId) {
+                tcpListeners.remove(t);
+                t.closeAndDisconnect();
+                return true;
+            }
+        }
+        for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+            if (r.info() != null && r.info().portId() == portId) {
+                rdmaListeners.remove(r);
+                r.close(); // releases every connection it accepted
+                return true;
+            }
+        }
+        return false;
     }
 
     public TargetCore core() {

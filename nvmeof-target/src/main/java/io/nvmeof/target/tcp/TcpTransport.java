@@ -33,6 +33,9 @@ public final class TcpTransport implements AutoCloseable {
     private final EventLoopGroup group;
     private Channel serverChannel;
     private ListenerInfo info;
+    /** Connections accepted here (closed ones leave by themselves): removing the listener ends them. */
+    private final io.netty.channel.group.ChannelGroup connections =
+            new io.netty.channel.group.DefaultChannelGroup("nvme-tcp-connections", io.netty.util.concurrent.GlobalEventExecutor.INSTANCE);
 
     public TcpTransport(TargetCore core, EventLoopGroup group) {
         this.core = core;
@@ -56,6 +59,7 @@ public final class TcpTransport implements AutoCloseable {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        connections.add(ch);
                         ch.pipeline().addLast("nvme-tcp", new TcpQueue(core, options));
                     }
                 });
@@ -82,6 +86,15 @@ public final class TcpTransport implements AutoCloseable {
 
     public ListenerInfo info() {
         return info;
+    }
+
+    /**
+     * Stops listening and ends every connection accepted here (the listener is removed while the target runs: its
+     * hosts lose those queues, as with an nvmet port that goes away).
+     */
+    public void closeAndDisconnect() {
+        close();
+        connections.close().awaitUninterruptibly(5, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     @Override
