@@ -37,6 +37,7 @@ fi
 # The JVM runs 25-30x slower under TCG: C1 only, a small heap.
 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx768m -XX:MaxDirectMemorySize=1g \
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR" target --config /tmp/target.json \
+  --state-dir /tmp/nvmeof-state-$TRANSPORT --allow-dir /dev/shm \
   > "$RESULTS/our-target-$TRANSPORT.log" 2>&1 &
 TARGET_PID=$!
 up=0
@@ -116,6 +117,33 @@ check "fio perf 4k randread QD1 (our target)" fio_perf ours-$TRANSPORT-randread-
 check "fio perf 4k randread QD16 (our target)" fio_perf ours-$TRANSPORT-randread-4k-qd16 "$ns2" randread 4k 16 10
 check "fio perf 4k randwrite QD16 (our target)" fio_perf ours-$TRANSPORT-randwrite-4k-qd16 "$ns2" randwrite 4k 16 10
 check "fio perf 128k read QD16 (our target)" fio_perf ours-$TRANSPORT-read-128k-qd16 "$ns2" read 128k 16 10
+
+# The admin API with the kernel host connected (./nvmeof admin calls it): a namespace added over REST appears as a
+# new block device and a removed one disappears, without reconnecting (Namespace Attribute Changed); a listener added
+# over REST is discoverable with nvme discover; the controllers list shows the kernel host.
+admin() { java -XX:TieredStopAtLevel=1 -Xmx128m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR" \
+  admin --state-dir /tmp/nvmeof-state-$TRANSPORT "$@" >> "$RESULTS/admin-$TRANSPORT.out" 2>&1; }
+ns3="${ns1%n1}n3"
+appears() { for i in $(seq 1 60); do [ -b "$1" ] && return 0; sleep 1; done; return 1; }
+disappears() { for i in $(seq 1 60); do [ -b "$1" ] || return 0; sleep 1; done; return 1; }
+check "admin API: ns-add over REST (file under --allow-dir)" admin ns-add $NQN --nsid 3 --size 64MiB --block-size 4096 \
+  --file /dev/shm/our-ns3-$TRANSPORT.img
+check "the kernel host shows the added namespace as $ns3 without reconnecting" appears $ns3
+check "namespace 3 is 64 MiB of 4096-byte blocks" sh -c "test \$(( \$(cat /sys/block/${ns3#/dev/}/size) * 512 )) = $((64 << 20)) && test \$(cat /sys/block/${ns3#/dev/}/queue/logical_block_size) = 4096"
+check "fio randwrite+verify on the added namespace" fio_verify ours-$TRANSPORT-added-ns "$ns3" 4k 4 2M
+java -XX:TieredStopAtLevel=1 -Xmx128m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR" \
+  admin --state-dir /tmp/nvmeof-state-$TRANSPORT controllers > "$RESULTS/admin-controllers-$TRANSPORT.txt" 2>&1
+check "admin API: controllers lists the kernel host's association" \
+  grep -qE "^$NQN +[0-9]+ +[^ ]+ +$TRANSPORT +" "$RESULTS/admin-controllers-$TRANSPORT.txt"
+check "admin API: ns-remove over REST" admin ns-remove $NQN 3
+check "the kernel host drops $ns3 without reconnecting" disappears $ns3
+check "namespace 1 is still there" test -b "$ns1"
+check "admin API: listener-add on port 4430" admin listener-add --transport $TRANSPORT --address $GUEST_IP --port 4430
+nvme discover -t $TRANSPORT -a $GUEST_IP -s 4430 > "$RESULTS/discover-added-$TRANSPORT.txt" 2>&1
+check "nvme discover through the added listener lists our subsystem" grep -q "subnqn: *$NQN" "$RESULTS/discover-added-$TRANSPORT.txt"
+check "the added listener is in the discovery log" grep -q "trsvcid: *4430" "$RESULTS/discover-added-$TRANSPORT.txt"
+check "admin API: listener-remove" admin listener-remove 2
+check "the configuration was saved" grep -q '"port" : 4430' /tmp/nvmeof-state-$TRANSPORT/config.json.prev
 check "nvme disconnect" nvme disconnect -n $NQN
 
 # Malformed RDMA CM connect requests get the NVMe/RDMA reject status, and the target keeps serving (checked by the
