@@ -72,6 +72,8 @@ final class ConfigurationRoutes {
             live.removeHost(nqn(rc), validated(rc).getPathParameters().get("host").getString());
             return null;
         }));
+        on(rb, "listStatistics", rc -> reply(rc, 200, live::statistics));
+        on(rb, "getSubsystemStatistics", rc -> reply(rc, 200, () -> live.statistics(nqn(rc))));
         on(rb, "listListeners", rc -> reply(rc, 200, live::listeners));
         on(rb, "addListener", rc -> {
             ListenerConfig l = body(rc, ListenerConfig.class);

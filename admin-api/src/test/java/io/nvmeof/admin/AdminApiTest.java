@@ -203,6 +203,22 @@ class AdminApiTest {
             second.read(7, 1, back).get(5, TimeUnit.SECONDS);
             assertEquals(0xC0FFEEL, back.getLong(0));
 
+            JsonNode stats = json(call("GET", "/api/v1/subsystems/" + NQN + "/statistics", null));
+            JsonNode ns2 = stats.get("namespaces").get(1);
+            assertEquals(2, ns2.get("nsid").asInt());
+            assertEquals(1, ns2.get("reads").asLong(), stats.toString());
+            assertEquals(1, ns2.get("writes").asLong());
+            assertEquals(4096, ns2.get("readBytes").asLong());
+            assertEquals(4096, ns2.get("writtenBytes").asLong());
+            assertEquals(0, ns2.get("errors").asLong());
+            assertTrue(ns2.get("p99LatencyNs").asLong() > 0);
+            long bucketTotal = 0;
+            for (JsonNode bucket : ns2.get("latencyBuckets")) {
+                bucketTotal += bucket.asLong();
+            }
+            assertEquals(2, bucketTotal, "every command in one latency bucket");
+            assertEquals(0, stats.get("namespaces").get(0).get("reads").asLong(), "namespace 1 untouched");
+
             JsonNode ctrls = json(call("GET", "/api/v1/controllers", null));
             assertEquals(1, ctrls.size(), ctrls.toString());
             JsonNode ctrl = ctrls.get(0);
@@ -219,12 +235,16 @@ class AdminApiTest {
             eventually(() -> c.namespaces().size() == 1, 5000, "the removed namespace gone from the host");
             assertTrue(first == c.namespace(1));
 
+            first.read(0, 1, back).get(5, TimeUnit.SECONDS);
             int cntlid = c.cntlid();
             assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN + "/controllers/" + cntlid, null).statusCode());
             eventually(() -> c.state() == ControllerState.RECONNECTING || c.cntlid() != cntlid, 5000, "disconnect noticed");
             eventually(c::isConnected, 5000, "reconnected");
             first.read(0, 1, back).get(5, TimeUnit.SECONDS);
             problem(call("DELETE", "/api/v1/subsystems/" + NQN + "/controllers/" + cntlid, null), 404, "not connected");
+            JsonNode after = json(call("GET", "/api/v1/statistics", null));
+            JsonNode ns1 = after.get(1).get("namespaces").get(0);
+            assertEquals(2, ns1.get("reads").asLong(), "the closed queue's read is kept, the new queue's added: " + after);
         }
     }
 

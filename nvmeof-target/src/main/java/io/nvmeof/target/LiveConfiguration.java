@@ -65,6 +65,10 @@ public final class LiveConfiguration {
                                  String connectedAt) {
     }
 
+    /** A subsystem's namespaces' I/O statistics. */
+    public record SubsystemStatistics(String nqn, List<io.nvmeof.target.core.NamespaceStatistics> namespaces) {
+    }
+
     private final NvmeTarget target;
     private final TargetConfig base;
     /** The document: subsystems by NQN, in creation order, each with its effective values filled in. */
@@ -368,6 +372,41 @@ public final class LiveConfiguration {
         }
         target.core().configChanged();
         return refresh(sub);
+    }
+
+    // ------------------------------------------------------------------------------------------ statistics
+
+    /** I/O statistics of every namespace, by subsystem (counted per queue without locks; summed here). */
+    public List<SubsystemStatistics> statistics() {
+        List<SubsystemStatistics> out = new ArrayList<>();
+        for (String nqn : subsystemNames()) {
+            Subsystem sub = target.core().subsystem(nqn);
+            if (sub != null) {
+                out.add(statisticsOf(sub));
+            }
+        }
+        return out;
+    }
+
+    /** One subsystem's. */
+    public SubsystemStatistics statistics(String nqn) {
+        Subsystem sub = target.core().subsystem(nqn);
+        if (sub == null || sub.isDiscovery()) {
+            throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
+        }
+        return statisticsOf(sub);
+    }
+
+    private static SubsystemStatistics statisticsOf(Subsystem sub) {
+        List<io.nvmeof.target.core.NamespaceStatistics> list = new ArrayList<>();
+        for (Namespace ns : sub.namespaces()) {
+            list.add(sub.statistics(ns));
+        }
+        return new SubsystemStatistics(sub.nqn(), list);
+    }
+
+    private synchronized List<String> subsystemNames() {
+        return List.copyOf(subsystems.keySet());
     }
 
     // ------------------------------------------------------------------------------------------ controllers

@@ -48,4 +48,27 @@ public final class Namespace {
         System.arraycopy(nguid(), 0, e, 0, 8);
         return e;
     }
+
+    /** Counts of queues that closed (or moved on from this namespace); under this monitor. */
+    private IoStatistics retired;
+
+    /** A queue's counts for this namespace, folded in when the queue closes. */
+    synchronized void retire(IoStatistics st) {
+        if (retired == null) {
+            retired = new IoStatistics(this);
+        }
+        retired.add(st);
+    }
+
+    /** The totals of closed queues plus {@code live} (the open queues' counts), as a value. */
+    synchronized NamespaceStatistics statistics(Iterable<IoStatistics> live) {
+        IoStatistics sum = new IoStatistics(this);
+        if (retired != null) {
+            sum.add(retired);
+        }
+        for (IoStatistics st : live) {
+            sum.add(st);
+        }
+        return sum.snapshot(nsid);
+    }
 }

@@ -53,6 +53,8 @@ public final class Request {
 
     /** NVMe status ({@link Status}) and command-specific result (CQE DW0/DW1). */
     public int status;
+    /** When the core took the command (System.nanoTime), for latency statistics. */
+    public long startNanos;
     public long result;
     /** Set by the error log: the byte offset of the field in error, or 0xFFFF. */
     public int errorLocation;

@@ -27,6 +27,10 @@ public final class SubmissionQueue {
     long writeCommands;
     long bytesRead;
     long bytesWritten;
+    /** Per-namespace counters, indexed by NSID (made the first time this queue sees a namespace). */
+    private IoStatistics[] nsStats = new IoStatistics[0];
+    /** NSIDs beyond this are not counted per namespace (the array stays small). */
+    private static final int MAX_COUNTED_NSID = 4096;
 
     /**
      * @param poolSize request slots: more than the largest queue, because a host may send a new command as soon as it
@@ -80,6 +84,42 @@ public final class SubmissionQueue {
         writeCommands++;
         bytesWritten += bytes;
     }
+    /** Queue thread: a command on {@code ns} completed (called by the core for I/O queues). */
+    void recordIo(Namespace ns, int opcode, int bytes, int status, long latencyNs) {
+        long nsid = ns.nsid();
+        if (nsid > MAX_COUNTED_NSID) {
+            return;
+        }
+        int i = (int) nsid;
+        IoStatistics st = i < nsStats.length ? nsStats[i] : null;
+        if (st == null || st.ns != ns) {
+            st = newStats(ns, i);
+        }
+        st.record(opcode, bytes, status, latencyNs);
+    }
+
+    /** First command on a namespace (or a new namespace under a reused NSID): not on the per-command path. */
+    private IoStatistics newStats(Namespace ns, int i) {
+        if (i >= nsStats.length) {
+            nsStats = java.util.Arrays.copyOf(nsStats, Math.max(i + 1, 2 * nsStats.length));
+        }
+        IoStatistics old = nsStats[i];
+        if (old != null) {
+            old.ns.retire(old);
+        }
+        IoStatistics st = new IoStatistics(ns);
+        nsStats[i] = st;
+        return st;
+    }
+
+    /** Another thread: this queue's counters for {@code ns}, or null (read racily). */
+    IoStatistics statsFor(Namespace ns) {
+        IoStatistics[] a = nsStats;
+        long nsid = ns.nsid();
+        IoStatistics st = nsid < a.length ? a[(int) nsid] : null;
+        return st != null && st.ns == ns ? st : null;
+    }
+
     public TransportQueue transport() { return transport; }
     public int qid() { return qid; }
     public int size() { return size; }
@@ -155,6 +195,13 @@ public final class SubmissionQueue {
 
     /** Called by the transport when the connection has closed: unbinds from the controller. */
     public void closed() {
+        IoStatistics[] a = nsStats;
+        nsStats = new IoStatistics[0];
+        for (IoStatistics st : a) {
+            if (st != null) {
+                st.ns.retire(st);
+            }
+        }
         releaseAll();
         core.queueClosed(this);
     }

@@ -114,4 +114,19 @@ public final class Subsystem {
     public Collection<Controller> controllers() {
         return controllers.values();
     }
+
+    /** I/O statistics of one of this subsystem's namespaces: closed queues' totals plus every open queue's counts. */
+    public NamespaceStatistics statistics(Namespace ns) {
+        java.util.List<IoStatistics> live = new java.util.ArrayList<>();
+        for (Controller c : controllers()) {
+            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
+                SubmissionQueue q = c.queue(qid);
+                IoStatistics st = q != null ? q.statsFor(ns) : null;
+                if (st != null) {
+                    live.add(st);
+                }
+            }
+        }
+        return ns.statistics(live);
+    }
 }

@@ -242,6 +242,7 @@ public final class TargetCore {
      * it, checks its data descriptor, then fetches host data or executes.
      */
     public void submit(Request req) {
+        req.startNanos = System.nanoTime();
         SubmissionQueue sq = req.sq();
         Command cmd = req.cmd;
         Controller c = sq.controller();
@@ -384,6 +385,9 @@ public final class TargetCore {
         req.cqe.sqid(Math.max(sq.qid(), 0));
         req.cqe.cid(req.cmd.cid());
         req.cqe.status(status);
+        if (req.ns != null && sq.qid() > 0) {
+            sq.recordIo(req.ns, req.cmd.opcode(), req.transferLength, status, System.nanoTime() - req.startNanos);
+        }
         sq.transport().queueResponse(req);
     }
 }
