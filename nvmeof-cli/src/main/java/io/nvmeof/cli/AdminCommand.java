@@ -33,7 +33,7 @@ import picocli.CommandLine.Spec;
         subcommands = {AdminCommand.Subsystems.class, AdminCommand.SubsystemAdd.class, AdminCommand.SubsystemRemove.class,
                 AdminCommand.NamespaceAdd.class, AdminCommand.NamespaceRemove.class, AdminCommand.HostAdd.class,
                 AdminCommand.HostRemove.class, AdminCommand.Listeners.class, AdminCommand.ListenerAdd.class,
-                AdminCommand.ListenerRemove.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
+                AdminCommand.ListenerRemove.class, AdminCommand.Stats.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
                 AdminCommand.Export.class})
 final class AdminCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -316,6 +316,32 @@ final class AdminCommand {
             admin.call("DELETE", "/api/v1/listeners/" + id, null);
             admin.done("removed listener " + id);
             return 0;
+        }
+    }
+
+    @Command(name = "stats", description = "I/O statistics per namespace (reads, writes, bytes, errors, latency)")
+    static final class Stats extends Sub {
+        @Override
+        public Integer call() throws Exception {
+            JsonNode list = admin.call("GET", "/api/v1/statistics", null);
+            List<String[]> rows = new ArrayList<>();
+            rows.add(new String[] {"SUBSYSTEM", "NSID", "READS", "WRITES", "OTHER", "READ MiB", "WRITTEN MiB", "ERRORS",
+                    "MEAN us", "P50 us", "P99 us", "P99.9 us"});
+            for (JsonNode s : list) {
+                for (JsonNode n : s.path("namespaces")) {
+                    rows.add(new String[] {s.path("nqn").asText(), n.path("nsid").asText(), n.path("reads").asText(),
+                            n.path("writes").asText(), n.path("otherCommands").asText(),
+                            String.valueOf(n.path("readBytes").asLong() >> 20), String.valueOf(n.path("writtenBytes").asLong() >> 20),
+                            n.path("errors").asText(), us(n, "meanLatencyNs"), us(n, "p50LatencyNs"), us(n, "p99LatencyNs"),
+                            us(n, "p999LatencyNs")});
+                }
+            }
+            admin.print(list, rows);
+            return 0;
+        }
+
+        private static String us(JsonNode n, String field) {
+            return String.valueOf(n.path(field).asLong() / 1000);
         }
     }
 

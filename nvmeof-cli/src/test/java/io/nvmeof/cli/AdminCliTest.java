@@ -61,6 +61,9 @@ class AdminCliTest {
             assertTrue(CliTest.run(0, concat(a, "listeners"))[0].contains("2   tcp"), "listed");
             CliTest.run(0, concat(a, "listener-remove", "2"));
 
+            String stats = CliTest.run(0, concat(a, "stats"))[0];
+            assertTrue(stats.startsWith("SUBSYSTEM") && stats.contains(NQN), stats);
+
             JsonNode exported = new ObjectMapper().readTree(CliTest.run(0, concat(a, "export"))[0]);
             assertEquals(NQN, exported.path("subsystems").get(1).path("nqn").asText());
             CliTest.run(0, concat(a, "ns-remove", NQN, "1"));
