@@ -22,7 +22,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The admin API of a running target: the OpenAPI document ({@value #CONTRACT}) is the source of truth, and every
  * request is validated against it before a handler runs. {@code /health} and {@code /openapi.yaml} need no token;
- * everything under {@code /api} needs the bearer token. Errors are problem+json ({@link Problems}).
+ * everything under {@code /api}, and {@code /metrics} (Prometheus text), needs the bearer token (Prometheus sends it
+ * with {@code authorization: credentials_file}). Errors are problem+json ({@link Problems}).
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
@@ -75,8 +76,17 @@ public final class AdminServer implements AutoCloseable {
         Router api = rb.createRouter();
         Router root = Router.router(vertx);
         root.route().handler(BodyHandler.create().setBodyLimit(BODY_LIMIT));
-        root.get("/openapi.yaml").handler(rc -> rc.response().putHeader("Content-Type", "application/yaml").end(contractText));
         byte[] expected = ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+        Metrics metrics = new Metrics(live);
+        root.get("/metrics").handler(rc -> checkToken(rc, expected));
+        root.get("/metrics").blockingHandler(rc -> {
+            try {
+                rc.response().putHeader("Content-Type", metrics.contentType()).end(metrics.scrape());
+            } catch (IOException e) {
+                rc.fail(e);
+            }
+        });
+        root.get("/openapi.yaml").handler(rc -> rc.response().putHeader("Content-Type", "application/yaml").end(contractText));
         root.route("/api/*").handler(rc -> checkToken(rc, expected));
         root.route("/*").subRouter(api);
         root.route().failureHandler(Problems::handle);

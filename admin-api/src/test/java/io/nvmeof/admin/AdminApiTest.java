@@ -218,6 +218,17 @@ class AdminApiTest {
             }
             assertEquals(2, bucketTotal, "every command in one latency bucket");
             assertEquals(0, stats.get("namespaces").get(0).get("reads").asLong(), "namespace 1 untouched");
+            HttpResponse<String> prom = call("GET", "/metrics", null);
+            assertEquals(200, prom.statusCode());
+            assertTrue(prom.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"));
+            String labels = "{nsid=\"2\",subsystem=\"" + NQN + "\"}";
+            assertTrue(prom.body().contains("nvmeof_namespace_read_commands_total" + labels + " 1"), prom.body());
+            assertTrue(prom.body().contains("nvmeof_namespace_written_bytes_total" + labels + " 4096"), prom.body());
+            assertTrue(prom.body().contains("nvmeof_namespace_latency_seconds_count" + labels + " 2"), prom.body());
+            assertTrue(prom.body().contains("nvmeof_namespace_latency_seconds_bucket{nsid=\"2\",subsystem=\"" + NQN + "\",le=\"+Inf\"} 2"),
+                    "buckets are cumulative in the exposition: " + prom.body());
+            assertTrue(prom.body().contains("nvmeof_subsystem_controllers{subsystem=\"" + NQN + "\"} 1"), prom.body());
+            problem(call("GET", "/metrics", null, null), 401, "Bearer");
 
             JsonNode ctrls = json(call("GET", "/api/v1/controllers", null));
             assertEquals(1, ctrls.size(), ctrls.toString());

@@ -1,0 +1,111 @@
+package io.nvmeof.admin;
+
+import io.nvmeof.target.LiveConfiguration;
+import io.nvmeof.target.LiveConfiguration.SubsystemStatistics;
+import io.nvmeof.target.core.IoStatistics;
+import io.nvmeof.target.core.NamespaceStatistics;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.ToLongFunction;
+
+/**
+ * {@code /metrics}: the target's statistics in Prometheus text format, built at each scrape from the same counters
+ * {@code GET /api/v1/statistics} serves (the Prometheus Java client writes the format). Per namespace (labels
+ * {@code subsystem}, {@code nsid}): commands, bytes, errors, and a latency histogram in seconds; per subsystem:
+ * connected controllers; and the number of listeners.
+ */
+final class Metrics {
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
+
+    Metrics(LiveConfiguration live) {
+        registry.register(() -> collect(live));
+    }
+
+    String contentType() {
+        return writer.getContentType();
+    }
+
+    String scrape() throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        writer.write(out, registry.scrape());
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    private static MetricSnapshots collect(LiveConfiguration live) {
+        List<SubsystemStatistics> stats = live.statistics();
+        MetricSnapshots.Builder out = MetricSnapshots.builder();
+        out.metricSnapshot(counter(stats, "nvmeof_namespace_read_commands", "Reads completed successfully", NamespaceStatistics::reads));
+        out.metricSnapshot(counter(stats, "nvmeof_namespace_write_commands", "Writes completed successfully", NamespaceStatistics::writes));
+        out.metricSnapshot(counter(stats, "nvmeof_namespace_other_commands", "Flush, Write Zeroes, Dataset Management and Compare commands completed successfully",
+                NamespaceStatistics::otherCommands));
+        out.metricSnapshot(counter(stats, "nvmeof_namespace_read_bytes", "Bytes read", NamespaceStatistics::readBytes));
+        out.metricSnapshot(counter(stats, "nvmeof_namespace_written_bytes", "Bytes written", NamespaceStatistics::writtenBytes));
+        out.metricSnapshot(counter(stats, "nvmeof_namespace_errors", "Commands completed with an error status", NamespaceStatistics::errors));
+        out.metricSnapshot(latency(stats));
+        Map<String, Integer> controllers = new HashMap<>();
+        for (LiveConfiguration.ControllerView c : live.controllers()) {
+            controllers.merge(c.subsystem(), 1, Integer::sum);
+        }
+        GaugeSnapshot.Builder g = GaugeSnapshot.builder().name("nvmeof_subsystem_controllers").help("Connected hosts (controllers)");
+        for (SubsystemStatistics s : stats) {
+            g.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(Labels.of("subsystem", s.nqn()))
+                    .value(controllers.getOrDefault(s.nqn(), 0)).build());
+        }
+        out.metricSnapshot(g.build());
+        out.metricSnapshot(GaugeSnapshot.builder().name("nvmeof_listeners").help("Ports the target listens on")
+                .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.listeners().size()).build()).build());
+        return out.build();
+    }
+
+    private static CounterSnapshot counter(List<SubsystemStatistics> stats, String name, String help,
+                                           ToLongFunction<NamespaceStatistics> value) {
+        CounterSnapshot.Builder b = CounterSnapshot.builder().name(name).help(help);
+        for (SubsystemStatistics s : stats) {
+            for (NamespaceStatistics n : s.namespaces()) {
+                b.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(labels(s, n))
+                        .value(value.applyAsLong(n)).build());
+            }
+        }
+        return b.build();
+    }
+
+    private static HistogramSnapshot latency(List<SubsystemStatistics> stats) {
+        double[] bounds = new double[IoStatistics.BOUNDS_NS.length + 1];
+        for (int i = 0; i < IoStatistics.BOUNDS_NS.length; i++) {
+            bounds[i] = IoStatistics.BOUNDS_NS[i] / 1e9;
+        }
+        bounds[bounds.length - 1] = Double.POSITIVE_INFINITY;
+        HistogramSnapshot.Builder b = HistogramSnapshot.builder().name("nvmeof_namespace_latency_seconds")
+                .help("Time from a command's arrival to its completion, per namespace");
+        for (SubsystemStatistics s : stats) {
+            for (NamespaceStatistics n : s.namespaces()) {
+                long count = 0;
+                for (long c : n.latencyBuckets()) {
+                    count += c;
+                }
+                b.dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder().labels(labels(s, n))
+                        .classicHistogramBuckets(ClassicHistogramBuckets.of(bounds, n.latencyBuckets()))
+                        .sum(n.meanLatencyNs() * (double) count / 1e9).build());
+            }
+        }
+        return b.build();
+    }
+
+    private static Labels labels(SubsystemStatistics s, NamespaceStatistics n) {
+        return Labels.of("subsystem", s.nqn(), "nsid", Long.toString(n.nsid()));
+    }
+}
