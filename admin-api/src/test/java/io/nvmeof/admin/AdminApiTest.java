@@ -291,6 +291,26 @@ class AdminApiTest {
                     TransportId.tcp("127.0.0.1", port, TargetConfig.DEFAULT_NQN), ConnectOptions.defaults()));
         }
         problem(call("DELETE", "/api/v1/listeners/" + id, null), 404, "does not exist");
+
+        // A listener that exposes one subsystem: Connect to another through it is refused (as nvmet and SPDK do),
+        // and its discovery log lists only that one.
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\",\"namespaces\":[{\"size\":\"1MiB\"}]}")
+                .statusCode());
+        JsonNode only = json(call("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":0,\"subsystems\":[\""
+                + TargetConfig.DEFAULT_NQN + "\"]}"));
+        int onlyPort = only.get("port").asInt();
+        problem(call("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":0,\"subsystems\":[\"nqn.2026-12.io.nvmeof:nothing\"]}"),
+                400, "does not exist");
+        NvmeStatusException refused = assertThrows(NvmeStatusException.class, () -> NvmeofController.connect(
+                TransportId.tcp("127.0.0.1", onlyPort, NQN), ConnectOptions.defaults()));
+        assertEquals(Status.CONNECT_INVALID_PARAMETERS, refused.statusCode());
+        NvmeofController.connect(TransportId.tcp("127.0.0.1", onlyPort, TargetConfig.DEFAULT_NQN), ConnectOptions.defaults()).close();
+        NvmeofController.connect(TransportId.tcp("127.0.0.1", target.tcpPort(0), NQN), ConnectOptions.defaults()).close();
+        try (NvmeofController d = NvmeofController.connect(TransportId.tcp("127.0.0.1", onlyPort, io.nvmeof.protocol.fabrics.Nqn.DISCOVERY),
+                ConnectOptions.defaults())) {
+            assertTrue(d.discoveryLog().stream().noneMatch(e -> e.subnqn().equals(NQN) && e.trsvcid().equals(Integer.toString(onlyPort))));
+        }
+        assertEquals(204, call("DELETE", "/api/v1/listeners/" + only.get("id").asInt(), null).statusCode());
         problem(call("DELETE", "/api/v1/listeners/1", null), 409, "last");
         assertEquals(1, json(call("GET", "/api/v1/config", null)).get("listeners").size());
     }

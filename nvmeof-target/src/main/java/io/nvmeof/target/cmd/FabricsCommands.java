@@ -108,6 +108,14 @@ public final class FabricsCommands {
                     "no subsystem " + subnqn);
             return;
         }
+        io.nvmeof.target.core.ListenerInfo via = sq.transport().listener();
+        if (via != null && !subsystem.isDiscovery() && !via.exports(subnqn)) {
+            // As nvmet (a subsystem is reachable through the ports it is linked to) and SPDK (its listeners).
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.SUBNQN),
+                    "subsystem " + subnqn + " is not exported through port " + via.portId() + " (" + via.traddr() + ":"
+                            + via.trsvcid() + ")");
+            return;
+        }
         if (!subsystem.hostAllowed(hostnqn)) {
             fail(req, Status.CONNECT_INVALID_HOST | Status.DNR, invalidDataField(ConnectData.HOSTNQN),
                     "host " + Nqn.display(hostnqn) + " is not allowed to use " + subnqn);

@@ -440,6 +440,18 @@ public final class RdmaQueue implements TransportQueue {
         return peer;
     }
 
+    private volatile io.nvmeof.target.core.ListenerInfo listener;
+
+    /** The listener the connection came through; set before the queue starts. */
+    void listener(io.nvmeof.target.core.ListenerInfo l) {
+        listener = l;
+    }
+
+    @Override
+    public io.nvmeof.target.core.ListenerInfo listener() {
+        return listener;
+    }
+
     public SubmissionQueue submissionQueue() {
         return sq;
     }

@@ -79,7 +79,7 @@ public final class RdmaTransport implements AutoCloseable {
     private static final int REHEARSALS_PER_GROUP = 3;
     /** Set while {@link #rehearseConnection} runs: its accept is not a host's. */
     private volatile boolean rehearsing;
-    private ListenerInfo info;
+    private volatile ListenerInfo info;
     private ProtectionDomain pd;
     private DeviceAttributes attributes;
     /** The device the poll groups were built on, once they are (its asynchronous events are read by the CM thread). */
@@ -289,6 +289,7 @@ public final class RdmaTransport implements AutoCloseable {
                     // Admin capsules carry no data; I/O capsules up to the advertised in-capsule size.
                     RdmaQueue queue = new RdmaQueue(core, channel, g.pool, registrar, g.group,
                             peer, depth, inlineDataSize, p.qid() == 0 ? 0 : inlineDataSize, Math.max(1, initiatorDepth));
+                    queue.listener(info);
                     queue.start();
                     connections.put(id, new Connection(id, qp, g, queue, cqEntries));
                     byte[] accept = new byte[RdmaCmAccept.LENGTH];

@@ -21,6 +21,7 @@ import io.nvmeof.protocol.tcp.R2TPdu;
 import io.nvmeof.protocol.tcp.TermReqPdu;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.target.core.Controller;
+import io.nvmeof.target.core.ListenerInfo;
 import io.nvmeof.target.core.Request;
 import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.TargetCore;
@@ -627,6 +628,18 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     @Override
     public boolean keyedSgls() {
         return false;
+    }
+
+    private ListenerInfo listener;
+
+    /** Set once, before the connection's first event. */
+    void listener(ListenerInfo l) {
+        listener = l;
+    }
+
+    @Override
+    public ListenerInfo listener() {
+        return listener;
     }
 
     @Override

@@ -32,7 +32,7 @@ public final class TcpTransport implements AutoCloseable {
     private final TargetCore core;
     private final EventLoopGroup group;
     private Channel serverChannel;
-    private ListenerInfo info;
+    private volatile ListenerInfo info;
     /** Connections accepted here (closed ones leave by themselves): removing the listener ends them. */
     private final io.netty.channel.group.ChannelGroup connections =
             new io.netty.channel.group.DefaultChannelGroup("nvme-tcp-connections", io.netty.util.concurrent.GlobalEventExecutor.INSTANCE);
@@ -60,7 +60,9 @@ public final class TcpTransport implements AutoCloseable {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         connections.add(ch);
-                        ch.pipeline().addLast("nvme-tcp", new TcpQueue(core, options));
+                        TcpQueue q = new TcpQueue(core, options);
+                        q.listener(info);
+                        ch.pipeline().addLast("nvme-tcp", q);
                     }
                 });
         try {

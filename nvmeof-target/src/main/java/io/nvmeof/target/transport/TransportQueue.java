@@ -48,4 +48,9 @@ public interface TransportQueue {
 
     /** The peer's address, for logs. */
     String peer();
+
+    /** The listener this connection came through (which subsystems it exposes), or null when not known. */
+    default io.nvmeof.target.core.ListenerInfo listener() {
+        return null;
+    }
 }
