@@ -4,7 +4,8 @@ import java.util.List;
 
 /**
  * Told when a controller's state changes, and when its namespaces change. Runs on the controller's housekeeping
- * thread, one call at a time; it may call the controller (even its blocking methods) but should return soon.
+ * thread, one call at a time (except {@link ControllerState#CLOSED}, reported on the thread that called close); it
+ * may call the controller (even its blocking methods) but should return soon.
  */
 @FunctionalInterface
 public interface ControllerStateListener {
