@@ -117,6 +117,13 @@ final class AdminCommand {
         out.flush();
     }
 
+    /** DELETE {@code path}; on success prints {@code what} and returns exit code 0. */
+    int delete(String path, String what) throws Exception {
+        call("DELETE", path, null);
+        done(what);
+        return 0;
+    }
+
     void done(String what) {
         spec.commandLine().getOut().println(what);
         spec.commandLine().getOut().flush();
@@ -191,9 +198,7 @@ final class AdminCommand {
 
         @Override
         public Integer call() throws Exception {
-            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn), null);
-            admin.done("deleted " + nqn);
-            return 0;
+            return admin.delete("/api/v1/subsystems/" + enc(nqn), "deleted " + nqn);
         }
     }
 
@@ -238,9 +243,7 @@ final class AdminCommand {
 
         @Override
         public Integer call() throws Exception {
-            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn) + "/namespaces/" + nsid, null);
-            admin.done("removed namespace " + nsid + " from " + nqn);
-            return 0;
+            return admin.delete("/api/v1/subsystems/" + enc(nqn) + "/namespaces/" + nsid, "removed namespace " + nsid + " from " + nqn);
         }
     }
 
@@ -264,9 +267,7 @@ final class AdminCommand {
 
         @Override
         public Integer call() throws Exception {
-            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn) + "/hosts/" + enc(host), null);
-            admin.done("removed " + host + " from " + nqn);
-            return 0;
+            return admin.delete("/api/v1/subsystems/" + enc(nqn) + "/hosts/" + enc(host), "removed " + host + " from " + nqn);
         }
     }
 
@@ -313,9 +314,7 @@ final class AdminCommand {
 
         @Override
         public Integer call() throws Exception {
-            admin.call("DELETE", "/api/v1/listeners/" + id, null);
-            admin.done("removed listener " + id);
-            return 0;
+            return admin.delete("/api/v1/listeners/" + id, "removed listener " + id);
         }
     }
 
@@ -369,9 +368,7 @@ final class AdminCommand {
 
         @Override
         public Integer call() throws Exception {
-            admin.call("DELETE", "/api/v1/subsystems/" + enc(nqn) + "/controllers/" + cntlid, null);
-            admin.done("disconnected controller " + cntlid + " of " + nqn);
-            return 0;
+            return admin.delete("/api/v1/subsystems/" + enc(nqn) + "/controllers/" + cntlid, "disconnected controller " + cntlid + " of " + nqn);
         }
     }
 
