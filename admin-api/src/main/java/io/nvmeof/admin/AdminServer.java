@@ -3,7 +3,10 @@ package io.nvmeof.admin;
 import io.nvmeof.target.LiveConfiguration;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.net.PemKeyCertOptions;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
@@ -41,9 +44,15 @@ public final class AdminServer implements AutoCloseable {
 
     /** Starts serving {@code live}; blocks until listening. */
     public static AdminServer start(LiveConfiguration live, AdminOptions options) throws IOException {
-        if (!InetAddress.getByName(options.host()).isLoopbackAddress()) {
-            throw new IllegalArgumentException("the admin API listens on loopback addresses only for now (it has no"
-                    + " TLS yet); use --admin-listen 127.0.0.1:PORT and reach it through an SSH tunnel");
+        if (options.tls() == null && !InetAddress.getByName(options.host()).isLoopbackAddress()) {
+            // The token and every configuration travel in the clear without TLS: only the local machine may see them.
+            throw new IllegalArgumentException("the admin API listens on " + options.host() + ", which is not a"
+                    + " loopback address, only with TLS: give a PEM certificate and key (--admin-tls-cert,"
+                    + " --admin-tls-key), or listen on 127.0.0.1 and reach it through an SSH tunnel");
+        }
+        HttpServerOptions serverOptions = new HttpServerOptions();
+        if (options.tls() != null) {
+            serverOptions.setSsl(true).setKeyCertOptions(pem(options.tls()));
         }
         PathPolicy paths = new PathPolicy(options.allowedDirs());
         String contractText = resource(CONTRACT);
@@ -52,14 +61,34 @@ public final class AdminServer implements AutoCloseable {
             OpenAPIContract contract = OpenAPIContract.from(vertx, new io.vertx.core.json.JsonObject(
                     new org.yaml.snakeyaml.Yaml().<java.util.Map<String, Object>>load(contractText))).await();
             Router router = router(vertx, contract, live, paths, options.token(), contractText);
-            HttpServer server = vertx.createHttpServer().requestHandler(router).listen(options.port(), options.host()).await();
-            LOG.info("admin API on http://{}:{}/api/v1 (OpenAPI at /openapi.yaml)", options.host(), server.actualPort());
+            HttpServer server = vertx.createHttpServer(serverOptions).requestHandler(router)
+                    .listen(options.port(), options.host()).await();
+            LOG.info("admin API on {}://{}:{}/api/v1 (OpenAPI at /openapi.yaml)", options.tls() != null ? "https" : "http",
+                    options.host(), server.actualPort());
             return new AdminServer(vertx, server);
         } catch (RuntimeException e) {
             vertx.close();
             throw new IOException("the admin API could not start on " + options.host() + ":" + options.port() + ": "
                     + e.getMessage(), e);
         }
+    }
+
+    /** Reads the PEM files up front, so a missing or unreadable one is named before anything listens. */
+    private static PemKeyCertOptions pem(AdminOptions.Tls tls) throws IOException {
+        for (java.nio.file.Path p : new java.nio.file.Path[] {tls.certificate(), tls.key()}) {
+            if (!java.nio.file.Files.isReadable(p)) {
+                throw new IOException("the admin API's TLS file " + p + " does not exist or cannot be read");
+            }
+        }
+        String cert = java.nio.file.Files.readString(tls.certificate(), StandardCharsets.US_ASCII);
+        String key = java.nio.file.Files.readString(tls.key(), StandardCharsets.US_ASCII);
+        if (!cert.contains("-----BEGIN CERTIFICATE-----")) {
+            throw new IOException(tls.certificate() + " holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+        }
+        if (!key.matches("(?s).*-----BEGIN (RSA |EC )?PRIVATE KEY-----.*")) {
+            throw new IOException(tls.key() + " holds no unencrypted PEM private key (PKCS#8, RSA or EC)");
+        }
+        return new PemKeyCertOptions().setCertValue(Buffer.buffer(cert)).setKeyValue(Buffer.buffer(key));
     }
 
     private static Router router(Vertx vertx, OpenAPIContract contract, LiveConfiguration live, PathPolicy paths,

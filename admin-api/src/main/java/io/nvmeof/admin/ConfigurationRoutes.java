@@ -94,16 +94,16 @@ final class ConfigurationRoutes {
         rb.getRoute(operationId).addHandler(h);
     }
 
-    /** A file backend's path must pass the directory policy before anything is opened. */
+    /** A file or block backend's path must pass the directory policy before anything is opened. */
     private void checkPath(NamespaceConfig n) {
-        boolean file = "file".equals(n.backend()) || n.backend() == null && n.path() != null;
-        if (file) {
+        boolean onPath = "file".equals(n.backend()) || "block".equals(n.backend()) || n.backend() == null && n.path() != null;
+        if (onPath) {
             if (n.path() == null) {
-                throw new PathPolicy.ApiRefusal("a file backend needs a path");
+                throw new PathPolicy.ApiRefusal("a " + (n.backend() != null ? n.backend() : "file") + " backend needs a path");
             }
             paths.check(n.path());
         } else if (n.path() != null) {
-            throw new PathPolicy.ApiRefusal("path is only for file backends (backend is '" + n.backend() + "')");
+            throw new PathPolicy.ApiRefusal("path is only for file and block backends (backend is '" + n.backend() + "')");
         }
     }
 

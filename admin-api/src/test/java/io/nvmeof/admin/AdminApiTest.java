@@ -55,7 +55,8 @@ class AdminApiTest {
         target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
         token = AdminToken.loadOrCreate(dir.resolve("state/admin-token"));
         Files.createDirectories(dir.resolve("images"));
-        admin = AdminServer.start(target.live(), new AdminOptions("127.0.0.1", 0, token, List.of(dir.resolve("images"))));
+        admin = AdminServer.start(target.live(), new AdminOptions("127.0.0.1", 0, token,
+                List.of(dir.resolve("images"), Path.of("/dev"))));
     }
 
     @AfterEach
@@ -256,6 +257,61 @@ class AdminApiTest {
             JsonNode after = json(call("GET", "/api/v1/statistics", null));
             JsonNode ns1 = after.get(1).get("namespaces").get(0);
             assertEquals(2, ns1.get("reads").asLong(), "the closed queue's read is kept, the new queue's added: " + after);
+        }
+    }
+
+    /**
+     * A block device (a loop device over a file here, as nvmet's bdev backend would export a disk) exported with the
+     * NGUID the admin gave: the host sees the device's size and that NGUID; what it writes lands on the device.
+     */
+    @Test
+    void aBlockDeviceNamespaceWithItsNguid() throws Exception {
+        Path image = dir.resolve("images/disk.img");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(8 << 20);
+        }
+        String loop = losetup(image);
+        org.junit.jupiter.api.Assumptions.assumeTrue(loop != null, "no loop device here (needs root and /dev/loop-control)");
+        try {
+            assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+            String nguid = "00112233445566778899aabbccddeeff";
+            HttpResponse<String> added = call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                    "{\"backend\":\"block\",\"path\":\"" + loop + "\",\"nguid\":\"" + nguid.toUpperCase() + "\"}");
+            assertEquals(201, added.statusCode(), added.body());
+            assertEquals("block", json(added).get("backend").asText());
+            assertEquals(Long.toString(8 << 20), json(added).get("size").asText());
+            assertEquals(nguid, json(added).get("nguid").asText());
+            problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                    "{\"backend\":\"block\",\"path\":\"" + image + "\"}"), 400, "not a block device");
+            try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", target.tcpPort(0), NQN),
+                    ConnectOptions.builder().build())) {
+                NamespaceHandle ns = c.namespace(1);
+                assertEquals((8 << 20) / 512, ns.blockCount());
+                byte[] id = c.identify(0, 1);
+                assertEquals(nguid, java.util.HexFormat.of().formatHex(id, 104, 120), "Identify Namespace NGUID");
+                ByteBuffer b = ByteBuffer.allocateDirect(512);
+                b.putLong(0, 0x5EED_B10CL);
+                ns.write(3, 1, b).get(5, TimeUnit.SECONDS);
+                ns.flush().get(5, TimeUnit.SECONDS);
+            }
+            try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(loop, "r")) {
+                f.seek(3 * 512);
+                assertEquals(0x5EED_B10CL, f.readLong(), "the write is on the device");
+            }
+            assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN, null).statusCode());
+        } finally {
+            new ProcessBuilder("losetup", "-d", loop).start().waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Attaches {@code file} to a free loop device; null when this machine cannot. */
+    private static String losetup(Path file) {
+        try {
+            Process p = new ProcessBuilder("losetup", "-f", "--show", file.toString()).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+            return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0 && out.startsWith("/dev/") ? out : null;
+        } catch (Exception e) {
+            return null;
         }
     }
 

@@ -47,6 +47,10 @@ final class AdminCommand {
     @Option(names = "--state-dir", description = "The target's state directory, to find its token (default as the target's)")
     Path stateDir;
 
+    @Option(names = "--cacert", paramLabel = "PEM", description = "Trust this PEM certificate (the target's own, or"
+            + " its CA's) for an https --url, as curl --cacert does (default: the JVM's trusted CAs)")
+    Path caCert;
+
     @Option(names = "--json", description = "Print the API's JSON instead of a table")
     boolean json;
 
@@ -70,11 +74,23 @@ final class AdminCommand {
         }
         HttpResponse<String> r;
         try {
-            r = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()
-                    .send(b.build(), HttpResponse.BodyHandlers.ofString());
+            HttpClient.Builder client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5));
+            if (caCert != null) {
+                client.sslContext(trusting(caCert));
+            }
+            r = client.build().send(b.build(), HttpResponse.BodyHandlers.ofString());
         } catch (ConnectException e) {
             throw new IllegalArgumentException("no admin API at " + url + "; is the target running (without"
                     + " --no-admin)? Pass --url if it listens elsewhere");
+        } catch (javax.net.ssl.SSLException e) {
+            throw new IllegalArgumentException("TLS with " + url + " failed (" + e.getMessage() + "); pass the target's"
+                    + " certificate with --cacert PEM, and use the address its certificate names");
+        } catch (java.io.IOException e) {
+            if (url.startsWith("http://") && "HTTP/1.1 header parser received no bytes".equals(e.getMessage())) {
+                throw new IllegalArgumentException("the admin API at " + url + " did not answer plain HTTP; it may"
+                        + " serve HTTPS: use --url https://...");
+            }
+            throw e;
         }
         if (r.statusCode() >= 400) {
             String detail = r.body();
@@ -87,6 +103,30 @@ final class AdminCommand {
             throw new IllegalArgumentException("HTTP " + r.statusCode() + " " + detail);
         }
         return r.statusCode() == 204 || r.body().isEmpty() ? null : JSON.readTree(r.body());
+    }
+
+    /** An SSL context trusting only the certificates in {@code pem}. */
+    private static javax.net.ssl.SSLContext trusting(Path pem) throws Exception {
+        java.security.KeyStore ks = java.security.KeyStore.getInstance(java.security.KeyStore.getDefaultType());
+        ks.load(null, null);
+        int i = 0;
+        try (java.io.InputStream in = Files.newInputStream(pem)) {
+            for (java.security.cert.Certificate c
+                    : java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+                ks.setCertificateEntry("ca" + i++, c);
+            }
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IllegalArgumentException("--cacert " + pem + " does not exist");
+        }
+        if (i == 0) {
+            throw new IllegalArgumentException("--cacert " + pem + " holds no PEM certificate");
+        }
+        javax.net.ssl.TrustManagerFactory tmf = javax.net.ssl.TrustManagerFactory.getInstance(
+                javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(ks);
+        javax.net.ssl.SSLContext ctx = javax.net.ssl.SSLContext.getInstance("TLS");
+        ctx.init(null, tmf.getTrustManagers(), null);
+        return ctx;
     }
 
     static String enc(String s) {

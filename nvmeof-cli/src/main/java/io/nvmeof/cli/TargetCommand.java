@@ -47,8 +47,15 @@ final class TargetCommand implements Callable<Integer> {
     boolean printConfig;
 
     @Option(names = "--admin-listen", defaultValue = "127.0.0.1:8080",
-            description = "Serve the admin REST API on this ADDRESS:PORT (loopback only for now). Default: ${DEFAULT-VALUE}")
+            description = "Serve the admin REST API on this ADDRESS:PORT (a non-loopback address needs --admin-tls-cert"
+                    + " and --admin-tls-key). Default: ${DEFAULT-VALUE}")
     String adminListen;
+
+    @Option(names = "--admin-tls-cert", paramLabel = "PEM", description = "Serve the admin API over HTTPS with this PEM certificate (chain, leaf first)")
+    Path adminTlsCert;
+
+    @Option(names = "--admin-tls-key", paramLabel = "PEM", description = "The PEM private key of --admin-tls-cert (unencrypted PKCS#8, RSA or EC)")
+    Path adminTlsKey;
 
     @Option(names = "--no-admin", description = "Do not serve the admin REST API")
     boolean noAdmin;
@@ -134,8 +141,12 @@ final class TargetCommand implements Callable<Integer> {
         int adminPort = Integer.parseInt(adminListen.substring(colon + 1));
         Path tokenFile = adminTokenFile != null ? adminTokenFile : stateDirectory(stateDir).resolve("admin-token");
         String token = adminTokenFile != null ? AdminToken.read(adminTokenFile) : AdminToken.loadOrCreate(tokenFile);
-        AdminServer server = AdminServer.start(target.live(), new AdminOptions(host, adminPort, token, allowDirs));
-        System.err.println("admin API on http://" + adminListen.substring(0, colon) + ":" + server.port()
+        if ((adminTlsCert == null) != (adminTlsKey == null)) {
+            throw new IllegalArgumentException("--admin-tls-cert and --admin-tls-key go together: give both or neither");
+        }
+        AdminOptions.Tls tls = adminTlsCert != null ? new AdminOptions.Tls(adminTlsCert, adminTlsKey) : null;
+        AdminServer server = AdminServer.start(target.live(), new AdminOptions(host, adminPort, token, allowDirs, tls));
+        System.err.println("admin API on " + (tls != null ? "https" : "http") + "://" + adminListen.substring(0, colon) + ":" + server.port()
                 + "/api/v1; bearer token in " + tokenFile.toAbsolutePath());
         return server;
     }

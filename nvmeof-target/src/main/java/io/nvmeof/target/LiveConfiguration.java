@@ -319,7 +319,7 @@ public final class LiveConfiguration {
         sub.addNamespace(ns);
         LOG.info("subsystem {}: namespace {} added ({} x {} B on {})", nqn, nsid, ns.blockCount(), ns.blockSize(),
                 ns.backend().describe());
-        refresh(sub, new NamespaceConfig(nsid, n.backend(), n.size(), n.blockSize(), n.path(), n.uuid()));
+        refresh(sub, new NamespaceConfig(nsid, n.backend(), n.size(), n.blockSize(), n.path(), n.uuid(), n.nguid()));
         return namespaceOf(nqn, nsid);
     }
 
@@ -480,10 +480,12 @@ public final class LiveConfiguration {
         List<NamespaceConfig> namespaces = new ArrayList<>();
         for (Namespace ns : sub.namespaces()) {
             NamespaceConfig n = byNsid.get(ns.nsid());
-            String backend = n != null && n.backend() != null ? n.backend() : ns.backend() instanceof io.nvmeof.target.backend.FileBackend ? "file" : "ram";
+            String backend = ns.backend() instanceof io.nvmeof.target.backend.FileBackend f
+                    ? (f.isBlockDevice() ? "block" : "file") : "ram";
             String path = n != null ? n.path() : null;
+            String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
             namespaces.add(new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path,
-                    ns.uuid().toString()));
+                    ns.uuid().toString(), nguid));
         }
         namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
         return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),

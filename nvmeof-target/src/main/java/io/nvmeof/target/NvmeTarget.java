@@ -142,23 +142,40 @@ public final class NvmeTarget implements AutoCloseable {
     Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
         int blockSize = n.blockSize() != null ? n.blockSize() : 512;
         String kind = n.backend() != null ? n.backend() : (n.path() != null ? "file" : "ram");
+        byte[] nguid = null;
+        if (n.nguid() != null) {
+            if (!n.nguid().matches("[0-9a-fA-F]{32}")) {
+                throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": nguid must be 32 hex digits, got '"
+                        + n.nguid() + "'");
+            }
+            nguid = java.util.HexFormat.of().parseHex(n.nguid());
+        }
+        if (!"ram".equals(kind) && n.path() == null) {
+            throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": a " + kind + " backend needs a path");
+        }
         BlockBackend backend;
         switch (kind) {
             case "ram":
                 backend = new RamBackend(TargetConfig.parseSize(n.size() != null ? n.size() : "1GiB"));
                 break;
             case "file":
-                if (n.path() == null) {
-                    throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": a file backend needs a path");
-                }
                 backend = new FileBackend(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);
+                break;
+            case "block":
+                backend = FileBackend.openBlockDevice(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);
                 break;
             default:
                 throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": unknown backend '" + kind
-                        + "' (use ram or file)");
+                        + "' (use ram, file or block)");
         }
-        backends.add(backend);
-        return new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n));
+        try {
+            Namespace ns = new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n), nguid);
+            backends.add(backend);
+            return ns;
+        } catch (RuntimeException e) {
+            backend.close();
+            throw e;
+        }
     }
 
     static String defaultSerial(String nqn) {

@@ -20,11 +20,51 @@ public final class FileBackend implements BlockBackend {
     private final FileChannel channel;
     private final FileSpace space;
     private final long size;
+    private final boolean device;
 
     public FileBackend(Path path, long sizeBytes) throws IOException {
+        this(path, sizeBytes, false);
+    }
+
+    /**
+     * A block device (as nvmet's bdev backend exports one): it must exist and be a block device; its size is the
+     * device's, or {@code sizeBytes} when that is smaller (a device is never grown). I/O goes through the page cache
+     * as with files; Flush is fdatasync of the device.
+     */
+    public static FileBackend openBlockDevice(Path path, long sizeBytes) throws IOException {
+        java.nio.file.attribute.BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class);
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IOException("block device " + path + " does not exist");
+        }
+        // Block and character devices both read as "other"; sysfs lists block devices only.
+        Object rdev = a.isOther() ? Files.getAttribute(path, "unix:rdev") : null;
+        if (!(rdev instanceof Long) || !Files.isDirectory(Path.of("/sys/dev/block/" + major((Long) rdev) + ":" + minor((Long) rdev)))) {
+            throw new IOException(path + " is not a block device (use backend file for a regular file)");
+        }
+        return new FileBackend(path, sizeBytes, true);
+    }
+
+    private static long major(long dev) {
+        return ((dev >>> 8) & 0xfff) | ((dev >>> 32) & ~0xfffL);
+    }
+
+    private static long minor(long dev) {
+        return (dev & 0xff) | ((dev >>> 12) & ~0xffL);
+    }
+
+    private FileBackend(Path path, long sizeBytes, boolean device) throws IOException {
         this.path = path;
-        this.channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        this.device = device;
+        this.channel = device ? FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)
+                : FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
         long existing = channel.size();
+        if (device && sizeBytes > existing) {
+            channel.close();
+            throw new IOException("block device " + path + " has " + existing + " bytes; a namespace of " + sizeBytes
+                    + " does not fit");
+        }
         if (sizeBytes <= 0) {
             if (existing == 0) {
                 channel.close();
@@ -44,6 +84,10 @@ public final class FileBackend implements BlockBackend {
             throw e;
         }
         this.space = fs;
+    }
+
+    public boolean isBlockDevice() {
+        return device;
     }
 
     public Path path() {
@@ -116,7 +160,7 @@ public final class FileBackend implements BlockBackend {
 
     @Override
     public String describe() {
-        return "file " + path;
+        return (device ? "block device " : "file ") + path;
     }
 
     @Override

@@ -47,9 +47,18 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
             List<String> hosts, List<NamespaceConfig> namespaces) {
     }
 
-    /** @param backend {@code ram} or {@code file}; @param size bytes or with a unit (512MiB, 1GiB, 4k). */
+    /**
+     * @param backend {@code ram}, {@code file} or {@code block} (a block device)
+     * @param size    bytes or with a unit (512MiB, 1GiB, 4k); for file and block backends, null means the file's or
+     *                device's own size
+     * @param nguid   32 hex digits; null: the UUID's 16 bytes (a migrated namespace keeps the NGUID hosts knew)
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid) {
+    public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
+            String nguid) {
+        public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid) {
+            this(nsid, backend, size, blockSize, path, uuid, null);
+        }
     }
 
     /** The embedded default: one 1 GiB RAM namespace on NVMe/TCP 127.0.0.1:4420. */

@@ -11,8 +11,14 @@ public final class Namespace {
     private final int blockShift;
     private final long blockCount;
     private final UUID uuid;
+    private final byte[] nguid;
 
     public Namespace(long nsid, BlockBackend backend, int blockSize, UUID uuid) {
+        this(nsid, backend, blockSize, uuid, null);
+    }
+
+    /** @param nguid 16 bytes, or null for the UUID's bytes */
+    public Namespace(long nsid, BlockBackend backend, int blockSize, UUID uuid, byte[] nguid) {
         if (nsid < 1 || nsid > 0xFFFF_FFFEL) {
             throw new IllegalArgumentException("NSID must be 1..0xFFFFFFFE, got " + nsid);
         }
@@ -27,6 +33,11 @@ public final class Namespace {
             throw new IllegalArgumentException("namespace " + nsid + " is smaller than one block");
         }
         this.uuid = uuid;
+        if (nguid != null && nguid.length != 16) {
+            throw new IllegalArgumentException("NGUID must be 16 bytes, got " + nguid.length);
+        }
+        this.nguid = nguid != null ? nguid.clone()
+                : ByteBuffer.allocate(16).putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()).array();
     }
 
     public long nsid() { return nsid; }
@@ -37,9 +48,9 @@ public final class Namespace {
     public long sizeBytes() { return blockCount << blockShift; }
     public UUID uuid() { return uuid; }
 
-    /** NGUID: the UUID's 16 bytes, big endian as printed. */
+    /** NGUID: as configured, else the UUID's 16 bytes, big endian as printed. */
     public byte[] nguid() {
-        return ByteBuffer.allocate(16).putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()).array();
+        return nguid.clone();
     }
 
     /** EUI-64: the first 8 bytes of the NGUID. */
