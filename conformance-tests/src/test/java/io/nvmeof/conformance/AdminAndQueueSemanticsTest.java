@@ -122,6 +122,53 @@ class AdminAndQueueSemanticsTest {
         }
     }
 
+    /**
+     * A discovery controller that enabled Discovery Log Page Change notices (as the Linux host's persistent discovery
+     * controller does) hears of a host-list change and a new subsystem; one notice until the log is read again.
+     */
+    @Test
+    void discoveryLogChangesRaiseANoticeOnTheDiscoveryController() throws Exception {
+        try (RawTcpHost disc = new RawTcpHost(port)) {
+            disc.bringUpAdmin(io.nvmeof.protocol.fabrics.Nqn.DISCOVERY);
+            RawTcpHost.Reply id = disc.executeForData(RawTcpHost.identifySqe(Opcodes.CNS_CONTROLLER, 0), 4096);
+            long oaes = ByteBuffer.wrap(id.data()).order(ByteOrder.LITTLE_ENDIAN).getInt(92) & 0xFFFF_FFFFL;
+            assertEquals(1L << 31, oaes, "OAES: Discovery Log Page Change Notices");
+            byte[] sf = RawTcpHost.sqe();
+            RawTcpHost.cmd(sf).opcode(Opcodes.ADMIN_SET_FEATURES).cdw10(Opcodes.FEAT_ASYNC_EVENT_CONFIG)
+                    .cdw11(Features.AEC_DISCOVERY_LOG_CHANGE | Features.AEC_NS_ATTRIBUTE);
+            assertEquals(Status.SUCCESS, disc.execute(sf, null).status());
+            byte[] gf = RawTcpHost.sqe();
+            RawTcpHost.cmd(gf).opcode(Opcodes.ADMIN_GET_FEATURES).cdw10(Opcodes.FEAT_ASYNC_EVENT_CONFIG);
+            assertEquals(Features.AEC_DISCOVERY_LOG_CHANGE, disc.execute(gf, null).dw0(), "only what a discovery controller sends");
+
+            byte[] aer = RawTcpHost.sqe();
+            RawTcpHost.cmd(aer).opcode(Opcodes.ADMIN_ASYNC_EVENT_REQUEST).cid(600);
+            disc.send(disc.capsule(aer, null));
+            target.live().addHost(TestTargets.NQN, "nqn.2026-12.io.example:another-host");
+            Completion event = disc.awaitResponse();
+            assertEquals(600, event.cid());
+            int notice = Features.asyncEvent(Features.AER_TYPE_NOTICE, Features.AER_INFO_DISCOVERY_LOG_CHANGED,
+                    Opcodes.LOG_DISCOVERY);
+            assertEquals(notice, event.dw0());
+
+            // Masked until the host reads the log: the next change waits for that read.
+            byte[] aer2 = RawTcpHost.sqe();
+            RawTcpHost.cmd(aer2).opcode(Opcodes.ADMIN_ASYNC_EVENT_REQUEST).cid(601);
+            disc.send(disc.capsule(aer2, null));
+            target.live().removeHost(TestTargets.NQN, "nqn.2026-12.io.example:another-host");
+            byte[] log = RawTcpHost.sqe();
+            RawTcpHost.cmd(log).opcode(Opcodes.ADMIN_GET_LOG_PAGE).cdw10(Opcodes.LOG_DISCOVERY | (1024 / 4 - 1) << 16);
+            RawTcpHost.sgl(log).transportBlock(1024);
+            RawTcpHost.Reply page = disc.executeForData(log, 1024);
+            assertEquals(Status.SUCCESS, page.cqe().status(), "the log read completes before any event: none was due");
+            target.live().createSubsystem(new io.nvmeof.target.config.TargetConfig.SubsystemConfig(
+                    "nqn.2026-12.io.example:new", null, null, null, null, null, null));
+            Completion second = disc.awaitResponse();
+            assertEquals(601, second.cid());
+            assertEquals(notice, second.dw0());
+        }
+    }
+
     @Test
     void errorAndSmartLogsCountWhatHappened() throws Exception {
         try (NvmeofController c = connect()) {

@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * generation counter.
  */
 public final class LiveConfiguration {
-    private static final Logger LOG = LoggerFactory.getLogger(LiveConfiguration.class);
+    static final Logger LOG = LoggerFactory.getLogger(LiveConfiguration.class);
     /** Longest serial (Identify SN) and model (MN) strings, in bytes. */
     static final int SERIAL_LENGTH = 20;
     static final int MODEL_LENGTH = 40;
@@ -65,6 +65,21 @@ public final class LiveConfiguration {
                                  String connectedAt) {
     }
 
+    /**
+     * How an imported document meets the live configuration: {@code REPLACE} makes the target exactly the document
+     * (what it does not name is removed); {@code MERGE} adds what the document has and the target lacks, refusing
+     * clashes. Either way, a field the document leaves out keeps its live value.
+     */
+    public enum ImportMode { REPLACE, MERGE }
+
+    /**
+     * What an import did, or would do for a dry run: the changes in the order applied, settings that cannot change
+     * while the target runs, and the configuration afterwards.
+     */
+    public record ImportResult(String mode, boolean dryRun, List<String> changes, List<String> notApplied,
+                               TargetConfig config) {
+    }
+
     /** A subsystem's namespaces' I/O statistics. */
     public record SubsystemStatistics(String nqn, List<io.nvmeof.target.core.NamespaceStatistics> namespaces) {
     }
@@ -72,9 +87,9 @@ public final class LiveConfiguration {
     private final NvmeTarget target;
     private final TargetConfig base;
     /** The document: subsystems by NQN, in creation order, each with its effective values filled in. */
-    private final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
+    final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
     /** Listeners by port ID, with the port each is bound to. */
-    private final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
+    final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
     private final List<Consumer<TargetConfig>> changeListeners = new CopyOnWriteArrayList<>();
 
     LiveConfiguration(NvmeTarget target, TargetConfig started) {
@@ -111,6 +126,17 @@ public final class LiveConfiguration {
                 List.copyOf(listeners.values()), List.copyOf(subsystems.values()));
     }
 
+    /**
+     * Imports a whole configuration document, atomically: everything that can fail (opening backends, binding ports)
+     * is done first, invisibly to hosts, and undone if any of it fails; then the changes are made live at once and
+     * saved once. {@code pathCheck} vets the path of every namespace the import would open (the admin API's
+     * directory policy) and throws to refuse. A dry run only says what would change.
+     */
+    public synchronized ImportResult importConfiguration(TargetConfig doc, ImportMode mode, boolean dryRun,
+                                                         Consumer<NamespaceConfig> pathCheck) {
+        return new ConfigurationImport(this, target, mode, pathCheck).run(doc, dryRun);
+    }
+
     // ------------------------------------------------------------------------------------------ listeners
 
     public synchronized List<ListenerConfig> listeners() {
@@ -122,28 +148,10 @@ public final class LiveConfiguration {
      * port (the answer says which). {@code subsystems} limits what the discovery log shows there (empty: all).
      */
     public synchronized ListenerConfig addListener(ListenerConfig l) {
-        String transport = l.transport() != null ? l.transport() : "tcp";
-        if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
-            throw invalid("transport must be tcp or rdma, got '" + transport + "'");
-        }
-        if (l.address() == null) {
-            throw invalid("address is required (an IP address of this machine, e.g. 127.0.0.1 or 0.0.0.0)");
-        }
-        try {
-            java.net.InetAddress.getByName(l.address());
-        } catch (java.net.UnknownHostException e) {
-            throw invalid("address '" + l.address() + "' cannot be resolved");
-        }
-        int port = l.port() != null ? l.port() : 4420;
-        if (port < 0 || port > 65535) {
-            throw invalid("port must be 0 to 65535, got " + port);
-        }
+        l = normalizeListener(l);
         int id;
         if (l.id() != null) {
             id = l.id();
-            if (id < 1 || id > 65535) {
-                throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + id);
-            }
             if (listeners.containsKey(id)) {
                 throw conflict("listener " + id + " already exists; choose another id or remove it first");
             }
@@ -153,6 +161,8 @@ public final class LiveConfiguration {
                 id++;
             }
         }
+        String transport = l.transport();
+        int port = l.port();
         if (l.subsystems() != null) {
             for (String nqn : l.subsystems()) {
                 if (!subsystems.containsKey(nqn) && !Nqn.DISCOVERY.equals(nqn)) {
@@ -174,6 +184,30 @@ public final class LiveConfiguration {
         LOG.info("listener {} added: {} {}:{}", id, transport, l.address(), bound);
         changed();
         return d;
+    }
+
+    /** {@code l} with its defaults filled in (transport tcp, port 4420), checked; the id stays as given. */
+    static ListenerConfig normalizeListener(ListenerConfig l) {
+        String transport = l.transport() != null ? l.transport() : "tcp";
+        if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
+            throw invalid("transport must be tcp or rdma, got '" + transport + "'");
+        }
+        if (l.address() == null) {
+            throw invalid("address is required (an IP address of this machine, e.g. 127.0.0.1 or 0.0.0.0)");
+        }
+        try {
+            java.net.InetAddress.getByName(l.address());
+        } catch (java.net.UnknownHostException e) {
+            throw invalid("address '" + l.address() + "' cannot be resolved");
+        }
+        int port = l.port() != null ? l.port() : 4420;
+        if (port < 0 || port > 65535) {
+            throw invalid("port must be 0 to 65535, got " + port);
+        }
+        if (l.id() != null && (l.id() < 1 || l.id() > 65535)) {
+            throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + l.id());
+        }
+        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems());
     }
 
     /** Stops a listener; the connections made through it end (their hosts reconnect through another, if any). */
@@ -218,6 +252,26 @@ public final class LiveConfiguration {
      * "nvmeof-java", 1024 namespaces at most, any host allowed unless hosts are listed.
      */
     public synchronized SubsystemConfig createSubsystem(SubsystemConfig s) {
+        checkSubsystem(s);
+        if (subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
+            throw conflict("subsystem " + s.nqn() + " already exists");
+        }
+        Subsystem sub;
+        try {
+            sub = target.buildSubsystem(s);
+        } catch (IllegalArgumentException | IOException e) {
+            throw invalid(e.getMessage());
+        }
+        target.core().addSubsystem(sub);
+        SubsystemConfig d = describe(sub, s.namespaces());
+        subsystems.put(s.nqn(), d);
+        LOG.info("subsystem {} created ({} namespaces)", s.nqn(), sub.namespaces().size());
+        changed();
+        return d;
+    }
+
+    /** Everything about a new subsystem's description that can be checked without opening anything. */
+    static void checkSubsystem(SubsystemConfig s) {
         if (s.nqn() == null) {
             throw invalid("nqn is required");
         }
@@ -236,26 +290,11 @@ public final class LiveConfiguration {
         if (Nqn.DISCOVERY.equals(s.nqn())) {
             throw conflict("the discovery subsystem " + Nqn.DISCOVERY + " always exists and cannot be created");
         }
-        if (subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
-            throw conflict("subsystem " + s.nqn() + " already exists");
-        }
         checkText("serial", s.serial(), SERIAL_LENGTH);
         checkText("model", s.model(), MODEL_LENGTH);
         if (s.maxNamespaces() != null && (s.maxNamespaces() < 1 || s.maxNamespaces() > 1024)) {
             throw invalid("maxNamespaces must be 1 to 1024, got " + s.maxNamespaces());
         }
-        Subsystem sub;
-        try {
-            sub = target.buildSubsystem(s);
-        } catch (IllegalArgumentException | IOException e) {
-            throw invalid(e.getMessage());
-        }
-        target.core().addSubsystem(sub);
-        SubsystemConfig d = describe(sub, s.namespaces());
-        subsystems.put(s.nqn(), d);
-        LOG.info("subsystem {} created ({} namespaces)", s.nqn(), sub.namespaces().size());
-        changed();
-        return d;
     }
 
     /** Removes a subsystem: its controllers are disconnected. */
@@ -467,7 +506,7 @@ public final class LiveConfiguration {
     }
 
     /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */
-    private SubsystemConfig describe(Subsystem sub, List<NamespaceConfig> configured) {
+    SubsystemConfig describe(Subsystem sub, List<NamespaceConfig> configured) {
         Map<Long, NamespaceConfig> byNsid = new LinkedHashMap<>();
         if (configured != null) {
             long next = 1;
@@ -492,7 +531,7 @@ public final class LiveConfiguration {
                 sub.allowedHosts().stream().sorted().toList(), namespaces);
     }
 
-    private void changed() {
+    void changed() {
         TargetConfig doc = export();
         for (Consumer<TargetConfig> l : changeListeners) {
             l.accept(doc);

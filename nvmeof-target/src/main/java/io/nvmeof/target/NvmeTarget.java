@@ -178,6 +178,16 @@ public final class NvmeTarget implements AutoCloseable {
         }
     }
 
+    /** Closes the backend of a namespace that was opened but never exported (an import that was undone). */
+    void release(Namespace ns) {
+        backends.remove(ns.backend());
+        try {
+            ns.backend().close();
+        } catch (IOException e) {
+            LOG.warn("closing {}: {}", ns.backend().describe(), e.getMessage());
+        }
+    }
+
     static String defaultSerial(String nqn) {
         return String.format("%016x", UUID.nameUUIDFromBytes(nqn.getBytes(StandardCharsets.UTF_8)).getMostSignificantBits())
                 .substring(0, 16);

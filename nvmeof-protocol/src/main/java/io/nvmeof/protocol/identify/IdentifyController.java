@@ -57,6 +57,8 @@ public final class IdentifyController extends Flyweight {
 
     // OAES: Namespace Attribute Notices
     public static final int OAES_NS_ATTR = 1 << 8;
+    // OAES bit 31: Discovery Log Page Change Notices (a discovery controller sends them)
+    public static final int OAES_DISCOVERY_LOG_CHANGE = 1 << 31;
 
     // LPA: bit 1 command effects... bit 2 extended data for Get Log Page
     public static final int LPA_EXTENDED = 1 << 2;

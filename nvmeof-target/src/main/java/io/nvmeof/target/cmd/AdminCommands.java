@@ -224,7 +224,8 @@ public final class AdminCommands {
                 .msdbd(1)
                 .psd0MaxPower(0x9c4);
         if (c.isDiscovery()) {
-            id.controllerType(IdentifyController.CNTRLTYPE_DISCOVERY).nn(0);
+            id.controllerType(IdentifyController.CNTRLTYPE_DISCOVERY).nn(0)
+                    .oaes(IdentifyController.OAES_DISCOVERY_LOG_CHANGE & 0xFFFF_FFFFL);
         } else {
             id.controllerType(IdentifyController.CNTRLTYPE_IO)
                     .oaes(IdentifyController.OAES_NS_ATTR)
@@ -420,7 +421,8 @@ public final class AdminCommands {
                 req.complete(Status.SUCCESS);
                 return;
             case Opcodes.FEAT_ASYNC_EVENT_CONFIG:
-                c.asyncEventConfig(cdw11 & Features.AEC_NS_ATTRIBUTE);
+                // Only the notices this kind of controller sends are kept (as nvmet masks with its supported AENs).
+                c.asyncEventConfig(cdw11 & (c.isDiscovery() ? Features.AEC_DISCOVERY_LOG_CHANGE : Features.AEC_NS_ATTRIBUTE));
                 req.complete(Status.SUCCESS);
                 return;
             case Opcodes.FEAT_HOST_IDENTIFIER:

@@ -59,7 +59,12 @@ public final class DiscoveryCommands {
             req.complete(Status.INVALID_LOG_PAGE | Status.DNR);
             return;
         }
-        AdminCommands.copyLog(req, discoveryLog(req.sq().controller()));
+        Controller c = req.sq().controller();
+        byte[] log = discoveryLog(c);
+        if (!req.cmd.retainAsyncEvent()) {
+            c.discoveryLogRead();
+        }
+        AdminCommands.copyLog(req, log);
     }
 
     /**

@@ -45,6 +45,8 @@ public final class Controller {
     private final ArrayDeque<Request> parkedAers = new ArrayDeque<>();
     private boolean nsChangePending;
     private boolean nsChangeMasked;
+    private boolean discoveryChangePending;
+    private boolean discoveryChangeMasked;
     private final TreeSet<Long> changedNamespaces = new TreeSet<>();
 
     // Error log: rare, so a lock is fine here.
@@ -274,7 +276,31 @@ public final class Controller {
         });
     }
 
+    /**
+     * The discovery log changed (a subsystem, listener or allowed host came or went): a discovery controller that
+     * enabled the notice gets one, then no more until its host reads the log (as nvmet and SPDK do). Any thread.
+     */
+    public void discoveryLogChanged() {
+        adminQueue.transport().execute(() -> {
+            if ((asyncEventConfig & Features.AEC_DISCOVERY_LOG_CHANGE) != 0 && !discoveryChangeMasked) {
+                discoveryChangePending = true;
+                deliverEvents();
+            }
+        });
+    }
+
+    /** The host read the discovery log without retaining the event: the next change is told again. Admin thread. */
+    public void discoveryLogRead() {
+        discoveryChangeMasked = false;
+    }
+
     private void deliverEvents() {
+        if (discoveryChangePending && !parkedAers.isEmpty()) {
+            discoveryChangePending = false;
+            discoveryChangeMasked = true;
+            parkedAers.poll().completeWithResult(Features.asyncEvent(Features.AER_TYPE_NOTICE,
+                    Features.AER_INFO_DISCOVERY_LOG_CHANGED, Opcodes.LOG_DISCOVERY) & 0xFFFF_FFFFL);
+        }
         if (nsChangePending && !parkedAers.isEmpty()) {
             nsChangePending = false;
             nsChangeMasked = true;

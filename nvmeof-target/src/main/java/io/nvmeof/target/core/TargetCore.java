@@ -110,9 +110,17 @@ public final class TargetCore {
 
     public List<ListenerInfo> listeners() { return listeners; }
 
-    /** Bumps the discovery log generation counter; call after any change hosts may discover. */
+    /**
+     * Bumps the discovery log generation counter and tells the discovery controllers that asked (Discovery Log Page
+     * Change notice); call after any change hosts may discover.
+     */
     public void configChanged() {
         discoveryGeneration.incrementAndGet();
+        for (Controller c : controllers()) {
+            if (c.isDiscovery() && !c.isDead()) {
+                c.discoveryLogChanged();
+            }
+        }
     }
 
     public long discoveryGeneration() { return discoveryGeneration.get(); }

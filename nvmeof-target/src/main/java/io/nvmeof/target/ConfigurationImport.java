@@ -1,0 +1,591 @@
+package io.nvmeof.target;
+
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.target.LiveConfiguration.ConfigurationException;
+import io.nvmeof.target.LiveConfiguration.ImportMode;
+import io.nvmeof.target.LiveConfiguration.ImportResult;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Namespace;
+import io.nvmeof.target.core.Subsystem;
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Consumer;
+
+/**
+ * One import of a configuration document into the running target, all or nothing (SPDK's {@code load_config} and
+ * nvmetcli's {@code restore}, but live and atomic).
+ *
+ * <p>The document is compared with the live configuration and turned into steps. Each step first
+ * <em>prepares</em> what can fail (opening a backend, binding a port) without hosts seeing anything; if any
+ * preparation fails, the ones done are undone in reverse and the target is as it was. Only then are the steps
+ * <em>committed</em>, which cannot fail: namespaces appear and disappear (with their events), subsystems and
+ * listeners come and go. A field left out of the document keeps its live value; in {@link ImportMode#REPLACE} whatever the
+ * document does not name is removed, in {@link ImportMode#MERGE} it stays, and a clash is refused.
+ */
+final class ConfigurationImport {
+    /** A unit of change: prepare may fail and is undone; commit may not fail. */
+    private interface Step {
+        String describe();
+
+        default void prepare() throws Exception {
+        }
+
+        default void undo() {
+        }
+
+        void commit();
+    }
+
+    private final LiveConfiguration live;
+    private final NvmeTarget target;
+    private final ImportMode mode;
+    private final Consumer<NamespaceConfig> pathCheck;
+    private final List<Step> steps = new ArrayList<>();
+    private final List<String> notApplied = new ArrayList<>();
+    /** For the document after commit: the namespaces as configured, by subsystem, for those the import touches. */
+    private final Map<String, Map<Long, NamespaceConfig>> configured = new LinkedHashMap<>();
+
+    ConfigurationImport(LiveConfiguration live, NvmeTarget target, ImportMode mode, Consumer<NamespaceConfig> pathCheck) {
+        this.live = live;
+        this.target = target;
+        this.mode = mode;
+        this.pathCheck = pathCheck;
+    }
+
+    /** Plans, then (unless {@code dryRun}) applies; the caller holds the configuration's lock. */
+    ImportResult run(TargetConfig doc, boolean dryRun) {
+        plan(doc);
+        List<String> changes = steps.stream().map(Step::describe).toList();
+        if (dryRun) {
+            return new ImportResult(mode.name().toLowerCase(Locale.ROOT), true, changes, List.copyOf(notApplied), live.export());
+        }
+        List<Step> prepared = new ArrayList<>();
+        try {
+            for (Step s : steps) {
+                s.prepare();
+                prepared.add(s);
+            }
+        } catch (Exception e) {
+            for (int i = prepared.size() - 1; i >= 0; i--) {
+                prepared.get(i).undo();
+            }
+            String why = e.getMessage() != null ? e.getMessage() : e.toString();
+            if (e instanceof ConfigurationException ce) {
+                throw ce;
+            }
+            throw new ConfigurationException(e instanceof java.io.IOException && why.contains("ddress already in use")
+                    ? ConfigurationException.Kind.CONFLICT : ConfigurationException.Kind.INVALID,
+                    "nothing was changed: " + why);
+        }
+        for (Step s : steps) {
+            s.commit();
+        }
+        for (Map.Entry<String, Map<Long, NamespaceConfig>> e : configured.entrySet()) {
+            Subsystem sub = target.core().subsystem(e.getKey());
+            if (sub != null) {
+                live.subsystems.put(e.getKey(), live.describe(sub, new ArrayList<>(e.getValue().values())));
+            }
+        }
+        if (!steps.isEmpty()) {
+            target.core().configChanged();
+            live.changed();
+        }
+        return new ImportResult(mode.name().toLowerCase(Locale.ROOT), false, changes, List.copyOf(notApplied), live.export());
+    }
+
+    // ------------------------------------------------------------------------------------------ planning
+
+    private void plan(TargetConfig doc) {
+        globals(doc);
+        List<SubsystemConfig> subs = doc.subsystems() != null ? doc.subsystems() : List.of();
+        Set<String> named = new HashSet<>();
+        for (SubsystemConfig s : subs) {
+            LiveConfiguration.checkSubsystem(s);
+            if (!named.add(s.nqn())) {
+                throw invalid("subsystem " + s.nqn() + " is in the document twice");
+            }
+        }
+        for (SubsystemConfig s : subs) {
+            SubsystemConfig current = live.subsystems.get(s.nqn());
+            if (current == null) {
+                planCreate(s);
+            } else {
+                planReconcile(s, current);
+            }
+        }
+        if (mode == ImportMode.REPLACE) {
+            for (String nqn : new ArrayList<>(live.subsystems.keySet())) {
+                if (!named.contains(nqn)) {
+                    steps.add(commitOnly("delete subsystem " + nqn + " (its hosts are disconnected)", () -> {
+                        target.core().removeSubsystem(nqn);
+                        live.subsystems.remove(nqn);
+                    }));
+                }
+            }
+        }
+        Set<String> after = new HashSet<>(named);
+        if (mode == ImportMode.MERGE) {
+            after.addAll(live.subsystems.keySet());
+        }
+        planListeners(doc.listeners() != null ? doc.listeners() : List.of(), after);
+    }
+
+    /** Settings the running target cannot change: said, not silently dropped. */
+    private void globals(TargetConfig doc) {
+        TargetConfig now = live.export();
+        differs("pollGroups", doc.pollGroups(), now.pollGroups());
+        differs("maxIoQueues", doc.maxIoQueues(), now.maxIoQueues());
+        differs("maxQueueSize", doc.maxQueueSize(), now.maxQueueSize());
+        differs("maxTransferSize", doc.maxTransferSize(), now.maxTransferSize());
+    }
+
+    private void differs(String name, Integer wanted, Integer now) {
+        if (wanted != null && !wanted.equals(now)) {
+            notApplied.add(name + " " + wanted + ": fixed while the target runs (it is " + (now != null ? now : "the default")
+                    + "); start the target with this document (--config) to apply it");
+        }
+    }
+
+    private void planCreate(SubsystemConfig s) {
+        Map<Long, NamespaceConfig> ns = numbered(s);
+        for (NamespaceConfig n : ns.values()) {
+            checkNamespace(s.nqn(), s.maxNamespaces() != null ? s.maxNamespaces() : 1024, n);
+            pathCheck.accept(n);
+        }
+        SubsystemConfig full = new SubsystemConfig(s.nqn(), s.serial(), s.model(), s.maxNamespaces(), s.allowAnyHost(),
+                s.hosts(), new ArrayList<>(ns.values()));
+        configured.put(s.nqn(), ns);
+        steps.add(new Step() {
+            private Subsystem built;
+
+            @Override
+            public String describe() {
+                return "create subsystem " + s.nqn() + " with " + ns.size() + " namespace" + (ns.size() == 1 ? "" : "s");
+            }
+
+            @Override
+            public void prepare() throws Exception {
+                built = target.buildSubsystem(full);
+            }
+
+            @Override
+            public void undo() {
+                built.namespaces().forEach(target::release);
+            }
+
+            @Override
+            public void commit() {
+                target.core().addSubsystem(built);
+            }
+        });
+    }
+
+    /** A live subsystem the document names: its properties, hosts and namespaces brought to the document's. */
+    private void planReconcile(SubsystemConfig s, SubsystemConfig current) {
+        Subsystem sub = target.core().subsystem(s.nqn());
+        boolean identityChanges = changed(s.serial(), current.serial()) || changed(s.model(), current.model())
+                || changed(s.maxNamespaces(), current.maxNamespaces());
+        if (identityChanges && mode == ImportMode.MERGE) {
+            throw conflict("subsystem " + s.nqn() + " exists with another serial, model or maxNamespaces; remove it"
+                    + " first or import with mode replace (which recreates it and disconnects its hosts)");
+        }
+        int maxNs = s.maxNamespaces() != null ? s.maxNamespaces() : current.maxNamespaces();
+        Map<Long, NamespaceConfig> wanted = numbered(s);
+        Map<Long, NamespaceConfig> result = new LinkedHashMap<>();
+        for (NamespaceConfig n : current.namespaces()) {
+            result.put(n.nsid(), n);
+        }
+        List<NamespaceConfig> toOpen = new ArrayList<>();
+        List<Long> toRemove = new ArrayList<>();
+        for (NamespaceConfig n : wanted.values()) {
+            checkNamespace(s.nqn(), maxNs, n);
+            NamespaceConfig have = result.get(n.nsid());
+            if (have != null && sameNamespace(n, have)) {
+                continue;
+            }
+            if (have != null && mode == ImportMode.MERGE) {
+                throw conflict("namespace " + n.nsid() + " of " + s.nqn() + " exists and differs from the document's;"
+                        + " remove it first or import with mode replace");
+            }
+            pathCheck.accept(n);
+            if (have != null) {
+                toRemove.add(n.nsid());
+            }
+            toOpen.add(n);
+            result.put(n.nsid(), n);
+        }
+        if (mode == ImportMode.REPLACE && s.namespaces() != null) { // left out: kept, as any other field
+            for (NamespaceConfig n : current.namespaces()) {
+                if (!wanted.containsKey(n.nsid())) {
+                    toRemove.add(n.nsid());
+                    result.remove(n.nsid());
+                }
+            }
+        }
+        configured.put(s.nqn(), result);
+        if (identityChanges) {
+            planRecreate(s, sub, result, toOpen);
+            return;
+        }
+        for (long nsid : toRemove) {
+            if (toOpen.stream().noneMatch(n -> n.nsid() == nsid)) { // a swap removes in its own step
+                steps.add(commitOnly("remove namespace " + nsid + " from " + s.nqn(), () -> sub.removeNamespace(nsid)));
+            }
+        }
+        for (NamespaceConfig n : toOpen) {
+            boolean swap = toRemove.contains(n.nsid());
+            steps.add(openNamespaceStep(s.nqn(), n, swap, ns -> {
+                if (swap) {
+                    sub.removeNamespace(n.nsid());
+                }
+                sub.addNamespace(ns);
+            }));
+        }
+        planHosts(s, sub);
+    }
+
+    private void planHosts(SubsystemConfig s, Subsystem sub) {
+        if (s.allowAnyHost() != null && s.allowAnyHost() != sub.allowAnyHost()) {
+            steps.add(commitOnly((s.allowAnyHost() ? "allow any host on " : "allow only the listed hosts on ") + s.nqn(),
+                    () -> sub.allowAnyHost(s.allowAnyHost())));
+        }
+        Set<String> wanted = s.hosts() != null ? new TreeSet<>(s.hosts()) : new TreeSet<>();
+        for (String h : wanted) {
+            if (!sub.allowedHosts().contains(h)) {
+                steps.add(commitOnly("allow host " + h + " on " + s.nqn(), () -> sub.allowedHosts().add(h)));
+            }
+        }
+        if (mode == ImportMode.REPLACE && s.hosts() != null) {
+            for (String h : new TreeSet<>(sub.allowedHosts())) {
+                if (!wanted.contains(h)) {
+                    steps.add(commitOnly("stop allowing host " + h + " on " + s.nqn(), () -> sub.allowedHosts().remove(h)));
+                }
+            }
+        }
+    }
+
+    /**
+     * A subsystem whose serial, model or namespace limit changes is built anew (hosts cache those) and swapped in;
+     * its namespaces that do not change move over with their data.
+     */
+    private void planRecreate(SubsystemConfig s, Subsystem old, Map<Long, NamespaceConfig> result,
+                              List<NamespaceConfig> toOpen) {
+        Set<Long> reopened = new HashSet<>();
+        toOpen.forEach(n -> reopened.add(n.nsid()));
+        SubsystemConfig shell = new SubsystemConfig(s.nqn(), s.serial() != null ? s.serial() : old.serial(),
+                s.model() != null ? s.model() : old.model(), s.maxNamespaces() != null ? s.maxNamespaces() : old.maxNamespaces(),
+                s.allowAnyHost() != null ? s.allowAnyHost() : old.allowAnyHost(),
+                s.hosts() != null && mode == ImportMode.REPLACE ? s.hosts() : mergedHosts(s, old), List.of());
+        steps.add(new Step() {
+            private Subsystem built;
+            private final List<Namespace> opened = new ArrayList<>();
+
+            @Override
+            public String describe() {
+                return "recreate subsystem " + s.nqn() + " (serial, model or maxNamespaces changes; its hosts are"
+                        + " disconnected and reconnect) with " + result.size() + " namespaces";
+            }
+
+            @Override
+            public void prepare() throws Exception {
+                built = target.buildSubsystem(shell);
+                for (NamespaceConfig n : toOpen) {
+                    opened.add(target.openNamespace(s.nqn(), n.nsid(), n));
+                }
+            }
+
+            @Override
+            public void undo() {
+                opened.forEach(target::release);
+            }
+
+            @Override
+            public void commit() {
+                for (Namespace ns : opened) {
+                    built.addNamespace(ns);
+                }
+                for (Namespace ns : old.namespaces()) {
+                    if (result.containsKey(ns.nsid()) && !reopened.contains(ns.nsid())) {
+                        built.addNamespace(ns);
+                    }
+                }
+                target.core().removeSubsystem(s.nqn());
+                target.core().addSubsystem(built);
+            }
+        });
+    }
+
+    private List<String> mergedHosts(SubsystemConfig s, Subsystem old) {
+        Set<String> h = new TreeSet<>(old.allowedHosts());
+        if (s.hosts() != null) {
+            h.addAll(s.hosts());
+        }
+        return List.copyOf(h);
+    }
+
+    private Step openNamespaceStep(String nqn, NamespaceConfig n, boolean swap, Consumer<Namespace> commit) {
+        return new Step() {
+            private Namespace opened;
+
+            @Override
+            public String describe() {
+                return (swap ? "replace namespace " : "add namespace ") + n.nsid() + " of " + nqn + " ("
+                        + (n.backend() != null ? n.backend() : n.path() != null ? "file" : "ram")
+                        + (n.path() != null ? " " + n.path() : "") + (n.size() != null ? ", " + n.size() : "") + ")";
+            }
+
+            @Override
+            public void prepare() throws Exception {
+                opened = target.openNamespace(nqn, n.nsid(), n);
+            }
+
+            @Override
+            public void undo() {
+                target.release(opened);
+            }
+
+            @Override
+            public void commit() {
+                commit.accept(opened);
+            }
+        };
+    }
+
+    // ------------------------------------------------------------------------------------------ listeners
+
+    private void planListeners(List<ListenerConfig> doc, Set<String> subsystemsAfter) {
+        List<ListenerConfig> wanted = new ArrayList<>();
+        Set<Integer> ids = new HashSet<>();
+        Set<String> endpoints = new HashSet<>();
+        for (ListenerConfig l : doc) {
+            ListenerConfig n = LiveConfiguration.normalizeListener(l);
+            if (n.id() != null && !ids.add(n.id())) {
+                throw invalid("listener id " + n.id() + " is in the document twice");
+            }
+            if (n.port() != 0 && !endpoints.add(endpoint(n))) {
+                throw invalid("listener " + endpoint(n) + " is in the document twice");
+            }
+            if (n.subsystems() != null) {
+                for (String nqn : n.subsystems()) {
+                    if (!subsystemsAfter.contains(nqn) && !Nqn.DISCOVERY.equals(nqn)) {
+                        throw invalid("listener " + endpoint(n) + ": subsystem " + Nqn.display(nqn) + " is not in the"
+                                + " target after this import");
+                    }
+                }
+            }
+            wanted.add(n);
+        }
+        Map<Integer, ListenerConfig> current = new LinkedHashMap<>(live.listeners);
+        Set<Integer> kept = new HashSet<>();
+        List<ListenerConfig> toAdd = new ArrayList<>();
+        for (ListenerConfig n : wanted) {
+            ListenerConfig match = current.values().stream()
+                    .filter(c -> n.port() != 0 && endpoint(c).equals(endpoint(n))).findFirst().orElse(null);
+            if (match != null && sameListener(n, match)) {
+                kept.add(match.id());
+                continue;
+            }
+            if (mode == ImportMode.MERGE) {
+                if (match != null) {
+                    throw conflict("listener " + match.id() + " on " + endpoint(n) + " exists with other settings;"
+                            + " remove it first or import with mode replace");
+                }
+                if (n.id() != null && current.containsKey(n.id())) {
+                    throw conflict("listener id " + n.id() + " is taken by " + endpoint(current.get(n.id()))
+                            + "; choose another id");
+                }
+            }
+            toAdd.add(n);
+        }
+        Set<Integer> removed = new HashSet<>();
+        if (mode == ImportMode.REPLACE) {
+            if (wanted.isEmpty()) {
+                throw invalid("the document has no listeners: hosts could not reach the target; keep at least one");
+            }
+            // Listeners the document drops, or whose port or id a new one takes, go before the new ones bind.
+            for (ListenerConfig c : current.values()) {
+                if (!kept.contains(c.id())) {
+                    removed.add(c.id());
+                    steps.add(removeListenerStep(c));
+                }
+            }
+        }
+        Set<Integer> taken = new HashSet<>(current.keySet());
+        taken.removeAll(removed);
+        for (ListenerConfig n : toAdd) {
+            int id = n.id() != null ? n.id() : freeId(taken);
+            taken.add(id);
+            steps.add(addListenerStep(new ListenerConfig(id, n.transport(), n.address(), n.port(), n.inlineDataSize(),
+                    n.maxH2CData(), n.subsystems())));
+        }
+    }
+
+    private static int freeId(Set<Integer> taken) {
+        int id = 1;
+        while (taken.contains(id)) {
+            id++;
+        }
+        return id;
+    }
+
+    private Step removeListenerStep(ListenerConfig c) {
+        return new Step() {
+            @Override
+            public String describe() {
+                return "remove listener " + c.id() + " (" + endpoint(c) + "; its connections end)";
+            }
+
+            @Override
+            public void prepare() {
+                // Before any new listener binds: it may want this one's port or id.
+                target.removeListener(c.id());
+            }
+
+            @Override
+            public void undo() {
+                try {
+                    target.addListener(c, c.id());
+                } catch (Exception e) {
+                    LiveConfiguration.LOG.error("listener {} ({}) could not be restored after a failed import: {}",
+                            c.id(), endpoint(c), e.getMessage());
+                    live.listeners.remove(c.id());
+                }
+            }
+
+            @Override
+            public void commit() {
+                live.listeners.remove(c.id());
+            }
+        };
+    }
+
+    private Step addListenerStep(ListenerConfig l) {
+        return new Step() {
+            private int bound;
+
+            @Override
+            public String describe() {
+                return "add listener " + l.id() + " (" + endpoint(l) + ")";
+            }
+
+            @Override
+            public void prepare() throws Exception {
+                bound = target.addListener(l, l.id());
+            }
+
+            @Override
+            public void undo() {
+                target.removeListener(l.id());
+            }
+
+            @Override
+            public void commit() {
+                live.listeners.put(l.id(), new ListenerConfig(l.id(), l.transport(), l.address(), bound,
+                        l.inlineDataSize(), l.maxH2CData(), l.subsystems()));
+            }
+        };
+    }
+
+    // ------------------------------------------------------------------------------------------ comparisons
+
+    /** Namespaces by NSID, those without one numbered after the previous, as the configuration file does. */
+    private static Map<Long, NamespaceConfig> numbered(SubsystemConfig s) {
+        Map<Long, NamespaceConfig> out = new LinkedHashMap<>();
+        long next = 1;
+        if (s.namespaces() != null) {
+            for (NamespaceConfig n : s.namespaces()) {
+                long nsid = n.nsid() != null ? n.nsid() : next;
+                if (out.containsKey(nsid)) {
+                    throw invalid("subsystem " + s.nqn() + ": namespace " + nsid + " is in the document twice");
+                }
+                out.put(nsid, new NamespaceConfig(nsid, n.backend(), n.size(), n.blockSize(), n.path(), n.uuid(), n.nguid()));
+                next = nsid + 1;
+            }
+        }
+        return out;
+    }
+
+    private static void checkNamespace(String nqn, int maxNs, NamespaceConfig n) {
+        if (n.nsid() < 1 || n.nsid() > maxNs) {
+            throw invalid("subsystem " + nqn + ": nsid must be 1 to " + maxNs + ", got " + n.nsid());
+        }
+        if (n.uuid() != null) {
+            try {
+                java.util.UUID.fromString(n.uuid());
+            } catch (IllegalArgumentException e) {
+                throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": uuid '" + n.uuid() + "' is not a UUID");
+            }
+        }
+    }
+
+    /** Whether the document's namespace describes the live one (fields it leaves out match anything). */
+    private static boolean sameNamespace(NamespaceConfig want, NamespaceConfig have) {
+        String kind = want.backend() != null ? want.backend() : want.path() != null ? "file" : null;
+        return (kind == null || kind.equals(have.backend()))
+                && (want.path() == null || want.path().equals(have.path()))
+                && (want.size() == null || TargetConfig.parseSize(want.size()) == TargetConfig.parseSize(have.size()))
+                && (want.blockSize() == null || want.blockSize().equals(have.blockSize()))
+                && (want.uuid() == null || want.uuid().equalsIgnoreCase(have.uuid()))
+                && (want.nguid() == null || want.nguid().equalsIgnoreCase(have.nguid() != null ? have.nguid()
+                        : have.uuid().replace("-", "")));
+    }
+
+    private static boolean sameListener(ListenerConfig want, ListenerConfig have) {
+        return (want.id() == null || want.id().equals(have.id()))
+                && (want.inlineDataSize() == null || want.inlineDataSize().equals(have.inlineDataSize()))
+                && (want.maxH2CData() == null || want.maxH2CData().equals(have.maxH2CData()))
+                && new HashSet<>(orEmpty(want.subsystems())).equals(new HashSet<>(orEmpty(have.subsystems())));
+    }
+
+    private static List<String> orEmpty(List<String> l) {
+        return l != null ? l : List.of();
+    }
+
+    /** transport://address:port with the address in its canonical form (so 127.0.0.1 and 127.000.0.1 match). */
+    private static String endpoint(ListenerConfig l) {
+        String a = l.address();
+        try {
+            a = InetAddress.getByName(a).getHostAddress();
+        } catch (java.net.UnknownHostException e) {
+            // checked before; keep as given
+        }
+        return l.transport() + "://" + a + ":" + l.port();
+    }
+
+    private static boolean changed(Object want, Object have) {
+        return want != null && !Objects.equals(want, have);
+    }
+
+    private static Step commitOnly(String what, Runnable commit) {
+        return new Step() {
+            @Override
+            public String describe() {
+                return what;
+            }
+
+            @Override
+            public void commit() {
+                commit.run();
+            }
+        };
+    }
+
+    private static ConfigurationException invalid(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.INVALID, m);
+    }
+
+    private static ConfigurationException conflict(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.CONFLICT, m);
+    }
+}

@@ -1,0 +1,205 @@
+package io.nvmeof.target;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.target.LiveConfiguration.ConfigurationException;
+import io.nvmeof.target.LiveConfiguration.ImportMode;
+import io.nvmeof.target.LiveConfiguration.ImportResult;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Namespace;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Importing a whole configuration document into a running target: replace and merge, all or nothing. */
+class ConfigurationImportTest {
+    private static final String A = "nqn.2026-12.io.nvmeof:a";
+    private static final String B = "nqn.2026-12.io.nvmeof:b";
+
+    @TempDir
+    Path dir;
+
+    private NvmeTarget target;
+    private LiveConfiguration live;
+
+    @BeforeEach
+    void start() throws Exception {
+        target = NvmeTarget.start(new TargetConfig(1, null, null, null,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, null, null, null)),
+                List.of(new SubsystemConfig(A, null, null, null, true, null,
+                        List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null))))));
+        live = target.live();
+    }
+
+    @AfterEach
+    void stop() {
+        target.close();
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private TargetConfig doc(List<ListenerConfig> listeners, SubsystemConfig... subs) {
+        return new TargetConfig(null, null, null, null, listeners, List.of(subs));
+    }
+
+    @Test
+    void exportThenReplaceIsANoOp() {
+        TargetConfig before = live.export();
+        ImportResult r = live.importConfiguration(before, ImportMode.REPLACE, false, n -> { });
+        assertEquals(List.of(), r.changes());
+        assertEquals(before, live.export());
+    }
+
+    @Test
+    void replaceMakesTheTargetTheDocumentAndKeepsUnchangedNamespacesWithTheirData() throws Exception {
+        Namespace ns1 = target.core().subsystem(A).namespace(1);
+        ns1.backend().write(0, ByteBuffer.wrap(new byte[] {7, 7, 7}));
+        int port = target.tcpPort(0);
+        int port2 = freePort();
+        List<String> saved = new ArrayList<>();
+        live.onChange(d -> saved.add(d.toJson()));
+        long genctr = target.core().discoveryGeneration();
+        TargetConfig want = doc(List.of(new ListenerConfig(1, "tcp", "127.0.0.1", port, null, null, null),
+                        new ListenerConfig(7, "tcp", "127.0.0.1", port2, null, null, List.of(B))),
+                new SubsystemConfig(A, null, null, null, false, List.of("nqn.2026-12.io.example:host1"),
+                        List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null),
+                                new NamespaceConfig(3L, "file", "2MiB", 4096, dir.resolve("a3.img").toString(), null))),
+                new SubsystemConfig(B, "SERIALB", null, 4, null, null,
+                        List.of(new NamespaceConfig(null, null, "1MiB", null, null, null))));
+        ImportResult r = live.importConfiguration(want, ImportMode.REPLACE, false, n -> { });
+        assertTrue(r.changes().contains("add namespace 3 of " + A + " (file " + dir.resolve("a3.img") + ", 2MiB)"), r.changes().toString());
+        assertTrue(r.changes().contains("create subsystem " + B + " with 1 namespace"), r.changes().toString());
+        assertTrue(r.changes().contains("add listener 7 (tcp://127.0.0.1:" + port2 + ")"), r.changes().toString());
+        assertTrue(r.changes().contains("allow host nqn.2026-12.io.example:host1 on " + A), r.changes().toString());
+        assertEquals(1, saved.size(), "one import, one save");
+        assertTrue(target.core().discoveryGeneration() > genctr);
+
+        assertSame(ns1, target.core().subsystem(A).namespace(1), "an unchanged namespace is kept, not reopened");
+        ByteBuffer back = ByteBuffer.allocate(3);
+        ns1.backend().read(0, back);
+        assertEquals(7, back.get(2));
+        assertEquals(4096, target.core().subsystem(A).namespace(3).blockSize());
+        assertEquals("SERIALB", target.core().subsystem(B).serial());
+        assertTrue(!target.core().subsystem(A).allowAnyHost());
+        assertEquals(2, live.listeners().size());
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", port2)) {
+            assertTrue(s.isConnected(), "the new listener takes connections");
+        }
+        TargetConfig after = live.export();
+        assertEquals(after, live.importConfiguration(after, ImportMode.REPLACE, true, n -> { }).config());
+        assertEquals(List.of(), live.importConfiguration(after, ImportMode.REPLACE, false, n -> { }).changes(),
+                "importing the export changes nothing");
+
+        // Now replace with only B: A goes, the listener of B stays, listener 1 goes.
+        TargetConfig onlyB = doc(List.of(new ListenerConfig(7, "tcp", "127.0.0.1", port2, null, null, List.of(B))),
+                new SubsystemConfig(B, null, null, null, null, null, null));
+        ImportResult dry = live.importConfiguration(onlyB, ImportMode.REPLACE, true, n -> { });
+        assertTrue(dry.dryRun());
+        assertTrue(dry.changes().contains("delete subsystem " + A + " (its hosts are disconnected)"), dry.changes().toString());
+        assertNotNull(target.core().subsystem(A), "a dry run changes nothing");
+        live.importConfiguration(onlyB, ImportMode.REPLACE, false, n -> { });
+        assertNull(target.core().subsystem(A));
+        assertEquals(1, target.core().subsystem(B).namespaces().size(), "namespaces left out of the document stay");
+        assertEquals(List.of(7), live.listeners().stream().map(ListenerConfig::id).toList());
+    }
+
+    @Test
+    void aFailureAnywhereChangesNothing() throws Exception {
+        TargetConfig before = live.export();
+        int port2 = freePort();
+        try (ServerSocket occupied = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            TargetConfig want = doc(List.of(before.listeners().get(0),
+                            new ListenerConfig(2, "tcp", "127.0.0.1", port2, null, null, null),
+                            new ListenerConfig(3, "tcp", "127.0.0.1", occupied.getLocalPort(), null, null, null)),
+                    new SubsystemConfig(A, null, null, null, null, null,
+                            List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null),
+                                    new NamespaceConfig(2L, "ram", "1MiB", 512, null, null))),
+                    new SubsystemConfig(B, null, null, null, null, null,
+                            List.of(new NamespaceConfig(1L, "file", "1MiB", 512, dir.resolve("b1.img").toString(), null))));
+            ConfigurationException e = assertThrows(ConfigurationException.class,
+                    () -> live.importConfiguration(want, ImportMode.MERGE, false, n -> { }));
+            assertEquals(ConfigurationException.Kind.CONFLICT, e.kind(), e.getMessage());
+            assertTrue(e.getMessage().startsWith("nothing was changed"), e.getMessage());
+        }
+        assertEquals(before, live.export());
+        assertNull(target.core().subsystem(B));
+        assertEquals(1, target.core().subsystem(A).namespaces().size());
+        try (ServerSocket s = new ServerSocket(port2, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            assertTrue(s.isBound(), "the listener bound before the failure was closed again");
+        }
+
+        // A path the caller's policy refuses: refused before anything opens.
+        TargetConfig outside = doc(before.listeners(), new SubsystemConfig(B, null, null, null, null, null,
+                List.of(new NamespaceConfig(1L, "file", "1MiB", 512, "/etc/passwd", null))));
+        assertThrows(IllegalStateException.class, () -> live.importConfiguration(outside, ImportMode.MERGE, false, n -> {
+            throw new IllegalStateException("outside the allowed directories");
+        }));
+        assertEquals(before, live.export());
+    }
+
+    @Test
+    void mergeAddsAndRefusesClashes() {
+        TargetConfig before = live.export();
+        int port = target.tcpPort(0);
+        ConfigurationException clash = assertThrows(ConfigurationException.class, () -> live.importConfiguration(
+                doc(List.of(), new SubsystemConfig(A, null, null, null, null, null,
+                        List.of(new NamespaceConfig(1L, "ram", "2MiB", 512, null, null)))), ImportMode.MERGE, false, n -> { }));
+        assertEquals(ConfigurationException.Kind.CONFLICT, clash.kind());
+        assertTrue(clash.getMessage().contains("namespace 1 of " + A + " exists and differs"), clash.getMessage());
+        assertEquals(ConfigurationException.Kind.CONFLICT, assertThrows(ConfigurationException.class,
+                () -> live.importConfiguration(doc(List.of(new ListenerConfig(1, "tcp", "127.0.0.1", port, 0, null, null))),
+                        ImportMode.MERGE, false, n -> { })).kind(), "same port, other settings");
+        assertEquals(ConfigurationException.Kind.INVALID, assertThrows(ConfigurationException.class,
+                () -> live.importConfiguration(doc(List.of(), new SubsystemConfig("bad nqn", null, null, null, null, null,
+                        null)), ImportMode.MERGE, false, n -> { })).kind());
+        assertEquals(before, live.export());
+
+        ImportResult r = live.importConfiguration(doc(List.of(), new SubsystemConfig(A, null, null, null, null,
+                List.of("nqn.2026-12.io.example:host2"), List.of(new NamespaceConfig(2L, "ram", "1MiB", 512, null, null))),
+                new SubsystemConfig(B, null, null, null, null, null, null)), ImportMode.MERGE, false, n -> { });
+        assertEquals(List.of("add namespace 2 of " + A + " (ram, 1MiB)",
+                "allow host nqn.2026-12.io.example:host2 on " + A, "create subsystem " + B + " with 0 namespaces"),
+                r.changes());
+        assertEquals(2, target.core().subsystem(A).namespaces().size(), "merge keeps namespace 1");
+        assertEquals(1, live.listeners().size(), "merge keeps the listener");
+    }
+
+    @Test
+    void replacingASerialRecreatesTheSubsystemAndMovesItsNamespaces() {
+        Namespace ns1 = target.core().subsystem(A).namespace(1);
+        TargetConfig want = live.export();
+        SubsystemConfig a = want.subsystems().get(0);
+        TargetConfig changed = new TargetConfig(null, null, null, null, want.listeners(),
+                List.of(new SubsystemConfig(A, "NEWSERIAL", a.model(), a.maxNamespaces(), a.allowAnyHost(), a.hosts(),
+                        a.namespaces())));
+        ImportResult r = live.importConfiguration(changed, ImportMode.REPLACE, false, n -> { });
+        assertEquals(1, r.changes().size(), r.changes().toString());
+        assertTrue(r.changes().get(0).startsWith("recreate subsystem " + A));
+        assertEquals("NEWSERIAL", target.core().subsystem(A).serial());
+        assertSame(ns1, target.core().subsystem(A).namespace(1));
+        assertEquals("NEWSERIAL", live.subsystem(A).serial());
+
+        ImportResult settings = live.importConfiguration(new TargetConfig(4, null, 64, null, want.listeners(),
+                List.of()), ImportMode.MERGE, false, n -> { });
+        assertEquals(2, settings.notApplied().size(), settings.notApplied().toString());
+        assertTrue(settings.notApplied().get(0).startsWith("pollGroups 4: fixed while the target runs"));
+    }
+}
