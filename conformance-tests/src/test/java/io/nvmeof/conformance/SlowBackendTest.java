@@ -87,7 +87,12 @@ class SlowBackendTest {
         @Override public void writeZeroes(long offset, long length) { ram.writeZeroes(offset, length); }
         @Override public boolean mayBlock(long bytes) { return true; }
         @Override public String describe() { return "gated"; }
-        @Override public void close() { ram.close(); }
+        final CountDownLatch closed = new CountDownLatch(1);
+
+        @Override public void close() {
+            ram.close();
+            closed.countDown();
+        }
 
         @Override
         public void deallocate(long offset, long length) throws IOException {
@@ -175,6 +180,40 @@ class SlowBackendTest {
             for (RawTcpHost h : new RawTcpHost[] {slow[0], slow[1], bystander[0], bystander[1]}) {
                 h.close();
             }
+            target.close();
+        }
+    }
+
+    /**
+     * A namespace removed while a command on it is still in its backend: that command finishes normally, and only
+     * then is the backend closed (before, it stayed open until the target stopped).
+     */
+    @Test
+    void aRemovedNamespaceIsClosedOnceItsInFlightCommandsFinish() throws Exception {
+        NvmeTarget target = NvmeTarget.start(oneGroup(List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));
+        GatedBackend gated = new GatedBackend();
+        target.core().subsystem(NQN).addNamespace(new Namespace(2, gated, 512, UUID.randomUUID()));
+        RawTcpHost[] host = controller(target.tcpPort(0), 0);
+        try {
+            byte[] dsm = deallocateSqe(2, 1);
+            RawTcpHost.cmd(dsm).cid(701);
+            host[1].send(host[1].capsule(dsm, ranges(0, 2048)));
+            assertTrue(gated.entered.await(10, TimeUnit.SECONDS), "the deallocate reached the backend");
+            target.live().removeNamespace(NQN, 2);
+            Completion refused = host[1].execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 2, 0, 1, 512, false), null);
+            assertEquals(Status.INVALID_NAMESPACE, Status.code(refused.status()), "new commands are refused");
+            assertTrue(!gated.closed.await(500, TimeUnit.MILLISECONDS), "not closed under the command in flight");
+            gated.gate.countDown();
+            Completion done = host[1].awaitResponse();
+            assertEquals(701, done.cid());
+            assertEquals(Status.SUCCESS, done.status(), "the command in flight finishes normally");
+            assertTrue(gated.closed.await(10, TimeUnit.SECONDS), "closed once drained");
+            Completion other = host[1].execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 1, 512, false), null);
+            assertEquals(Status.SUCCESS, other.status(), "the other namespace goes on");
+        } finally {
+            gated.gate.countDown();
+            host[0].close();
+            host[1].close();
             target.close();
         }
     }

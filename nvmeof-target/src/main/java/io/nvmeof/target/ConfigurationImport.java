@@ -128,8 +128,9 @@ final class ConfigurationImport {
             for (String nqn : new ArrayList<>(live.subsystems.keySet())) {
                 if (!named.contains(nqn)) {
                     steps.add(commitOnly("delete subsystem " + nqn + " (its hosts are disconnected)", () -> {
-                        target.core().removeSubsystem(nqn);
+                        Subsystem removed = target.core().removeSubsystem(nqn);
                         live.subsystems.remove(nqn);
+                        removed.namespaces().forEach(ns -> target.retire(ns, removed));
                     }));
                 }
             }
@@ -240,14 +241,15 @@ final class ConfigurationImport {
         }
         for (long nsid : toRemove) {
             if (toOpen.stream().noneMatch(n -> n.nsid() == nsid)) { // a swap removes in its own step
-                steps.add(commitOnly("remove namespace " + nsid + " from " + s.nqn(), () -> sub.removeNamespace(nsid)));
+                steps.add(commitOnly("remove namespace " + nsid + " from " + s.nqn(),
+                        () -> target.retire(sub.removeNamespace(nsid), sub)));
             }
         }
         for (NamespaceConfig n : toOpen) {
             boolean swap = toRemove.contains(n.nsid());
             steps.add(openNamespaceStep(s.nqn(), n, swap, ns -> {
                 if (swap) {
-                    sub.removeNamespace(n.nsid());
+                    target.retire(sub.removeNamespace(n.nsid()), sub);
                 }
                 sub.addNamespace(ns);
             }));
@@ -322,6 +324,11 @@ final class ConfigurationImport {
                 }
                 target.core().removeSubsystem(s.nqn());
                 target.core().addSubsystem(built);
+                for (Namespace ns : old.namespaces()) {
+                    if (built.namespace(ns.nsid()) != ns) {
+                        target.retire(ns, old);
+                    }
+                }
             }
         });
     }

@@ -300,8 +300,11 @@ public final class LiveConfiguration {
     /** Removes a subsystem: its controllers are disconnected. */
     public synchronized void deleteSubsystem(String nqn) {
         subsystem(nqn);
-        target.core().removeSubsystem(nqn);
+        Subsystem removed = target.core().removeSubsystem(nqn);
         subsystems.remove(nqn);
+        for (Namespace ns : removed.namespaces()) {
+            target.retire(ns, removed);
+        }
         LOG.info("subsystem {} deleted", nqn);
         changed();
     }
@@ -364,16 +367,57 @@ public final class LiveConfiguration {
 
     /**
      * Removes a namespace; connected hosts are told. Commands already parsed finish against it; new ones fail with
-     * Invalid Namespace. Its backend stays open until the target stops (in-flight work may still use it).
+     * Invalid Namespace. Its backend is closed once those have finished.
      */
     public synchronized void removeNamespace(String nqn, long nsid) {
         subsystem(nqn);
         Subsystem sub = target.core().subsystem(nqn);
-        if (sub.removeNamespace(nsid) == null) {
+        Namespace removed = sub.removeNamespace(nsid);
+        if (removed == null) {
             throw notFound("namespace " + nsid + " does not exist in " + nqn);
         }
+        target.retire(removed, sub);
         LOG.info("subsystem {}: namespace {} removed", nqn, nsid);
         refresh(sub);
+    }
+
+    /**
+     * Grows a namespace (file backends extend their file; block backends take the device's new size); connected hosts
+     * are told (Namespace Attribute Changed) and see the new size when they re-read Identify Namespace, as the Linux
+     * host does. Shrinking is refused: a host may still address the end.
+     */
+    public synchronized NamespaceConfig resizeNamespace(String nqn, long nsid, String size) {
+        NamespaceConfig current = namespaceOf(nqn, nsid);
+        Subsystem sub = target.core().subsystem(nqn);
+        Namespace ns = sub.namespace(nsid);
+        long bytes;
+        try {
+            bytes = TargetConfig.parseSize(size);
+        } catch (IllegalArgumentException e) {
+            throw invalid(e.getMessage());
+        }
+        if (bytes % ns.blockSize() != 0) {
+            throw invalid("size " + size + " is not a whole number of " + ns.blockSize() + "-byte blocks");
+        }
+        if (bytes < ns.sizeBytes()) {
+            throw conflict("namespace " + nsid + " of " + nqn + " has " + ns.sizeBytes() + " bytes; namespaces grow,"
+                    + " never shrink (a host may still address the end); create a smaller one and copy instead");
+        }
+        if (bytes == ns.sizeBytes()) {
+            return current;
+        }
+        try {
+            ns.grow(bytes);
+        } catch (UnsupportedOperationException e) {
+            throw conflict("namespace " + nsid + " of " + nqn + ": " + e.getMessage() + " (" + current.backend()
+                    + " namespaces cannot be resized; file and block ones can)");
+        } catch (IllegalArgumentException | IOException e) {
+            throw invalid(e.getMessage());
+        }
+        sub.namespaceAttributesChanged(nsid);
+        LOG.info("subsystem {}: namespace {} grown to {} bytes", nqn, nsid, bytes);
+        refresh(sub);
+        return namespaceOf(nqn, nsid);
     }
 
     public synchronized NamespaceConfig namespaceOf(String nqn, long nsid) {

@@ -178,6 +178,34 @@ public final class NvmeTarget implements AutoCloseable {
         }
     }
 
+    /**
+     * Closes a removed namespace's backend once its in-flight commands have finished ({@link
+     * io.nvmeof.target.core.NamespaceDrain}), after RDMA listeners drop their registrations of its memory. The
+     * namespace must already be out of {@code sub}.
+     */
+    void retire(Namespace ns, Subsystem sub) {
+        if (pollGroups.isShuttingDown()) {
+            return; // the target is stopping: it closes every backend itself
+        }
+        io.nvmeof.target.core.NamespaceDrain.closeWhenDrained(ns, sub, pollGroups.next(), () -> {
+            // Closing may block (fdatasync): never on the poll group that ran the check.
+            Thread t = new Thread(() -> {
+                for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+                    r.releasePinned(ns.backend().pinnedRegions());
+                }
+                try {
+                    ns.backend().flush();
+                } catch (IOException e) {
+                    LOG.warn("flushing removed namespace {} ({}): {}", ns.nsid(), ns.backend().describe(), e.getMessage());
+                }
+                release(ns);
+                LOG.info("namespace {} of {} drained; {} closed", ns.nsid(), sub.nqn(), ns.backend().describe());
+            }, "nvmeof-namespace-close");
+            t.setDaemon(true);
+            t.start();
+        });
+    }
+
     /** Closes the backend of a namespace that was opened but never exported (an import that was undone). */
     void release(Namespace ns) {
         backends.remove(ns.backend());

@@ -36,6 +36,11 @@ public interface BlockBackend extends AutoCloseable {
         return null;
     }
 
+    /** Every region {@link #pinnedRegion} has handed out, so a transport can drop its registrations of them. */
+    default java.util.List<ByteBuffer> pinnedRegions() {
+        return java.util.List.of();
+    }
+
     /** Where the bytes at {@code offset} begin inside the region {@link #pinnedRegion} returned for it. */
     default int pinnedRegionOffset(long offset) {
         return 0;
@@ -47,6 +52,16 @@ public interface BlockBackend extends AutoCloseable {
      */
     default boolean mayBlock(long bytes) {
         return false;
+    }
+
+    /**
+     * Grows the backend to {@code newSizeBytes} (never shrinks: data would be lost under a host that still addresses
+     * it). Called while I/O runs; afterwards {@link #sizeBytes} reports the new size.
+     *
+     * @throws UnsupportedOperationException when this kind of backend has a fixed size
+     */
+    default void grow(long newSizeBytes) throws IOException {
+        throw new UnsupportedOperationException(describe() + " has a fixed size");
     }
 
     /** A short description for logs and the CLI, e.g. {@code ram} or the file path. */

@@ -19,7 +19,8 @@ public final class FileBackend implements BlockBackend {
     private final Path path;
     private final FileChannel channel;
     private final FileSpace space;
-    private final long size;
+    /** Grows live ({@link #grow}); read by any thread. */
+    private volatile long size;
     private final boolean device;
 
     public FileBackend(Path path, long sizeBytes) throws IOException {
@@ -97,6 +98,26 @@ public final class FileBackend implements BlockBackend {
     @Override
     public long sizeBytes() {
         return size;
+    }
+
+    /**
+     * A file is extended sparse; a block device is only re-measured (it grows by itself: a resized LUN or volume),
+     * as SPDK's {@code bdev_aio_rescan} does.
+     */
+    @Override
+    public synchronized void grow(long newSizeBytes) throws IOException {
+        if (newSizeBytes < size) {
+            throw new IllegalArgumentException(describe() + " has " + size + " bytes; namespaces grow, never shrink");
+        }
+        long existing = channel.size();
+        if (device && newSizeBytes > existing) {
+            throw new IllegalArgumentException("block device " + path + " has " + existing + " bytes; grow the device"
+                    + " first, then the namespace");
+        }
+        if (!device && existing < newSizeBytes) {
+            channel.write(ByteBuffer.wrap(new byte[1]), newSizeBytes - 1);
+        }
+        size = newSizeBytes;
     }
 
     @Override

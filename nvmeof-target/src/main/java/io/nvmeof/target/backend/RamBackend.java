@@ -117,6 +117,18 @@ public final class RamBackend implements BlockBackend {
     }
 
     @Override
+    public java.util.List<ByteBuffer> pinnedRegions() {
+        java.util.List<ByteBuffer> out = new java.util.ArrayList<>();
+        for (int i = 0; i < chunks.length(); i++) {
+            ByteBuffer c = chunks.get(i);
+            if (pinned.get(i) != 0 && c != null) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
+    @Override
     public int pinnedRegionOffset(long offset) {
         return (int) (offset & (CHUNK_SIZE - 1));
     }

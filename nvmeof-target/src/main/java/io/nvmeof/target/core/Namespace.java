@@ -9,7 +9,8 @@ public final class Namespace {
     private final long nsid;
     private final BlockBackend backend;
     private final int blockShift;
-    private final long blockCount;
+    /** Changes only by {@link #grow}; read on the data path (a plain load on x86). */
+    private volatile long blockCount;
     private final UUID uuid;
     private final byte[] nguid;
 
@@ -47,6 +48,20 @@ public final class Namespace {
     public long blockCount() { return blockCount; }
     public long sizeBytes() { return blockCount << blockShift; }
     public UUID uuid() { return uuid; }
+
+    /**
+     * Grows the namespace to {@code newSizeBytes} (rounded down to whole blocks) through its backend; the caller then
+     * tells the hosts (Namespace Attribute Changed), which re-read Identify Namespace.
+     */
+    public synchronized void grow(long newSizeBytes) throws java.io.IOException {
+        long blocks = newSizeBytes >>> blockShift;
+        if (blocks < blockCount) {
+            throw new IllegalArgumentException("namespace " + nsid + " has " + sizeBytes() + " bytes; namespaces grow,"
+                    + " never shrink (a host may still address the end)");
+        }
+        backend.grow(blocks << blockShift);
+        blockCount = blocks;
+    }
 
     /** NGUID: as configured, else the UUID's 16 bytes, big endian as printed. */
     public byte[] nguid() {

@@ -169,6 +169,16 @@ public final class SubmissionQueue {
         free[freeCount++] = r.slot();
     }
 
+    /** Whether a request in flight here still uses {@code ns}. Only on this queue's thread. */
+    boolean holds(Namespace ns) {
+        for (Request r : requests) {
+            if (r.inUse && r.ns == ns) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     public int inUse() {
         return requests.length - freeCount;
     }

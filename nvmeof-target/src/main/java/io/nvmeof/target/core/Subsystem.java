@@ -74,6 +74,13 @@ public final class Subsystem {
         return ns;
     }
 
+    /** Tells every controller that a namespace's attributes (its size) changed. */
+    public void namespaceAttributesChanged(long nsid) {
+        for (Controller c : controllers.values()) {
+            c.namespaceChanged(nsid);
+        }
+    }
+
     /** The active namespace with this NSID, or null. */
     public Namespace namespace(long nsid) {
         return namespaces.get(nsid);

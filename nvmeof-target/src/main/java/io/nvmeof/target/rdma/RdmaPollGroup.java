@@ -159,6 +159,13 @@ public final class RdmaPollGroup implements Executor {
         return key;
     }
 
+    /** Forgets the keys of regions whose backend is closing (on this group's thread). */
+    void forgetPinned(java.util.Collection<ByteBuffer> regions) {
+        for (ByteBuffer r : regions) {
+            pinnedKeys.remove(r);
+        }
+    }
+
     @Override
     public void execute(Runnable task) {
         while (!tasks.offer(task)) {

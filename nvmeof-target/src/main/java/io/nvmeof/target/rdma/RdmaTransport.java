@@ -514,6 +514,34 @@ public final class RdmaTransport implements AutoCloseable {
         }
     }
 
+    /**
+     * Drops the registrations of a closing backend's pinned regions: each poll group forgets their keys on its own
+     * thread, then the memory regions are deregistered (no request uses them any more: the namespace has drained).
+     */
+    public void releasePinned(List<ByteBuffer> regions) {
+        if (regions.isEmpty()) {
+            return;
+        }
+        java.util.concurrent.CountDownLatch forgotten = new java.util.concurrent.CountDownLatch(groups.size());
+        for (PollGroupThread g : groups) {
+            g.group.execute(() -> {
+                g.group.forgetPinned(regions);
+                forgotten.countDown();
+            });
+        }
+        try {
+            if (!forgotten.await(5, java.util.concurrent.TimeUnit.SECONDS)) {
+                return; // a group that does not run tasks any more: the transport's close deregisters everything
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        for (ByteBuffer b : regions) {
+            deregister(b);
+        }
+    }
+
     private void deregister(ByteBuffer direct) {
         MemoryRegion mr;
         synchronized (registrations) {
