@@ -31,8 +31,8 @@ import org.slf4j.LoggerFactory;
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
     static final String CONTRACT = "nvmeof-admin-openapi.yaml";
-    /** Largest request body accepted: a whole configuration document fits many times. */
-    static final int BODY_LIMIT = 64 * 1024;
+    /** Largest request body accepted: an imported SPDK save_config with hundreds of namespaces fits. */
+    static final int BODY_LIMIT = 1024 * 1024;
 
     private final Vertx vertx;
     private final HttpServer server;

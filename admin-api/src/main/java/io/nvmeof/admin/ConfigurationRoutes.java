@@ -4,7 +4,9 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.admin.migration.Migration;
 import io.nvmeof.target.LiveConfiguration;
+import io.nvmeof.target.config.TargetConfig;
 import io.nvmeof.target.config.TargetConfig.ListenerConfig;
 import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
@@ -12,6 +14,7 @@ import io.vertx.core.Vertx;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.openapi.router.RouterBuilder;
 import io.vertx.openapi.validation.ValidatedRequest;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
@@ -20,6 +23,8 @@ import java.util.concurrent.Callable;
  * never on the event loop.
  */
 final class ConfigurationRoutes {
+    /** One response header per item an exported nvmetcli or SPDK document cannot express. */
+    static final String NOT_MAPPED_HEADER = "Nvmeof-Not-Mapped";
     private final Vertx vertx;
     private final LiveConfiguration live;
     private final PathPolicy paths;
@@ -34,7 +39,47 @@ final class ConfigurationRoutes {
     }
 
     void mount(RouterBuilder rb) {
-        on(rb, "exportConfig", rc -> reply(rc, 200, live::export));
+        on(rb, "exportConfig", rc -> {
+            Migration.Format format = format(rc);
+            if (format == null) {
+                reply(rc, 200, live::export);
+                return;
+            }
+            vertx.executeBlocking(() -> Migration.exportTo(format, live.export()), false).onComplete(ar -> {
+                if (ar.failed()) {
+                    rc.fail(ar.cause());
+                    return;
+                }
+                for (String line : ar.result().notMapped()) {
+                    rc.response().headers().add(NOT_MAPPED_HEADER, line);
+                }
+                rc.response().putHeader("Content-Type", "application/json").end(ar.result().document());
+            });
+        });
+        on(rb, "importConfig", rc -> {
+            ValidatedRequest v = validated(rc);
+            LiveConfiguration.ImportMode mode = LiveConfiguration.ImportMode.valueOf(
+                    v.getQuery().get("mode").getString().toUpperCase(java.util.Locale.ROOT));
+            io.vertx.openapi.validation.RequestParameter dry = v.getQuery().get("dryRun");
+            boolean dryRun = dry != null && !dry.isNull() && dry.getBoolean();
+            Migration.Format format = format(rc);
+            String text = v.getBody().getJsonObject().encode();
+            reply(rc, 200, () -> {
+                Migration.Imported doc;
+                if (format == null) {
+                    doc = new Migration.Imported(parseNative(text), List.of());
+                } else {
+                    try {
+                        doc = Migration.importFrom(format, text);
+                    } catch (IllegalArgumentException e) {
+                        throw new PathPolicy.ApiRefusal("the " + format.name().toLowerCase(java.util.Locale.ROOT)
+                                + " document is not valid: " + e.getMessage());
+                    }
+                }
+                LiveConfiguration.ImportResult r = live.importConfiguration(doc.config(), mode, dryRun, this::checkPath);
+                return new ImportAnswer(r.mode(), r.dryRun(), r.changes(), r.notApplied(), doc.notMapped(), r.config());
+            });
+        });
         on(rb, "listSubsystems", rc -> reply(rc, 200, live::subsystems));
         on(rb, "createSubsystem", rc -> {
             SubsystemConfig s = body(rc, SubsystemConfig.class);
@@ -59,6 +104,10 @@ final class ConfigurationRoutes {
             reply(rc, 201, () -> live.addNamespace(nqn(rc), n));
         });
         on(rb, "getNamespace", rc -> reply(rc, 200, () -> live.namespaceOf(nqn(rc), nsid(rc))));
+        on(rb, "resizeNamespace", rc -> {
+            String size = validated(rc).getBody().getJsonObject().getString("size");
+            reply(rc, 200, () -> live.resizeNamespace(nqn(rc), nsid(rc), size));
+        });
         on(rb, "removeNamespace", rc -> reply(rc, 204, () -> {
             live.removeNamespace(nqn(rc), nsid(rc));
             return null;
@@ -88,6 +137,26 @@ final class ConfigurationRoutes {
             live.disconnect(nqn(rc), validated(rc).getPathParameters().get("cntlid").getInteger());
             return null;
         }));
+    }
+
+    /** The import's answer: the target's result and what the foreign document had that could not be mapped. */
+    record ImportAnswer(String mode, boolean dryRun, List<String> changes, List<String> notApplied,
+                        List<String> notMapped, TargetConfig config) {
+    }
+
+    /** The format query parameter; null for our own document. */
+    private static Migration.Format format(RoutingContext rc) {
+        io.vertx.openapi.validation.RequestParameter p = validated(rc).getQuery().get("format");
+        String f = p == null || p.isNull() ? "native" : p.getString();
+        return "native".equals(f) ? null : Migration.Format.valueOf(f.toUpperCase(java.util.Locale.ROOT));
+    }
+
+    private TargetConfig parseNative(String text) {
+        try {
+            return json.readValue(text, TargetConfig.class);
+        } catch (JsonProcessingException e) {
+            throw new PathPolicy.ApiRefusal("the configuration document is not valid: " + e.getOriginalMessage());
+        }
     }
 
     private static void on(RouterBuilder rb, String operationId, io.vertx.core.Handler<RoutingContext> h) {

@@ -36,7 +36,8 @@ final class Problems {
         } else if (f instanceof ConfigurationException ce) {
             send(rc, statusOf(ce), body(statusOf(ce), titleOf(ce), ce.getMessage()));
         } else if (status == 413) {
-            send(rc, 413, body(413, "Content Too Large", "the request body is larger than the API accepts (64 KiB)"));
+            send(rc, 413, body(413, "Content Too Large", "the request body is larger than the API accepts ("
+                    + (AdminServer.BODY_LIMIT >> 10) + " KiB)"));
         } else if (status >= 500 || f != null && !(f instanceof HttpException)) {
             LOG.error("admin API: {} {} failed", rc.request().method(), rc.request().path(), f);
             send(rc, 500, body(500, "Internal Server Error", String.valueOf(f)));
@@ -74,8 +75,9 @@ final class Problems {
                     .max(Comparator.comparingInt((OutputUnit e) -> e.getKeywordLocation().split("/").length))
                     .orElse(root);
             String at = best.getInstanceLocation();
-            p.put("detail", (at != null && at.length() > 1 ? "field '" + at.substring(2) + "': " : "request body: ")
-                    + best.getError());
+            String where = ve.getMessage() != null && ve.getMessage().contains("parameter") ? ve.getMessage() + ": "
+                    : at != null && at.length() > 1 ? "field '" + at.substring(2) + "': " : "request body: ";
+            p.put("detail", where + best.getError());
             JsonArray errors = new JsonArray();
             for (OutputUnit e : list) {
                 errors.add(new JsonObject().put("pointer", e.getInstanceLocation()).put("keyword", e.getKeywordLocation())

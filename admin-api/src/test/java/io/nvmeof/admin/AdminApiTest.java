@@ -261,6 +261,101 @@ class AdminApiTest {
     }
 
     /**
+     * An nvmetcli config.json imported over REST (merge): the subsystem, its allowed host, its file namespace with the
+     * NGUID hosts knew, and its port are live at once, and a host connects through that port; what nvmetcli had that
+     * has no equivalent is listed. A dry run and a refused import change nothing; the export goes back to nvmetcli.
+     */
+    @Test
+    void anNvmetcliConfigurationImportsLiveAndExportsBack() throws Exception {
+        String migrated = "nqn.2026-12.io.example:migrated";
+        String host = "nqn.2026-12.io.example:host1";
+        Path image = dir.resolve("images/m.img");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(2 << 20);
+        }
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String nvmetcli = "{\"hosts\":[{\"nqn\":\"" + host + "\"}],"
+                + "\"ports\":[{\"addr\":{\"adrfam\":\"ipv4\",\"traddr\":\"127.0.0.1\",\"treq\":\"not specified\","
+                + "\"trsvcid\":\"" + port + "\",\"trtype\":\"tcp\"},\"portid\":5,\"referrals\":[],\"subsystems\":[\"" + migrated + "\"]}],"
+                + "\"subsystems\":[{\"allowed_hosts\":[\"" + host + "\"],\"attr\":{\"allow_any_host\":\"0\","
+                + "\"serial\":\"5e41a1c0ffee0001\",\"version\":\"1.3\"},\"namespaces\":[{\"device\":{\"path\":\"" + image
+                + "\",\"uuid\":\"0b6a29d4-7ad4-4c5b-9d43-3a1de4f6f0a1\",\"nguid\":\"0b6a29d4-7ad4-4c5b-9d43-3a1de4f6f0a2\"},"
+                + "\"enable\":1,\"nsid\":3}],\"nqn\":\"" + migrated + "\"}]}";
+        String before = call("GET", "/api/v1/config", null).body();
+        HttpResponse<String> dry = call("POST", "/api/v1/config/import?mode=merge&format=nvmetcli&dryRun=true", nvmetcli);
+        assertEquals(200, dry.statusCode(), dry.body());
+        assertTrue(json(dry).get("dryRun").asBoolean());
+        assertEquals(before, call("GET", "/api/v1/config", null).body(), "a dry run changes nothing");
+        problem(call("POST", "/api/v1/config/import?mode=merge&format=nvmetcli", "{\"subsystems\":[{\"attr\":{}}]}"), 400,
+                "nvmetcli document is not valid");
+        problem(call("POST", "/api/v1/config/import?mode=sideways", nvmetcli), 400, "mode");
+        assertEquals(before, call("GET", "/api/v1/config", null).body(), "refused imports change nothing");
+
+        HttpResponse<String> r = call("POST", "/api/v1/config/import?mode=merge&format=nvmetcli", nvmetcli);
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode result = json(r);
+        assertTrue(result.get("changes").toString().contains("create subsystem " + migrated), result.toString());
+        assertTrue(result.get("notMapped").toString().contains("version"), "nvmet's version attribute is listed: " + result);
+        JsonNode sub = json(call("GET", "/api/v1/subsystems/" + migrated, null));
+        assertEquals("5e41a1c0ffee0001", sub.get("serial").asText());
+        assertFalse(sub.get("allowAnyHost").asBoolean());
+        JsonNode ns = sub.get("namespaces").get(0);
+        assertEquals(3, ns.get("nsid").asInt());
+        assertEquals("file", ns.get("backend").asText());
+        assertEquals("0b6a29d47ad44c5b9d433a1de4f6f0a2", ns.get("nguid").asText());
+
+        ConnectOptions o = ConnectOptions.builder().hostNqn(host).build();
+        try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, migrated), o)) {
+            assertEquals(4096, c.namespace(3).blockCount());
+            assertEquals("0b6a29d47ad44c5b9d433a1de4f6f0a2", java.util.HexFormat.of().formatHex(c.identify(0, 3), 104, 120));
+        }
+
+        HttpResponse<String> back = call("GET", "/api/v1/config?format=nvmetcli", null);
+        assertEquals(200, back.statusCode());
+        JsonNode nv = json(back);
+        assertTrue(nv.get("subsystems").toString().contains(image.toString()), nv.toString());
+        assertTrue(back.headers().allValues(ConfigurationRoutes.NOT_MAPPED_HEADER).stream().anyMatch(l -> l.contains("ram")),
+                "the default subsystem's RAM namespace cannot go to nvmet, and says so: " + back.headers().map());
+        HttpResponse<String> spdk = call("GET", "/api/v1/config?format=spdk", null);
+        assertEquals(200, spdk.statusCode());
+        assertTrue(spdk.body().contains("nvmf_subsystem_add_ns"), spdk.body());
+    }
+
+    /** A file namespace grown over REST: the connected host sees the new size after the event and can use it. */
+    @Test
+    void aFileNamespaceGrowsLive() throws Exception {
+        Path image = dir.resolve("images/grow.img");
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\",\"namespaces\":["
+                + "{\"backend\":\"file\",\"path\":\"" + image + "\",\"size\":\"1MiB\"},{\"size\":\"1MiB\"}]}").statusCode());
+        try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", target.tcpPort(0), NQN),
+                ConnectOptions.builder().build())) {
+            assertEquals(2048, c.namespace(1).blockCount());
+            HttpResponse<String> grown = call("PATCH", "/api/v1/subsystems/" + NQN + "/namespaces/1", "{\"size\":\"3MiB\"}");
+            assertEquals(200, grown.statusCode(), grown.body());
+            assertEquals(Long.toString(3 << 20), json(grown).get("size").asText());
+            assertEquals(3L << 20, Files.size(image), "the file is extended");
+            eventually(() -> c.namespace(1).blockCount() == 6144, 5000, "the host sees the new size");
+            ByteBuffer b = ByteBuffer.allocateDirect(512);
+            b.putLong(0, 0xB16L);
+            c.namespace(1).write(6143, 1, b).get(5, TimeUnit.SECONDS);
+            ByteBuffer back = ByteBuffer.allocateDirect(512);
+            c.namespace(1).read(6143, 1, back).get(5, TimeUnit.SECONDS);
+            assertEquals(0xB16L, back.getLong(0), "the new last block holds data");
+        }
+        problem(call("PATCH", "/api/v1/subsystems/" + NQN + "/namespaces/1", "{\"size\":\"2MiB\"}"), 409, "never shrink");
+        problem(call("PATCH", "/api/v1/subsystems/" + NQN + "/namespaces/2", "{\"size\":\"2MiB\"}"), 409,
+                "ram namespaces cannot be resized");
+        problem(call("PATCH", "/api/v1/subsystems/" + NQN + "/namespaces/1", "{\"size\":\"4000000\"}"), 400,
+                "whole number of 512-byte blocks");
+        problem(call("PATCH", "/api/v1/subsystems/" + NQN + "/namespaces/9", "{\"size\":\"4MiB\"}"), 404, "does not exist");
+        assertEquals(Long.toString(3 << 20), json(call("GET", "/api/v1/subsystems/" + NQN + "/namespaces/1", null))
+                .get("size").asText(), "refusals changed nothing");
+    }
+
+    /**
      * A block device (a loop device over a file here, as nvmet's bdev backend would export a disk) exported with the
      * NGUID the admin gave: the host sees the device's size and that NGUID; what it writes lands on the device.
      */

@@ -34,7 +34,7 @@ import picocli.CommandLine.Spec;
                 AdminCommand.NamespaceAdd.class, AdminCommand.NamespaceRemove.class, AdminCommand.HostAdd.class,
                 AdminCommand.HostRemove.class, AdminCommand.Listeners.class, AdminCommand.ListenerAdd.class,
                 AdminCommand.ListenerRemove.class, AdminCommand.Stats.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
-                AdminCommand.Export.class})
+                AdminCommand.Export.class, AdminCommand.Import.class, AdminCommand.NamespaceResize.class})
 final class AdminCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -59,6 +59,12 @@ final class AdminCommand {
 
     /** Calls the API; returns the parsed body (null for 204), or throws with the problem's detail. */
     JsonNode call(String method, String path, JsonNode body) throws Exception {
+        HttpResponse<String> r = send(method, path, body == null ? null : JSON.writeValueAsString(body));
+        return r.statusCode() == 204 || r.body().isEmpty() ? null : JSON.readTree(r.body());
+    }
+
+    /** Calls the API with a JSON body text (or none); returns the response, or throws with the problem's detail. */
+    HttpResponse<String> send(String method, String path, String body) throws Exception {
         Path tf = tokenFile != null ? tokenFile : TargetCommand.stateDirectory(stateDir).resolve("admin-token");
         if (!Files.exists(tf)) {
             throw new IllegalArgumentException("no admin token at " + tf + "; pass --token-file (the target prints"
@@ -68,7 +74,7 @@ final class AdminCommand {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url + path)).timeout(Duration.ofSeconds(60))
                 .header("Authorization", "Bearer " + token)
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-                        : HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body)));
+                        : HttpRequest.BodyPublishers.ofString(body));
         if (body != null) {
             b.header("Content-Type", "application/json");
         }
@@ -102,7 +108,7 @@ final class AdminCommand {
             }
             throw new IllegalArgumentException("HTTP " + r.statusCode() + " " + detail);
         }
-        return r.statusCode() == 204 || r.body().isEmpty() ? null : JSON.readTree(r.body());
+        return r;
     }
 
     /** An SSL context trusting only the certificates in {@code pem}. */
@@ -245,17 +251,32 @@ final class AdminCommand {
     @Command(name = "ns-add", description = "Add a namespace live (as rpc.py nvmf_subsystem_add_ns)")
     static final class NamespaceAdd extends Sub {
         @Parameters(index = "0") String nqn;
-        @Option(names = "--size", required = true, description = "e.g. 64MiB, 1GiB") String size;
+        @Option(names = "--size", description = "e.g. 64MiB, 1GiB (required for ram; for a file or device, default"
+                + " its own size)") String size;
         @Option(names = "--block-size", description = "512 or 4096") Integer blockSize;
         @Option(names = "--file", description = "Back it with this file (under a directory the target allows with --allow-dir)") String file;
+        @Option(names = "--block", paramLabel = "DEVICE", description = "Back it with this block device (under an --allow-dir, e.g. /dev)") String device;
         @Option(names = "--nsid") Long nsid;
         @Option(names = "--uuid") String uuid;
+        @Option(names = "--nguid", description = "32 hex digits (default: the UUID's bytes)") String nguid;
 
         @Override
         public Integer call() throws Exception {
-            ObjectNode b = JSON.createObjectNode().put("size", size).put("backend", file != null ? "file" : "ram");
-            if (file != null) {
-                b.put("path", Path.of(file).toAbsolutePath().toString());
+            if (file != null && device != null) {
+                throw new IllegalArgumentException("--file and --block are two backends: give one");
+            }
+            if (size == null && file == null && device == null) {
+                throw new IllegalArgumentException("a ram namespace needs --size");
+            }
+            ObjectNode b = JSON.createObjectNode().put("backend", file != null ? "file" : device != null ? "block" : "ram");
+            if (size != null) {
+                b.put("size", size);
+            }
+            if (file != null || device != null) {
+                b.put("path", Path.of(file != null ? file : device).toAbsolutePath().toString());
+            }
+            if (nguid != null) {
+                b.put("nguid", nguid);
             }
             if (blockSize != null) {
                 b.put("blockSize", blockSize);
@@ -335,12 +356,17 @@ final class AdminCommand {
         @Option(names = "--port", defaultValue = "4420") int port;
         @Option(names = "--transport", defaultValue = "tcp", description = "tcp or rdma") String transport;
         @Option(names = "--id", description = "Discovery PORTID (default: the lowest free)") Integer id;
+        @Option(names = "--subsystem", paramLabel = "NQN", description = "Expose only this subsystem here (repeatable;"
+                + " default: all), as an nvmet port links subsystems") List<String> subsystems;
 
         @Override
         public Integer call() throws Exception {
             ObjectNode b = JSON.createObjectNode().put("address", address).put("port", port).put("transport", transport);
             if (id != null) {
                 b.put("id", id);
+            }
+            if (subsystems != null) {
+                subsystems.forEach(b.putArray("subsystems")::add);
             }
             JsonNode l = admin.call("POST", "/api/v1/listeners", b);
             admin.done("listener " + l.path("id").asText() + ": " + transport + " " + address + ":" + l.path("port").asText());
@@ -412,13 +438,116 @@ final class AdminCommand {
         }
     }
 
-    @Command(name = "export", description = "Print the whole configuration (a file ./nvmeof target --config accepts)")
+    @Command(name = "export", description = "Print the whole configuration: ours (a file ./nvmeof target --config"
+            + " accepts), nvmetcli's config.json (nvmetcli restore) or SPDK's (rpc.py load_config)")
     static final class Export extends Sub {
+        @Option(names = "--format", defaultValue = "native", description = "native, nvmetcli or spdk. Default: ${DEFAULT-VALUE}")
+        String format;
+
+        @Option(names = {"-o", "--output"}, paramLabel = "FILE", description = "Write to FILE instead of standard output")
+        Path output;
+
         @Override
         public Integer call() throws Exception {
-            JsonNode c = admin.call("GET", "/api/v1/config", null);
-            admin.spec.commandLine().getOut().println(JSON.writerWithDefaultPrettyPrinter().writeValueAsString(c));
-            admin.spec.commandLine().getOut().flush();
+            HttpResponse<String> r = admin.send("GET", "/api/v1/config?format=" + enc(format), null);
+            String doc = JSON.writerWithDefaultPrettyPrinter().writeValueAsString(JSON.readTree(r.body()));
+            if (output != null) {
+                Files.writeString(output, doc + System.lineSeparator());
+            } else {
+                admin.spec.commandLine().getOut().println(doc);
+                admin.spec.commandLine().getOut().flush();
+            }
+            List<String> notMapped = r.headers().allValues("Nvmeof-Not-Mapped");
+            for (String line : notMapped) {
+                admin.spec.commandLine().getErr().println("not exported: " + line);
+            }
+            admin.spec.commandLine().getErr().flush();
+            return 0;
+        }
+    }
+
+    @Command(name = "import", description = "Import a whole configuration live, atomically: ours, nvmetcli's"
+            + " config.json or SPDK's save_config output (as rpc.py load_config, nvmetcli restore)")
+    static final class Import extends Sub {
+        @Parameters(index = "0", paramLabel = "FILE") Path file;
+
+        @Option(names = "--mode", required = true, description = "replace (the target becomes the file; what it does"
+                + " not name is removed) or merge (add what the target lacks; clashes are refused)")
+        String mode;
+
+        @Option(names = "--format", defaultValue = "auto", description = "native, nvmetcli, spdk or auto (recognised"
+                + " from the document's top-level keys). Default: ${DEFAULT-VALUE}")
+        String format;
+
+        @Option(names = "--dry-run", description = "Show what would change, change nothing")
+        boolean dryRun;
+
+        @Override
+        public Integer call() throws Exception {
+            String text;
+            try {
+                text = Files.readString(file);
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw new IllegalArgumentException(file + " does not exist");
+            }
+            String f = "auto".equals(format) ? detectFormat(file, text) : format;
+            HttpResponse<String> r = admin.send("POST", "/api/v1/config/import?mode=" + enc(mode) + "&format=" + enc(f)
+                    + "&dryRun=" + dryRun, text);
+            JsonNode result = JSON.readTree(r.body());
+            if (admin.json) {
+                admin.print(result, null);
+                return 0;
+            }
+            java.io.PrintWriter out = admin.spec.commandLine().getOut();
+            JsonNode changes = result.path("changes");
+            out.println((dryRun ? "would change" : "changed") + " (" + f + ", " + mode + "): "
+                    + (changes.isEmpty() ? "nothing" : changes.size() + " change" + (changes.size() == 1 ? "" : "s")));
+            for (JsonNode c : changes) {
+                out.println("  " + c.asText());
+            }
+            for (JsonNode n : result.path("notMapped")) {
+                out.println("not mapped: " + n.asText());
+            }
+            for (JsonNode n : result.path("notApplied")) {
+                out.println("not applied: " + n.asText());
+            }
+            out.flush();
+            return 0;
+        }
+    }
+
+    /** Our document has listeners or pollGroups; nvmetcli's has ports and hosts; SPDK's a subsystems list of {subsystem, config}. */
+    static String detectFormat(Path file, String text) throws Exception {
+        JsonNode doc;
+        try {
+            doc = JSON.readTree(text);
+        } catch (com.fasterxml.jackson.core.JacksonException e) {
+            throw new IllegalArgumentException(file + " is not JSON: " + e.getOriginalMessage());
+        }
+        if (doc.has("ports") || doc.has("hosts")) {
+            return "nvmetcli";
+        }
+        JsonNode subs = doc.path("subsystems");
+        if (subs.isArray() && subs.size() > 0 && subs.get(0).has("subsystem")) {
+            return "spdk";
+        }
+        if (doc.has("listeners") || subs.isArray() || doc.has("pollGroups")) {
+            return "native";
+        }
+        throw new IllegalArgumentException("cannot tell the format of " + file + "; pass --format native, nvmetcli or spdk");
+    }
+
+    @Command(name = "ns-resize", description = "Grow a file or block namespace live (hosts see the new size)")
+    static final class NamespaceResize extends Sub {
+        @Parameters(index = "0") String nqn;
+        @Parameters(index = "1") long nsid;
+        @Parameters(index = "2", paramLabel = "SIZE", description = "The new size: bytes or with a unit (2GiB)") String size;
+
+        @Override
+        public Integer call() throws Exception {
+            JsonNode ns = admin.call("PATCH", "/api/v1/subsystems/" + enc(nqn) + "/namespaces/" + nsid,
+                    JSON.createObjectNode().put("size", size));
+            admin.done("namespace " + nsid + " of " + nqn + " is now " + ns.path("size").asText() + " bytes");
             return 0;
         }
     }

@@ -4,6 +4,7 @@ import io.nvmeof.admin.AdminOptions;
 import io.nvmeof.admin.AdminServer;
 import io.nvmeof.admin.AdminToken;
 import io.nvmeof.admin.StateFile;
+import io.nvmeof.admin.migration.Migration;
 import io.nvmeof.target.NvmeTarget;
 import io.nvmeof.target.config.TargetConfig;
 import java.nio.file.Path;
@@ -70,10 +71,26 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = "--allow-dir", description = "A directory under which file-backed namespaces may be created over the admin API (repeatable; none: refused)")
     List<Path> allowDirs = List.of();
 
+    @Option(names = "--import-nvmetcli", paramLabel = "FILE", description = "Start from the Linux target's nvmetcli"
+            + " config.json (what nvmetcli save writes); what cannot be mapped is listed")
+    Path importNvmetcli;
+
+    @Option(names = "--import-spdk", paramLabel = "FILE", description = "Start from SPDK's save_config output (its nvmf"
+            + " and bdev subsystems); what cannot be mapped is listed")
+    Path importSpdk;
+
     @Override
     public Integer call() throws Exception {
         TargetConfig cfg;
-        if (config != null) {
+        int sources = (config != null ? 1 : 0) + (importNvmetcli != null ? 1 : 0) + (importSpdk != null ? 1 : 0);
+        if (sources > 1) {
+            throw new IllegalArgumentException("--config, --import-nvmetcli and --import-spdk each give the whole"
+                    + " configuration: give one of them");
+        }
+        if (importNvmetcli != null || importSpdk != null) {
+            cfg = imported(importNvmetcli != null ? Migration.Format.NVMETCLI : Migration.Format.SPDK,
+                    importNvmetcli != null ? importNvmetcli : importSpdk);
+        } else if (config != null) {
             cfg = TargetConfig.load(config);
         } else {
             if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
@@ -90,7 +107,7 @@ final class TargetCommand implements Callable<Integer> {
             // What the admin API made live last time wins over the command line: that is what restarting restores.
             cfg = state.load();
             System.err.println("restored the configuration saved by the admin API in " + state.path()
-                    + (config != null ? " (--config " + config + " is ignored)" : "")
+                    + (sources > 0 ? " (the configuration given on the command line is ignored)" : "")
                     + "; remove that file to start from the command line's configuration");
         }
         if (printConfig) {
@@ -130,6 +147,30 @@ final class TargetCommand implements Callable<Integer> {
         System.err.println("target running; Ctrl-C stops it");
         stopped.await();
         return 0;
+    }
+
+    /** Reads another target's configuration, saying on stderr what it had that has no equivalent here. */
+    private static TargetConfig imported(Migration.Format format, Path file) throws java.io.IOException {
+        String text;
+        try {
+            text = java.nio.file.Files.readString(file);
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IllegalArgumentException(file + " does not exist");
+        }
+        Migration.Imported in;
+        try {
+            in = Migration.importFrom(format, text);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
+        }
+        for (String line : in.notMapped()) {
+            System.err.println("not mapped: " + line);
+        }
+        System.err.println("imported " + file + " (" + format.name().toLowerCase(java.util.Locale.ROOT) + "): "
+                + (in.config().subsystems() != null ? in.config().subsystems().size() : 0) + " subsystems, "
+                + (in.config().listeners() != null ? in.config().listeners().size() : 0) + " listeners, "
+                + in.notMapped().size() + " items not mapped");
+        return in.config();
     }
 
     private AdminServer startAdmin(NvmeTarget target) throws Exception {

@@ -64,8 +64,25 @@ class AdminCliTest {
             String stats = CliTest.run(0, concat(a, "stats"))[0];
             assertTrue(stats.startsWith("SUBSYSTEM") && stats.contains(NQN), stats);
 
+            out = CliTest.run(0, concat(a, "ns-resize", NQN, "1", "4MiB"))[0];
+            assertTrue(out.contains("namespace 1 of " + NQN + " is now 4194304 bytes"), out);
+            assertEquals(4L << 20, Files.size(dir.resolve("img/a.img")));
+
             JsonNode exported = new ObjectMapper().readTree(CliTest.run(0, concat(a, "export"))[0]);
             assertEquals(NQN, exported.path("subsystems").get(1).path("nqn").asText());
+            // Out to SPDK's format and back in: the same target, nothing to change.
+            Path spdk = dir.resolve("spdk.json");
+            String[] spdkOut = CliTest.run(0, concat(a, "export", "--format", "spdk", "-o", spdk.toString()));
+            assertTrue(Files.readString(spdk).contains("bdev_malloc_create"), "the RAM namespace as a malloc bdev");
+            out = CliTest.run(0, concat(a, "import", spdk.toString(), "--mode", "merge", "--dry-run"))[0];
+            assertTrue(out.startsWith("would change (spdk, merge): nothing"), out + spdkOut[1]);
+            Path nvmet = dir.resolve("nvmet.json");
+            String[] nvmetOut = CliTest.run(0, concat(a, "export", "--format", "nvmetcli", "-o", nvmet.toString()));
+            assertTrue(nvmetOut[1].contains("not exported: ") && nvmetOut[1].contains("ram"), nvmetOut[1]);
+            err = CliTest.run(1, concat(a, "import", dir.resolve("none.json").toString(), "--mode", "merge"));
+            assertTrue(err[1].contains("does not exist"), err[1]);
+            err = CliTest.run(1, concat(a, "ns-resize", NQN, "1", "1MiB"));
+            assertTrue(err[1].contains("HTTP 409 Conflict") && err[1].contains("never shrink"), err[1]);
             CliTest.run(0, concat(a, "ns-remove", NQN, "1"));
             CliTest.run(0, concat(a, "subsystem-remove", NQN));
             assertEquals(1, target.live().subsystems().size());

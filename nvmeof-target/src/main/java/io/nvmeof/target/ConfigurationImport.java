@@ -399,7 +399,7 @@ final class ConfigurationImport {
         for (ListenerConfig n : wanted) {
             ListenerConfig match = current.values().stream()
                     .filter(c -> n.port() != 0 && endpoint(c).equals(endpoint(n))).findFirst().orElse(null);
-            if (match != null && sameListener(n, match)) {
+            if (match != null && sameListener(n, match, subsystemsAfter)) {
                 kept.add(match.id());
                 continue;
             }
@@ -548,15 +548,23 @@ final class ConfigurationImport {
                         : have.uuid().replace("-", "")));
     }
 
-    private static boolean sameListener(ListenerConfig want, ListenerConfig have) {
+    /**
+     * Whether the document's listener is the live one. Their subsystem lists are compared by what they expose after
+     * the import: an empty list exposes every subsystem, and discovery is served on every listener whatever the list
+     * says (so SPDK's and nvmet's explicit lists match ours).
+     */
+    private static boolean sameListener(ListenerConfig want, ListenerConfig have, Set<String> subsystemsAfter) {
         return (want.id() == null || want.id().equals(have.id()))
                 && (want.inlineDataSize() == null || want.inlineDataSize().equals(have.inlineDataSize()))
                 && (want.maxH2CData() == null || want.maxH2CData().equals(have.maxH2CData()))
-                && new HashSet<>(orEmpty(want.subsystems())).equals(new HashSet<>(orEmpty(have.subsystems())));
+                && exposed(want.subsystems(), subsystemsAfter).equals(exposed(have.subsystems(), subsystemsAfter));
     }
 
-    private static List<String> orEmpty(List<String> l) {
-        return l != null ? l : List.of();
+    private static Set<String> exposed(List<String> list, Set<String> all) {
+        Set<String> out = new HashSet<>(list == null || list.isEmpty() ? all : list);
+        out.remove(Nqn.DISCOVERY);
+        out.retainAll(all);
+        return out;
     }
 
     /** transport://address:port with the address in its canonical form (so 127.0.0.1 and 127.000.0.1 match). */

@@ -1,0 +1,616 @@
+package io.nvmeof.admin.migration;
+
+import static io.nvmeof.admin.migration.Migration.DISCOVERY_NQN;
+import static io.nvmeof.admin.migration.Migration.orEmpty;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof.admin.migration.Migration.Exported;
+import io.nvmeof.admin.migration.Migration.Imported;
+import io.nvmeof.admin.migration.Migration.JsonAt;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The Linux kernel target's saved configuration: the {@code /etc/nvmet/config.json} that {@code nvmetcli save} writes
+ * (a dump of {@code /sys/kernel/config/nvmet}) and {@code nvmetcli restore} reads. Shape (nvmetcli
+ * {@code nvmet/nvme.py}, the {@code dump()} and {@code setup()} methods):
+ *
+ * <pre>{@code
+ * { "hosts": [ {"nqn": ...} ],
+ *   "ports": [ {"portid": 1, "addr": {"adrfam", "traddr", "treq", "trsvcid", "trtype"}, "param": {"inline_data_size"},
+ *               "referrals": [...], "ana_groups": [{"grpid": 1, "ana": {"state": "optimized"}}],
+ *               "subsystems": [nqn...]} ],
+ *   "subsystems": [ {"nqn": ..., "attr": {"allow_any_host": "0", "serial", "model", "version", ...},
+ *                    "allowed_hosts": [nqn...],
+ *                    "namespaces": [ {"nsid": 1, "enable": 1, "ana_grpid": 1,
+ *                                     "device": {"path", "uuid", "nguid"}, "ana": {"grpid"}, "resv": {"enable"}} ]} ] }
+ * }</pre>
+ *
+ * Configfs attribute values are strings ("1", "4420"); nvmetcli writes {@code portid}, {@code nsid}, {@code enable}
+ * and {@code ana_grpid} as numbers. Both spellings are accepted everywhere.
+ *
+ * <h2>Import</h2>
+ * <ul>
+ * <li>A port becomes a listener ({@code portid} is its id) when its {@code trtype} is tcp or rdma; loop, fc and
+ *     others are listed and skipped, as are ports whose {@code adrfam} is not ipv4/ipv6. An nvmet port with an empty
+ *     {@code subsystems} list exposes only discovery, ours with an empty list exposes everything, so it becomes
+ *     {@code [nqn.2014-08.org.nvmexpress.discovery]}.</li>
+ * <li>{@code param.inline_data_size} becomes {@code inlineDataSize}; {@code "-1"} is nvmet's "let the transport
+ *     choose", i.e. unset.</li>
+ * <li>A namespace whose {@code enable} is 0 or absent is not imported (nvmetcli restore leaves a namespace without
+ *     {@code enable} disabled). {@code device.path} under {@code /dev/} is a block backend, anything else a file;
+ *     size is null (the file's or device's own). The block size is left unset (512): nvmet took it from the device
+ *     (its logical block size) or, for a file, from the filesystem (min(block size, 4096)), which a saved
+ *     configuration does not record; set {@code blockSize} if hosts saw 4096-byte blocks.</li>
+ * <li>A subsystem without {@code attr.allow_any_host} gets {@code allowAnyHost=false}, nvmet's default.</li>
+ * <li>The top-level {@code hosts} only declare host NQNs for {@code allowed_hosts} to link to: nothing to map.</li>
+ * </ul>
+ * Values equal to nvmet's defaults carry no information and are skipped without a line: port {@code param}s equal to
+ * {@code "-1"} (transport default) and {@code pi_enable "0"}; {@code addr.treq} "not specified"/"not required" and
+ * {@code addr.tsas} "none" (no secure channel); subsystem {@code attr} {@code cntlid_min "1"},
+ * {@code cntlid_max "65519"} (the full controller ID range) and {@code pi_enable "0"}; namespace
+ * {@code ana_grpid}/{@code ana.grpid} 1 and {@code resv.enable "0"}; the default ANA group 1 in state optimized. Every
+ * other attribute (version, ieee_oui, firmware, qid_max, ...) is listed with its value.
+ *
+ * <h2>Export</h2>
+ * Keys are written sorted, as {@code nvmetcli save} does. A listener without id gets the lowest free port ID;
+ * transport, address and port default as the target does (tcp, 127.0.0.1, 4420); {@code adrfam} follows the
+ * address. A null or empty listener subsystem list (all) becomes the list of every subsystem NQN; the discovery NQN
+ * is dropped (nvmet serves discovery on every port). Serial and model numbers, namespace UUIDs and NGUIDs are written
+ * with their effective values (the target's derived defaults included) so hosts recognise controllers and namespaces
+ * on nvmet; {@code allow_any_host} is the effective flag too. RAM namespaces cannot be expressed and are listed.
+ * {@code ana_groups} are left out: {@code nvmetcli restore} keeps the default group, and writing it fails on kernels
+ * without ANA.
+ */
+public final class NvmetcliFormat {
+
+    private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
+
+    private static final Set<String> ROOT_KEYS = Set.of("hosts", "ports", "subsystems");
+    private static final Set<String> PORT_KEYS = Set.of("portid", "addr", "param", "referrals", "ana_groups",
+            "subsystems");
+    private static final Set<String> SUBSYSTEM_KEYS = Set.of("nqn", "attr", "allowed_hosts", "namespaces", "passthru");
+    private static final Set<String> NAMESPACE_KEYS = Set.of("nsid", "enable", "device", "ana_grpid", "ana", "resv");
+
+    /** nvmet's subsystem attribute defaults (drivers/nvme/target/configfs.c, core.c): skipped when equal. */
+    private static final Map<String, String> DEFAULT_SUBSYSTEM_ATTRS = Map.of(
+            "cntlid_min", "1", "cntlid_max", "65519", "pi_enable", "0");
+
+    private NvmetcliFormat() {
+    }
+
+    // ---------------------------------------------------------------------------------------------------------------
+    // Import
+
+    /** Reads an nvmetcli config.json. */
+    public static Imported read(String json) {
+        JsonAt root = Migration.parse(json);
+        List<String> notMapped = new ArrayList<>();
+        for (String key : root.fieldNames()) {
+            if (!ROOT_KEYS.contains(key)) {
+                notMapped.add(key + ": not part of an nvmetcli configuration; ignored");
+            }
+        }
+        readHosts(root.field("hosts"), notMapped);
+        List<SubsystemConfig> subsystems = readSubsystems(root.field("subsystems"), notMapped);
+        Set<String> nqns = new HashSet<>();
+        subsystems.forEach(s -> nqns.add(s.nqn()));
+        List<ListenerConfig> listeners = readPorts(root.field("ports"), nqns, notMapped);
+        return new Imported(new TargetConfig(null, null, null, null, listeners, subsystems), notMapped);
+    }
+
+    /** The host list only declares NQNs; each entry still has to be well formed. */
+    private static void readHosts(JsonAt hosts, List<String> notMapped) {
+        for (JsonAt host : hosts.elements()) {
+            host.requireObject();
+            host.field("nqn").nonEmptyText();
+            for (String key : host.fieldNames()) {
+                if (!key.equals("nqn")) {
+                    notMapped.add(host.field(key).path() + ": host attributes (such as DH-HMAC-CHAP keys) are not "
+                            + "supported; ignored");
+                }
+            }
+        }
+    }
+
+    private static List<ListenerConfig> readPorts(JsonAt ports, Set<String> nqns, List<String> notMapped) {
+        List<ListenerConfig> listeners = new ArrayList<>();
+        Set<Long> ids = new HashSet<>();
+        for (JsonAt port : ports.elements()) {
+            ListenerConfig l = readPort(port, ids, nqns, notMapped);
+            if (l != null) {
+                listeners.add(l);
+            }
+        }
+        return listeners;
+    }
+
+    private static ListenerConfig readPort(JsonAt port, Set<Long> ids, Set<String> nqns, List<String> notMapped) {
+        port.requireObject();
+        long portid = port.field("portid").integer(1, 65535);
+        if (!ids.add(portid)) {
+            throw new IllegalArgumentException(port.field("portid").path() + " " + portid + " is used by another port");
+        }
+        listUnknownKeys(port, PORT_KEYS, "not an nvmetcli port field", notMapped);
+        JsonAt addr = port.field("addr").requireObject();
+        String trtype = addr.field("trtype").text().toLowerCase(Locale.ROOT);
+        String where = port.path() + " (portid " + portid + ")";
+        if (!trtype.equals("tcp") && !trtype.equals("rdma")) {
+            notMapped.add(where + ": transport " + (trtype.isEmpty() ? "(none)" : trtype)
+                    + " is not supported (tcp and rdma only); not imported");
+            return null;
+        }
+        String adrfam = addr.field("adrfam").optText();
+        if (adrfam != null && !adrfam.isEmpty() && !adrfam.equalsIgnoreCase("ipv4")
+                && !adrfam.equalsIgnoreCase("ipv6")) {
+            notMapped.add(where + ": address family " + adrfam + " is not supported (ipv4 and ipv6 only); "
+                    + "not imported");
+            return null;
+        }
+        String traddr = addr.field("traddr").nonEmptyText();
+        int trsvcid = (int) addr.field("trsvcid").integer(1, 65535);
+        readAddrExtras(addr, notMapped);
+        Integer inlineDataSize = readParams(port.field("param").optObject(), notMapped);
+        readReferrals(port.field("referrals"), notMapped);
+        readAnaGroups(port.field("ana_groups"), notMapped);
+        List<String> exposed = new ArrayList<>();
+        for (JsonAt s : port.field("subsystems").elements()) {
+            String nqn = s.nonEmptyText();
+            if (!nqns.contains(nqn)) {
+                throw new IllegalArgumentException(s.path() + ": subsystem " + nqn + " is not in subsystems");
+            }
+            exposed.add(nqn);
+        }
+        // nvmet: no subsystem linked = the port serves discovery only. Ours: empty = every subsystem.
+        List<String> subsystems = exposed.isEmpty() ? List.of(DISCOVERY_NQN) : List.copyOf(exposed);
+        return new ListenerConfig((int) portid, trtype, traddr, trsvcid, inlineDataSize, null, subsystems);
+    }
+
+    /** treq and tsas ask for secure channels (TLS), which we do not offer; other addr keys are unknown. */
+    private static void readAddrExtras(JsonAt addr, List<String> notMapped) {
+        for (String key : addr.fieldNames()) {
+            JsonAt value = addr.field(key);
+            switch (key) {
+                case "trtype", "adrfam", "traddr", "trsvcid":
+                    break;
+                case "treq":
+                    String treq = value.optText();
+                    if (treq != null && !treq.equals("not specified") && !treq.equals("not required")) {
+                        notMapped.add(value.path() + "=" + treq + ": secure channels (TLS) are not supported; ignored");
+                    }
+                    break;
+                case "tsas":
+                    String tsas = value.optText();
+                    if (tsas != null && !tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("not specified")) {
+                        notMapped.add(value.path() + "=" + tsas + ": secure channels (TLS) are not supported; ignored");
+                    }
+                    break;
+                default:
+                    notMapped.add(value.path() + "=" + value.display() + ": not an nvmet port address field; ignored");
+            }
+        }
+    }
+
+    /** Returns inline_data_size (null: the transport's default); lists every other non-default parameter. */
+    private static Integer readParams(JsonAt param, List<String> notMapped) {
+        if (param == null) {
+            return null;
+        }
+        Integer inlineDataSize = null;
+        for (String key : param.fieldNames()) {
+            JsonAt value = param.field(key);
+            if (key.equals("inline_data_size")) {
+                long size = value.integer(-1, Integer.MAX_VALUE);
+                inlineDataSize = size < 0 ? null : (int) size; // -1: "let the transport choose"
+            } else if (!isDefaultParam(key, value)) {
+                notMapped.add(value.path() + "=" + value.display() + ": no per-port equivalent here; ignored");
+            }
+        }
+        return inlineDataSize;
+    }
+
+    private static boolean isDefaultParam(String key, JsonAt value) {
+        String text = value.display().trim();
+        return text.equals("-1") || (key.equals("pi_enable") && text.equals("0"));
+    }
+
+    private static void readReferrals(JsonAt referrals, List<String> notMapped) {
+        for (JsonAt referral : referrals.elements()) {
+            referral.requireObject();
+            JsonAt addr = referral.field("addr");
+            String target = addr.present() ? " to " + addr.field("trtype").display() + " "
+                    + addr.field("traddr").display() + ":" + addr.field("trsvcid").display() : "";
+            String name = referral.field("name").present() ? " " + referral.field("name").display() : "";
+            notMapped.add(referral.path() + " (referral" + name + target + "): referrals are not supported; "
+                    + "not imported");
+        }
+    }
+
+    /** Group 1 in state optimized is what every port has; anything else is ANA configuration we do not offer. */
+    private static void readAnaGroups(JsonAt groups, List<String> notMapped) {
+        for (JsonAt group : groups.elements()) {
+            group.requireObject();
+            long grpid = group.field("grpid").integer(1, 1024);
+            String state = group.field("ana").field("state").present() ? group.field("ana").field("state").text()
+                    : "optimized";
+            if (grpid != 1 || !state.equals("optimized")) {
+                notMapped.add(group.path() + " (ANA group " + grpid + ", " + state + "): asymmetric namespace access "
+                        + "is not supported; not imported");
+            }
+        }
+    }
+
+    private static List<SubsystemConfig> readSubsystems(JsonAt subsystems, List<String> notMapped) {
+        List<SubsystemConfig> result = new ArrayList<>();
+        Set<String> nqns = new HashSet<>();
+        for (JsonAt s : subsystems.elements()) {
+            SubsystemConfig subsystem = readSubsystem(s, notMapped);
+            if (!nqns.add(subsystem.nqn())) {
+                throw new IllegalArgumentException(s.field("nqn").path() + ": subsystem " + subsystem.nqn()
+                        + " appears twice");
+            }
+            result.add(subsystem);
+        }
+        return result;
+    }
+
+    private static SubsystemConfig readSubsystem(JsonAt s, List<String> notMapped) {
+        s.requireObject();
+        String nqn = s.field("nqn").nonEmptyText();
+        if (nqn.equals(DISCOVERY_NQN)) {
+            throw new IllegalArgumentException(s.field("nqn").path()
+                    + ": the discovery subsystem cannot be configured");
+        }
+        listUnknownKeys(s, SUBSYSTEM_KEYS, "not an nvmetcli subsystem field", notMapped);
+        JsonAt attr = s.field("attr").optObject();
+        Boolean allowAnyHost = attr != null ? attr.field("allow_any_host").optFlag() : null;
+        String serial = attr != null ? identifyField(attr.field("serial"), 20, notMapped) : null;
+        String model = attr != null ? identifyField(attr.field("model"), 40, notMapped) : null;
+        if (attr != null) {
+            listOtherAttrs(attr, notMapped);
+        }
+        List<String> hosts = new ArrayList<>();
+        for (JsonAt host : s.field("allowed_hosts").elements()) {
+            hosts.add(host.nonEmptyText());
+        }
+        List<NamespaceConfig> namespaces = readNamespaces(s.field("namespaces"), notMapped);
+        if (!s.field("passthru").elements().isEmpty()) {
+            notMapped.add(s.field("passthru").path() + ": passthrough controllers are not supported; not imported");
+        }
+        return new SubsystemConfig(nqn, serial, model, null, allowAnyHost != null ? allowAnyHost : false,
+                List.copyOf(hosts), namespaces);
+    }
+
+    /** A serial or model number that fits Identify Controller, else null and a line. */
+    private static String identifyField(JsonAt at, int max, List<String> notMapped) {
+        String value = at.optText();
+        if (value == null) {
+            return null;
+        }
+        if (!Migration.fitsIdentifyField(value, max)) {
+            notMapped.add(at.path() + "=" + value + ": must be 1 to " + max
+                    + " printable ASCII characters here; not imported (the target's default is used)");
+            return null;
+        }
+        return value;
+    }
+
+    private static void listOtherAttrs(JsonAt attr, List<String> notMapped) {
+        for (String key : attr.fieldNames()) {
+            if (key.equals("allow_any_host") || key.equals("serial") || key.equals("model")) {
+                continue;
+            }
+            JsonAt value = attr.field(key);
+            String text = value.display();
+            if (!text.equals(DEFAULT_SUBSYSTEM_ATTRS.get(key))) {
+                notMapped.add(value.path() + "=" + text + ": " + attrReason(key) + "; ignored");
+            }
+        }
+    }
+
+    private static String attrReason(String key) {
+        return switch (key) {
+            case "version" -> "the NVMe version reported is this target's own";
+            case "firmware" -> "the firmware revision reported is this target's own";
+            case "ieee_oui" -> "the IEEE OUI reported is this target's own";
+            case "cntlid_min", "cntlid_max" -> "controller ID ranges are not configurable here";
+            case "qid_max" -> "set maxIoQueues for a target-wide limit";
+            case "pi_enable" -> "protection information is not supported";
+            default -> "no equivalent here";
+        };
+    }
+
+    private static List<NamespaceConfig> readNamespaces(JsonAt namespaces, List<String> notMapped) {
+        List<NamespaceConfig> result = new ArrayList<>();
+        Set<Long> nsids = new HashSet<>();
+        for (JsonAt n : namespaces.elements()) {
+            n.requireObject();
+            long nsid = n.field("nsid").integer(1, 0xFFFFFFFEL);
+            if (!nsids.add(nsid)) {
+                throw new IllegalArgumentException(n.field("nsid").path() + " " + nsid + " appears twice");
+            }
+            NamespaceConfig ns = readNamespace(n, nsid, notMapped);
+            if (ns != null) {
+                result.add(ns);
+            }
+        }
+        return result;
+    }
+
+    private static NamespaceConfig readNamespace(JsonAt n, long nsid, List<String> notMapped) {
+        Long enable = n.field("enable").optInteger(0, 1);
+        JsonAt device = n.field("device").optObject();
+        if (enable == null || enable == 0) {
+            String path = device != null && device.field("path").present() ? ", " + device.field("path").display() : "";
+            notMapped.add(n.path() + " (nsid " + nsid + path + "): "
+                    + (enable == null ? "has no enable flag, so nvmet leaves it disabled"
+                            : "disabled in nvmet (enable 0)")
+                    + "; not imported");
+            return null;
+        }
+        listUnknownKeys(n, NAMESPACE_KEYS, "not an nvmetcli namespace field", notMapped);
+        if (device == null) {
+            n.field("device").requireObject(); // throws: "... device is missing"
+        }
+        String path = device.field("path").nonEmptyText();
+        String uuid = Migration.uuid(device.field("uuid"));
+        String nguid = Migration.nguid(device.field("nguid"));
+        for (String key : device.fieldNames()) {
+            if (!key.equals("path") && !key.equals("uuid") && !key.equals("nguid")) {
+                JsonAt value = device.field(key);
+                notMapped.add(value.path() + "=" + value.display() + ": no equivalent here; ignored");
+            }
+        }
+        // nvmetcli writes the group twice: "ana_grpid" and the configfs attribute group "ana" {"grpid"}.
+        readAnaGroupId(n.field("ana_grpid"), notMapped);
+        JsonAt ana = n.field("ana").optObject();
+        if (ana != null) {
+            for (String key : ana.fieldNames()) {
+                if (!key.equals("grpid")) {
+                    notMapped.add(ana.field(key).path() + "=" + ana.field(key).display() + ": no equivalent here; "
+                            + "ignored");
+                } else if (!n.field("ana_grpid").present()) {
+                    readAnaGroupId(ana.field("grpid"), notMapped);
+                }
+            }
+        }
+        JsonAt resv = n.field("resv").optObject();
+        if (resv != null) {
+            for (String key : resv.fieldNames()) {
+                JsonAt value = resv.field(key);
+                if (!(key.equals("enable") && value.display().equals("0"))) {
+                    notMapped.add(value.path() + "=" + value.display() + ": reservation settings are not "
+                            + "configurable here; ignored");
+                }
+            }
+        }
+        return new NamespaceConfig(nsid, Migration.backendFor(path), null, null, path, uuid, nguid);
+    }
+
+    private static void readAnaGroupId(JsonAt grpid, List<String> notMapped) {
+        Long id = grpid.optInteger(0, 1024);
+        if (id != null && id != 1) {
+            notMapped.add(grpid.path() + "=" + id + ": asymmetric namespace access is not supported; the namespace "
+                    + "is imported without its ANA group");
+        }
+    }
+
+    private static void listUnknownKeys(JsonAt object, Set<String> known, String why, List<String> notMapped) {
+        for (String key : object.fieldNames()) {
+            if (!known.contains(key)) {
+                JsonAt value = object.field(key);
+                notMapped.add(value.path() + "=" + value.display() + ": " + why + "; ignored");
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------------
+    // Export
+
+    /** Writes our document as an nvmetcli config.json. */
+    public static Exported write(TargetConfig c) {
+        if (c == null) {
+            throw new IllegalArgumentException("the configuration is missing");
+        }
+        List<String> notMapped = new ArrayList<>();
+        listGlobals(c, notMapped);
+        List<SubsystemConfig> subsystems = orEmpty(c.subsystems());
+        List<String> allNqns = new ArrayList<>();
+        ArrayNode subsystemsOut = JSON.arrayNode();
+        Set<String> hosts = new LinkedHashSet<>();
+        for (int i = 0; i < subsystems.size(); i++) {
+            SubsystemConfig s = subsystems.get(i);
+            if (s == null || s.nqn() == null) {
+                throw new IllegalArgumentException("subsystems[" + i + "].nqn is missing");
+            }
+            allNqns.add(s.nqn());
+            hosts.addAll(orEmpty(s.hosts()));
+            subsystemsOut.add(writeSubsystem(s, "subsystems[" + i + "]", notMapped));
+        }
+        ArrayNode portsOut = writePorts(orEmpty(c.listeners()), allNqns, notMapped);
+        ObjectNode root = JSON.objectNode();
+        ArrayNode hostsOut = root.putArray("hosts");
+        hosts.forEach(h -> hostsOut.addObject().put("nqn", h));
+        root.set("ports", portsOut);
+        root.set("subsystems", subsystemsOut);
+        return new Exported(Migration.pretty(root), notMapped);
+    }
+
+    private static void listGlobals(TargetConfig c, List<String> notMapped) {
+        if (c.pollGroups() != null) {
+            notMapped.add("pollGroups=" + c.pollGroups() + ": nvmet runs in the kernel's own threads; not exported");
+        }
+        if (c.maxIoQueues() != null) {
+            notMapped.add("maxIoQueues=" + c.maxIoQueues() + ": nvmet sets it per subsystem (attr_qid_max); "
+                    + "not exported");
+        }
+        if (c.maxQueueSize() != null) {
+            notMapped.add("maxQueueSize=" + c.maxQueueSize() + ": nvmet sets it per port (param_max_queue_size, "
+                    + "recent kernels); not exported");
+        }
+        if (c.maxTransferSize() != null) {
+            notMapped.add("maxTransferSize=" + c.maxTransferSize() + ": nvmet derives it from the transport; "
+                    + "not exported");
+        }
+    }
+
+    private static ArrayNode writePorts(List<ListenerConfig> listeners, List<String> allNqns, List<String> notMapped) {
+        Set<Integer> used = new HashSet<>();
+        listeners.stream().filter(l -> l != null && l.id() != null).forEach(l -> used.add(l.id()));
+        ArrayNode ports = JSON.arrayNode();
+        int nextFree = 1;
+        for (int i = 0; i < listeners.size(); i++) {
+            ListenerConfig l = listeners.get(i);
+            String where = "listeners[" + i + "]";
+            if (l == null) {
+                throw new IllegalArgumentException(where + " is missing");
+            }
+            String transport = l.transport() != null ? l.transport().toLowerCase(Locale.ROOT) : "tcp";
+            if (!transport.equals("tcp") && !transport.equals("rdma")) {
+                notMapped.add(where + ".transport=" + l.transport() + ": unknown transport; not exported");
+                continue;
+            }
+            int portid;
+            if (l.id() != null) {
+                portid = l.id();
+            } else {
+                while (used.contains(nextFree)) {
+                    nextFree++;
+                }
+                portid = nextFree;
+                used.add(portid);
+            }
+            if (l.maxH2CData() != null) {
+                notMapped.add(where + ".maxH2CData=" + l.maxH2CData() + ": nvmet has no setting for it; not exported");
+            }
+            ports.add(writePort(l, portid, transport, exposedSubsystems(l, where, allNqns, notMapped)));
+        }
+        return ports;
+    }
+
+    /** Ours: null/empty = all, and discovery is served everywhere. nvmet: the list is exact, discovery implied. */
+    private static List<String> exposedSubsystems(ListenerConfig l, String where, List<String> allNqns,
+            List<String> notMapped) {
+        if (l.subsystems() == null || l.subsystems().isEmpty()) {
+            return allNqns;
+        }
+        List<String> exposed = new ArrayList<>();
+        for (int j = 0; j < l.subsystems().size(); j++) {
+            String nqn = l.subsystems().get(j);
+            if (DISCOVERY_NQN.equals(nqn)) {
+                continue;
+            }
+            if (!allNqns.contains(nqn)) {
+                // nvmetcli restore aborts on a link to a subsystem that does not exist.
+                notMapped.add(where + ".subsystems[" + j + "]=" + nqn + ": no such subsystem in this configuration; "
+                        + "not exported");
+                continue;
+            }
+            exposed.add(nqn);
+        }
+        return exposed;
+    }
+
+    private static ObjectNode writePort(ListenerConfig l, int portid, String transport, List<String> subsystems) {
+        String address = l.address() != null ? l.address() : "127.0.0.1";
+        ObjectNode port = JSON.objectNode();
+        ObjectNode addr = port.putObject("addr");
+        addr.put("adrfam", address.contains(":") ? "ipv6" : "ipv4");
+        addr.put("traddr", address);
+        addr.put("treq", "not specified");
+        addr.put("trsvcid", Integer.toString(l.port() != null ? l.port() : 4420));
+        addr.put("trtype", transport);
+        ObjectNode param = port.putObject("param");
+        if (l.inlineDataSize() != null) {
+            param.put("inline_data_size", Integer.toString(l.inlineDataSize()));
+        }
+        port.put("portid", portid);
+        port.putArray("referrals");
+        ArrayNode linked = port.putArray("subsystems");
+        subsystems.forEach(linked::add);
+        return port;
+    }
+
+    private static ObjectNode writeSubsystem(SubsystemConfig s, String where, List<String> notMapped) {
+        ObjectNode out = JSON.objectNode();
+        ArrayNode allowed = out.putArray("allowed_hosts");
+        orEmpty(s.hosts()).forEach(allowed::add);
+        ObjectNode attr = out.putObject("attr");
+        attr.put("allow_any_host", Migration.effectiveAllowAnyHost(s) ? "1" : "0");
+        attr.put("model", Migration.effectiveModel(s));
+        attr.put("serial", Migration.effectiveSerial(s));
+        if (s.maxNamespaces() != null) {
+            notMapped.add(where + ".maxNamespaces=" + s.maxNamespaces() + ": nvmet has no per-subsystem namespace "
+                    + "limit; not exported");
+        }
+        ArrayNode namespaces = out.putArray("namespaces");
+        long next = 1;
+        List<NamespaceConfig> list = orEmpty(s.namespaces());
+        for (int j = 0; j < list.size(); j++) {
+            NamespaceConfig n = list.get(j);
+            if (n == null) {
+                throw new IllegalArgumentException(where + ".namespaces[" + j + "] is missing");
+            }
+            long nsid = n.nsid() != null ? n.nsid() : next; // the target's numbering of unnumbered namespaces
+            next = nsid + 1;
+            ObjectNode ns = writeNamespace(s.nqn(), n, nsid, where + ".namespaces[" + j + "]", notMapped);
+            if (ns != null) {
+                namespaces.add(ns);
+            }
+        }
+        out.put("nqn", s.nqn());
+        return out;
+    }
+
+    private static ObjectNode writeNamespace(String nqn, NamespaceConfig n, long nsid, String where,
+            List<String> notMapped) {
+        String label = where + " (nsid " + nsid + ")";
+        String backend = Migration.effectiveBackend(n);
+        if (backend.equals("ram")) {
+            notMapped.add(label + ": RAM namespaces have no nvmet equivalent; not exported (back it with a file, or "
+                    + "with a null_blk or brd device such as /dev/ram0, and add it by hand)");
+            return null;
+        }
+        if (!backend.equals("file") && !backend.equals("block")) {
+            throw new IllegalArgumentException(where + ".backend '" + n.backend() + "' is not ram, file or block");
+        }
+        if (n.path() == null || n.path().isBlank()) {
+            throw new IllegalArgumentException(where + ".path is missing");
+        }
+        if (n.size() != null) {
+            notMapped.add(where + ".size=" + n.size() + ": nvmet always serves the whole " + backend
+                    + "; not exported");
+        }
+        if (backend.equals("file") && n.blockSize() != null && n.blockSize() != 512) {
+            notMapped.add(where + ".blockSize=" + n.blockSize() + ": nvmet takes a file's block size from its "
+                    + "filesystem; not exported");
+        }
+        String uuid = Migration.effectiveUuid(nqn, nsid, n, where);
+        ObjectNode ns = JSON.objectNode();
+        ns.put("ana_grpid", 1);
+        ObjectNode device = ns.putObject("device");
+        device.put("nguid", dashed(Migration.effectiveNguid(uuid, n, where)));
+        device.put("path", n.path());
+        device.put("uuid", uuid);
+        ns.put("enable", 1);
+        ns.put("nsid", nsid);
+        return ns;
+    }
+
+    /** nvmet prints an NGUID like a UUID ({@code %pUb}): 8-4-4-4-12 lower-case hex digits. */
+    private static String dashed(String hex32) {
+        return hex32.substring(0, 8) + "-" + hex32.substring(8, 12) + "-" + hex32.substring(12, 16) + "-"
+                + hex32.substring(16, 20) + "-" + hex32.substring(20);
+    }
+}
