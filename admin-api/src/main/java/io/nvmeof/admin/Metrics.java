@@ -25,7 +25,7 @@ import java.util.function.ToLongFunction;
  * {@code /metrics}: the target's statistics in Prometheus text format, built at each scrape from the same counters
  * {@code GET /api/v1/statistics} serves (the Prometheus Java client writes the format). Per namespace (labels
  * {@code subsystem}, {@code nsid}): commands, bytes, errors, and a latency histogram in seconds; per subsystem:
- * connected controllers; and the number of listeners.
+ * connected controllers and I/O queues; and the number of listeners.
  */
 final class Metrics {
     private final PrometheusRegistry registry = new PrometheusRegistry();
@@ -57,18 +57,27 @@ final class Metrics {
         out.metricSnapshot(counter(stats, "nvmeof_namespace_errors", "Commands completed with an error status", NamespaceStatistics::errors));
         out.metricSnapshot(latency(stats));
         Map<String, Integer> controllers = new HashMap<>();
+        Map<String, Integer> queues = new HashMap<>();
         for (LiveConfiguration.ControllerView c : live.controllers()) {
             controllers.merge(c.subsystem(), 1, Integer::sum);
+            queues.merge(c.subsystem(), c.ioQueues(), Integer::sum);
         }
-        GaugeSnapshot.Builder g = GaugeSnapshot.builder().name("nvmeof_subsystem_controllers").help("Connected hosts (controllers)");
-        for (SubsystemStatistics s : stats) {
-            g.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(Labels.of("subsystem", s.nqn()))
-                    .value(controllers.getOrDefault(s.nqn(), 0)).build());
-        }
-        out.metricSnapshot(g.build());
+        out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_controllers", "Connected hosts (controllers)", controllers));
+        out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_io_queues", "Connected I/O queues, over every controller",
+                queues));
         out.metricSnapshot(GaugeSnapshot.builder().name("nvmeof_listeners").help("Ports the target listens on")
                 .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.listeners().size()).build()).build());
         return out.build();
+    }
+
+    private static GaugeSnapshot perSubsystem(List<SubsystemStatistics> stats, String name, String help,
+                                              Map<String, Integer> values) {
+        GaugeSnapshot.Builder g = GaugeSnapshot.builder().name(name).help(help);
+        for (SubsystemStatistics s : stats) {
+            g.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(Labels.of("subsystem", s.nqn()))
+                    .value(values.getOrDefault(s.nqn(), 0)).build());
+        }
+        return g.build();
     }
 
     private static CounterSnapshot counter(List<SubsystemStatistics> stats, String name, String help,

@@ -180,6 +180,60 @@ class AdminApiTest {
     }
 
     /**
+     * Revoking a host's access ends its associations at once, as SPDK's {@code nvmf_subsystem_remove_host} does: its
+     * I/O fails (the initiator's reconnect is refused with Connect Invalid Host) while another allowed host goes on.
+     * Turning {@code allowAnyHost} off ends the associations of hosts that are not listed.
+     */
+    @Test
+    void revokingAHostEndsItsAssociations() throws Exception {
+        String kept = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000a";
+        String revoked = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000b";
+        String unlisted = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000c";
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\",\"namespaces\":[{\"size\":\"1MiB\"}],"
+                + "\"allowAnyHost\":true,\"hosts\":[\"" + kept + "\",\"" + revoked + "\"]}").statusCode());
+        ConnectOptions.Builder o = ConnectOptions.builder().reconnectDelay(Duration.ofMillis(100))
+                .ctrlLossTimeout(Duration.ofSeconds(1));
+        TransportId id = TransportId.tcp("127.0.0.1", target.tcpPort(0), NQN);
+        try (NvmeofController k = NvmeofController.connect(id, o.hostNqn(kept).build());
+             NvmeofController r = NvmeofController.connect(id, o.hostNqn(revoked).build());
+             NvmeofController u = NvmeofController.connect(id, o.hostNqn(unlisted).build())) {
+            ByteBuffer b = ByteBuffer.allocateDirect(512);
+            assertEquals(3, json(call("GET", "/api/v1/controllers", null)).size());
+
+            assertEquals(200, call("PATCH", "/api/v1/subsystems/" + NQN, "{\"allowAnyHost\":false}").statusCode());
+            eventually(() -> u.state() != ControllerState.CONNECTED, 5000, "the unlisted host's association ended");
+            r.namespace(1).read(0, 1, b).get(5, TimeUnit.SECONDS);
+
+            assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN + "/hosts/" + revoked, null).statusCode());
+            eventually(() -> r.state() != ControllerState.CONNECTED, 5000, "the revoked host's association ended");
+            ExecutionException ee = assertThrows(ExecutionException.class,
+                    () -> r.namespace(1).read(0, 1, b).get(10, TimeUnit.SECONDS));
+            assertTrue(ee.getCause().getMessage() != null, String.valueOf(ee.getCause()));
+            eventually(() -> r.state() == ControllerState.FAILED, 10_000, "its reconnect refused until ctrlLossTimeout");
+
+            k.namespace(1).read(0, 1, b).get(5, TimeUnit.SECONDS);
+            assertTrue(k.isConnected(), "the host still allowed is untouched");
+            JsonNode ctrls = json(call("GET", "/api/v1/controllers", null));
+            assertEquals(1, ctrls.size(), ctrls.toString());
+            assertEquals(kept, ctrls.get(0).get("hostNqn").asText());
+
+            // An import that drops the last host revokes it the same way.
+            com.fasterxml.jackson.databind.node.ObjectNode config =
+                    (com.fasterxml.jackson.databind.node.ObjectNode) json(call("GET", "/api/v1/config", null));
+            for (JsonNode sub : config.get("subsystems")) {
+                if (sub.get("nqn").asText().equals(NQN)) {
+                    ((com.fasterxml.jackson.databind.node.ObjectNode) sub).putArray("hosts");
+                }
+            }
+            HttpResponse<String> imported = call("POST", "/api/v1/config/import?mode=replace", config.toString());
+            assertEquals(200, imported.statusCode(), imported.body());
+            assertTrue(imported.body().contains("end the associations of hosts no longer allowed"), imported.body());
+            eventually(() -> k.state() != ControllerState.CONNECTED, 5000, "the host the import dropped");
+            assertEquals(0, json(call("GET", "/api/v1/controllers", null)).size());
+        }
+    }
+
+    /**
      * A namespace added over REST reaches an already connected host by the Namespace Attribute Changed event; one
      * removed fails further I/O with Invalid Namespace; the controller list shows the host; disconnecting it makes
      * the host reconnect.
@@ -229,6 +283,7 @@ class AdminApiTest {
             assertTrue(prom.body().contains("nvmeof_namespace_latency_seconds_bucket{nsid=\"2\",subsystem=\"" + NQN + "\",le=\"+Inf\"} 2"),
                     "buckets are cumulative in the exposition: " + prom.body());
             assertTrue(prom.body().contains("nvmeof_subsystem_controllers{subsystem=\"" + NQN + "\"} 1"), prom.body());
+            assertTrue(prom.body().contains("nvmeof_subsystem_io_queues{subsystem=\"" + NQN + "\"} 1"), prom.body());
             problem(call("GET", "/metrics", null, null), 401, "Bearer");
 
             JsonNode ctrls = json(call("GET", "/api/v1/controllers", null));

@@ -321,7 +321,7 @@ final class AdminCommand {
         }
     }
 
-    @Command(name = "host-remove", description = "Stop allowing a host (its open connections stay)")
+    @Command(name = "host-remove", description = "Stop allowing a host (its associations end unless the subsystem allows any host)")
     static final class HostRemove extends Sub {
         @Parameters(index = "0") String nqn;
         @Parameters(index = "1") String host;

@@ -268,12 +268,19 @@ final class ConfigurationImport {
                 steps.add(commitOnly("allow host " + h + " on " + s.nqn(), () -> sub.allowedHosts().add(h)));
             }
         }
+        boolean revokes = s.allowAnyHost() != null && !s.allowAnyHost() && sub.allowAnyHost();
         if (mode == ImportMode.REPLACE && s.hosts() != null) {
             for (String h : new TreeSet<>(sub.allowedHosts())) {
                 if (!wanted.contains(h)) {
                     steps.add(commitOnly("stop allowing host " + h + " on " + s.nqn(), () -> sub.allowedHosts().remove(h)));
+                    revokes = true;
                 }
             }
+        }
+        if (revokes) {
+            // After every host step of the subsystem, so a host the document adds is not cut off on the way.
+            steps.add(commitOnly("end the associations of hosts no longer allowed on " + s.nqn(),
+                    sub::endAssociationsNoLongerAllowed));
         }
     }
 

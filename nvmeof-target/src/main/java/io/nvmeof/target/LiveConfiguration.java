@@ -315,6 +315,7 @@ public final class LiveConfiguration {
         Subsystem sub = target.core().subsystem(nqn);
         sub.allowAnyHost(allow);
         target.core().configChanged();
+        sub.endAssociationsNoLongerAllowed();
         return refresh(sub);
     }
 
@@ -446,7 +447,10 @@ public final class LiveConfiguration {
         return refresh(sub);
     }
 
-    /** Stops allowing a host; its existing connections stay (as nvmet), new ones are refused. */
+    /**
+     * Stops allowing a host: new connections are refused, and unless the subsystem allows any host its associations
+     * end now (as SPDK's {@code nvmf_subsystem_remove_host}; nvmet leaves them until they reconnect).
+     */
     public synchronized SubsystemConfig removeHost(String nqn, String hostNqn) {
         subsystem(nqn);
         Subsystem sub = target.core().subsystem(nqn);
@@ -454,6 +458,7 @@ public final class LiveConfiguration {
             throw notFound("host " + Nqn.display(hostNqn) + " is not allowed on " + nqn);
         }
         target.core().configChanged();
+        sub.endAssociationsNoLongerAllowed();
         return refresh(sub);
     }
 

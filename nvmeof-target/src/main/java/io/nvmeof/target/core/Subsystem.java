@@ -122,6 +122,23 @@ public final class Subsystem {
         return controllers.values();
     }
 
+    /**
+     * Ends the associations of hosts this subsystem no longer admits (an allowed host removed, allowAnyHost turned
+     * off), as SPDK's {@code nvmf_subsystem_remove_host} disconnects the host it removes: revoked access ends now, not
+     * at the host's next reconnect. Their commands in flight finish on the backend but are not answered; the host's
+     * reconnect is refused with Connect Invalid Host. Returns how many associations ended.
+     */
+    public int endAssociationsNoLongerAllowed() {
+        int ended = 0;
+        for (Controller c : controllers()) {
+            if (!c.isDead() && !hostAllowed(c.hostNqn())) {
+                c.teardown("host " + Nqn.display(c.hostNqn()) + " is no longer allowed on " + nqn);
+                ended++;
+            }
+        }
+        return ended;
+    }
+
     /** I/O statistics of one of this subsystem's namespaces: closed queues' totals plus every open queue's counts. */
     public NamespaceStatistics statistics(Namespace ns) {
         java.util.List<IoStatistics> live = new java.util.ArrayList<>();
