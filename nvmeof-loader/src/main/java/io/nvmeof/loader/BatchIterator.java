@@ -1,0 +1,50 @@
+package io.nvmeof.loader;
+
+import java.util.NoSuchElementException;
+
+/**
+ * The samples of one epoch for this rank in batches of {@code batchSize} (the last one smaller unless the loader
+ * drops it).
+ */
+public final class BatchIterator extends EpochIterator<Batch> {
+    private final int batchSize;
+    private final boolean dropLast;
+    private Batch last;
+    private long number;
+
+    BatchIterator(DatasetLoader.Iteration it, int batchSize, boolean releaseOnNext, boolean dropLast) {
+        super(it, releaseOnNext);
+        if (batchSize < 1) {
+            throw new IllegalArgumentException("batchSize must be at least 1, got " + batchSize);
+        }
+        this.batchSize = batchSize;
+        this.dropLast = dropLast;
+    }
+
+    @Override
+    public Batch next() {
+        if (releaseOnNext && last != null) {
+            last.close();
+            last = null;
+        }
+        if (!hasNext()) {
+            throw new NoSuchElementException("the epoch has no more samples for this rank");
+        }
+        Batch.State s = it.batchState(batchSize);
+        while (s.size < batchSize && hasNext()) {
+            found = false;
+            it.handOut();
+            s.sample[s.size] = it.sample;
+            s.position[s.size] = it.position;
+            s.offset[s.size] = it.offset;
+            s.size++;
+        }
+        Batch b = new Batch(s, number++);
+        if (dropLast && s.size < batchSize) {
+            b.close();
+            throw new NoSuchElementException("the epoch has no more whole batches for this rank");
+        }
+        last = b;
+        return b;
+    }
+}

@@ -1,0 +1,125 @@
+package io.nvmeof.loader;
+
+import io.nvmeof.initiator.TransportId;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * One namespace of a dataset: the subsystem's transport ID and the NSID. Written as a URL,
+ * {@code tcp://127.0.0.1:4420/nqn.2026-12.com.example:train/1} ({@code rdma://} for RDMA; the NSID defaults to 1),
+ * or as SPDK writes transport IDs, {@code 'trtype:tcp traddr:127.0.0.1 trsvcid:4420 subnqn:nqn... ns:1'}.
+ */
+public record DatasetLocation(TransportId transportId, long nsid) {
+    public DatasetLocation {
+        if (nsid < 1 || nsid > 0xFFFF_FFFEL) {
+            throw new IllegalArgumentException("nsid must be 1 to 4294967294, got " + nsid);
+        }
+    }
+
+    public static DatasetLocation parse(String s) {
+        String t = s.trim();
+        int scheme = t.indexOf("://");
+        if (scheme > 0) {
+            return parseUrl(t, scheme);
+        }
+        if (t.contains("trtype:") || t.contains("traddr:")) {
+            return parseSpdk(t);
+        }
+        throw new IllegalArgumentException("'" + s + "' is not a namespace location: write tcp://HOST:PORT/SUBNQN[/NSID]"
+                + " (rdma:// for RDMA) or 'trtype:tcp traddr:HOST trsvcid:PORT subnqn:NQN ns:NSID'");
+    }
+
+    private static DatasetLocation parseUrl(String t, int scheme) {
+        String trtype = t.substring(0, scheme).toLowerCase(Locale.ROOT);
+        checkTransport(trtype, t);
+        String rest = t.substring(scheme + 3);
+        int slash = rest.indexOf('/');
+        if (slash < 0 || slash == rest.length() - 1) {
+            throw new IllegalArgumentException("'" + t + "' names no subsystem: write " + trtype
+                    + "://HOST:PORT/SUBNQN[/NSID]");
+        }
+        String hostPort = rest.substring(0, slash);
+        String path = rest.substring(slash + 1);
+        long nsid = 1;
+        int last = path.lastIndexOf('/');
+        if (last > 0 && !path.substring(last + 1).isEmpty() && path.substring(last + 1).chars().allMatch(Character::isDigit)) {
+            nsid = parseNumber(path.substring(last + 1), "nsid", t);
+            path = path.substring(0, last);
+        }
+        String host;
+        int port = TransportId.DEFAULT_IO_PORT;
+        if (hostPort.startsWith("[")) {
+            int close = hostPort.indexOf(']');
+            if (close < 0) {
+                throw new IllegalArgumentException("'" + t + "': unclosed '[' in the address");
+            }
+            host = hostPort.substring(1, close);
+            if (hostPort.length() > close + 1) {
+                if (hostPort.charAt(close + 1) != ':') {
+                    throw new IllegalArgumentException("'" + t + "': expected ':PORT' after the address");
+                }
+                port = (int) parseNumber(hostPort.substring(close + 2), "port", t);
+            }
+        } else {
+            int colon = hostPort.lastIndexOf(':');
+            host = colon >= 0 ? hostPort.substring(0, colon) : hostPort;
+            if (colon >= 0) {
+                port = (int) parseNumber(hostPort.substring(colon + 1), "port", t);
+            }
+        }
+        if (host.isEmpty()) {
+            throw new IllegalArgumentException("'" + t + "' has no address");
+        }
+        return new DatasetLocation(new TransportId(trtype, host, port, path), nsid);
+    }
+
+    private static DatasetLocation parseSpdk(String t) {
+        Map<String, String> kv = new LinkedHashMap<>();
+        for (String part : t.split("\\s+")) {
+            int colon = part.indexOf(':');
+            if (colon <= 0) {
+                throw new IllegalArgumentException("'" + part + "' in '" + t + "' is not KEY:VALUE");
+            }
+            kv.put(part.substring(0, colon).toLowerCase(Locale.ROOT), part.substring(colon + 1));
+        }
+        String trtype = kv.getOrDefault("trtype", "tcp").toLowerCase(Locale.ROOT);
+        checkTransport(trtype, t);
+        String host = kv.get("traddr");
+        String nqn = kv.get("subnqn");
+        if (host == null || nqn == null) {
+            throw new IllegalArgumentException("'" + t + "' needs traddr: and subnqn:");
+        }
+        int port = kv.containsKey("trsvcid") ? (int) parseNumber(kv.get("trsvcid"), "trsvcid", t) : TransportId.DEFAULT_IO_PORT;
+        long nsid = kv.containsKey("ns") ? parseNumber(kv.get("ns"), "ns", t) : 1;
+        return new DatasetLocation(new TransportId(trtype, host, port, nqn), nsid);
+    }
+
+    private static void checkTransport(String trtype, String t) {
+        if (!trtype.equals("tcp") && !trtype.equals("rdma")) {
+            throw new IllegalArgumentException("'" + t + "': transport '" + trtype + "' is not tcp or rdma");
+        }
+    }
+
+    private static long parseNumber(String v, String what, String t) {
+        try {
+            long n = Long.parseLong(v);
+            if (n <= 0) {
+                throw new NumberFormatException();
+            }
+            if (what.contains("port") || what.equals("trsvcid")) {
+                if (n > 65535) {
+                    throw new NumberFormatException();
+                }
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + t + "': " + what + " '" + v + "' is not a valid number");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return transportId().trtype() + "://" + transportId().address() + "/" + transportId().subnqn() + "/" + nsid;
+    }
+}

@@ -1,0 +1,293 @@
+package io.nvmeof.loader;
+
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.NvmeofException;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.loader.format.ShardFormat;
+import io.nvmeof.loader.io.NamespaceIo;
+import io.nvmeof.loader.layout.DatasetPart;
+import io.nvmeof.loader.layout.SampleTable;
+import io.nvmeof.loader.layout.ShardEntry;
+import io.nvmeof.loader.plan.SampleSpace;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * A dataset on one or more NVMe-oF namespaces, opened from their transport IDs alone: each namespace's label (its
+ * last 4 KiB) and manifest say which part of which dataset it holds and where every sample is, so any sample is read
+ * with one read. Samples are numbered 0 to {@link #sampleCount()} - 1, part by part, shard by shard, as imported.
+ *
+ * <p>Read it through a {@link DatasetLoader} ({@link #loader()}): shuffled, sharded across ranks, prefetched.
+ * {@link #read(long)} reads one sample on its own (random access, e.g. for DJL's {@code get}).
+ *
+ * <p>Thread-safe once opened. {@link #close()} closes the controllers {@link #connect} opened, not those of
+ * namespaces handed to {@link #open}.
+ */
+public final class NvmeofDataset implements SampleSpace, AutoCloseable {
+    private final List<DatasetPart> parts;
+    private final List<NvmeofController> owned;
+    private final int[] partFirst; // parts.size() + 1
+    private final short[] partOf;
+    private final int[] shardPart;
+    private final int[] shardLocal;
+    private final int[] shardFirst;
+    private final int sampleCount;
+
+    private NvmeofDataset(List<DatasetPart> parts, List<NvmeofController> owned) {
+        this.parts = List.copyOf(parts);
+        this.owned = owned;
+        partFirst = new int[parts.size() + 1];
+        long n = 0;
+        int shards = 0;
+        for (int p = 0; p < parts.size(); p++) {
+            partFirst[p] = (int) n;
+            n += parts.get(p).table().sampleCount();
+            shards += parts.get(p).table().shards().size();
+            if (n > Integer.MAX_VALUE - 1) {
+                throw new IllegalArgumentException("more than " + (Integer.MAX_VALUE - 1) + " samples");
+            }
+        }
+        partFirst[parts.size()] = (int) n;
+        sampleCount = (int) n;
+        partOf = new short[sampleCount];
+        shardPart = new int[shards];
+        shardLocal = new int[shards];
+        shardFirst = new int[shards];
+        int s = 0;
+        for (int p = 0; p < parts.size(); p++) {
+            java.util.Arrays.fill(partOf, partFirst[p], partFirst[p + 1], (short) p);
+            List<ShardEntry> list = parts.get(p).table().shards();
+            for (int k = 0; k < list.size(); k++) {
+                shardPart[s] = p;
+                shardLocal[s] = k;
+                shardFirst[s] = partFirst[p] + list.get(k).firstSample();
+                s++;
+            }
+        }
+    }
+
+    /**
+     * Opens the dataset on these namespaces (every part of it, in any order). The controllers stay the caller's.
+     *
+     * @throws IOException if a namespace holds no dataset, an unfinished import, parts of different datasets, or
+     *                     parts are missing or repeated: the message names them and what to do
+     */
+    public static NvmeofDataset open(List<NamespaceHandle> namespaces) throws IOException {
+        return new NvmeofDataset(checkParts(readParts(namespaces)), List.of());
+    }
+
+    /**
+     * Connects to the subsystems of {@code locations} (one controller per subsystem; several namespaces of one
+     * subsystem share it) and opens the dataset there; {@link #close()} closes those controllers.
+     */
+    public static NvmeofDataset connect(List<DatasetLocation> locations, ConnectOptions options)
+            throws IOException {
+        if (locations.isEmpty()) {
+            throw new IllegalArgumentException("no namespaces given");
+        }
+        Map<TransportId, NvmeofController> controllers = new LinkedHashMap<>();
+        try {
+            List<NamespaceHandle> namespaces = new ArrayList<>();
+            for (DatasetLocation l : locations) {
+                NvmeofController c = controllers.get(l.transportId());
+                if (c == null) {
+                    c = NvmeofController.connect(l.transportId(), options);
+                    controllers.put(l.transportId(), c);
+                }
+                NamespaceHandle ns = c.namespace(l.nsid());
+                if (ns == null) {
+                    throw new IOException(l + ": the subsystem has no namespace " + l.nsid() + " (it has "
+                            + c.namespaces().stream().map(h -> String.valueOf(h.nsid())).toList() + ")");
+                }
+                namespaces.add(ns);
+            }
+            return new NvmeofDataset(checkParts(readParts(namespaces)), new ArrayList<>(controllers.values()));
+        } catch (IOException | RuntimeException e) {
+            for (NvmeofController c : controllers.values()) {
+                c.close();
+            }
+            throw e;
+        }
+    }
+
+    private static List<DatasetPart> readParts(List<NamespaceHandle> namespaces) throws IOException {
+        List<DatasetPart> out = new ArrayList<>();
+        for (NamespaceHandle ns : namespaces) {
+            out.add(DatasetPart.open(ns));
+        }
+        return out;
+    }
+
+    private static List<DatasetPart> checkParts(List<DatasetPart> given) throws IOException {
+        if (given.isEmpty()) {
+            throw new IllegalArgumentException("no namespaces given");
+        }
+        DatasetPart first = given.get(0);
+        UUID id = first.label().datasetId();
+        int count = first.label().partCount();
+        DatasetPart[] byIndex = new DatasetPart[count];
+        for (DatasetPart p : given) {
+            if (!p.label().datasetId().equals(id)) {
+                throw new IOException(DatasetPart.describe(p.namespace()) + " holds dataset " + p.label().name() + " ("
+                        + p.label().datasetId() + "), " + DatasetPart.describe(first.namespace()) + " holds "
+                        + first.label().name() + " (" + id + "): give the namespaces of one dataset");
+            }
+            int i = p.label().partIndex();
+            if (byIndex[i] != null) {
+                throw new IOException("part " + (i + 1) + " of " + count + " given twice: "
+                        + DatasetPart.describe(byIndex[i].namespace()) + " and " + DatasetPart.describe(p.namespace()));
+            }
+            byIndex[i] = p;
+        }
+        List<Integer> missing = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            if (byIndex[i] == null) {
+                missing.add(i + 1);
+            }
+        }
+        if (!missing.isEmpty()) {
+            throw new IOException("dataset " + first.label().name() + " has " + count + " parts; part(s) " + missing
+                    + " missing: give every namespace it was imported to (./nvmeof dataset ls shows which part each holds)");
+        }
+        return List.of(byIndex);
+    }
+
+    // ------------------------------------------------------------------------------------------------- identity
+
+    public UUID id() { return parts.get(0).label().datasetId(); }
+
+    public String name() { return parts.get(0).label().name(); }
+
+    public List<DatasetPart> parts() { return parts; }
+
+    /** Every shard, part by part. */
+    public List<ShardEntry> shards() {
+        List<ShardEntry> all = new ArrayList<>();
+        for (DatasetPart p : parts) {
+            all.addAll(p.table().shards());
+        }
+        return Collections.unmodifiableList(all);
+    }
+
+    /** Bytes of every shard. */
+    public long dataBytes() {
+        long n = 0;
+        for (DatasetPart p : parts) {
+            n += p.table().dataBytes();
+        }
+        return n;
+    }
+
+    /** The controllers of the parts (one per distinct controller). */
+    public List<NvmeofController> controllers() {
+        List<NvmeofController> out = new ArrayList<>();
+        for (DatasetPart p : parts) {
+            NvmeofController c = p.namespace().controller();
+            if (!out.contains(c)) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------------------------------------- samples
+
+    @Override
+    public int sampleCount() { return sampleCount; }
+
+    @Override
+    public int shardCount() { return shardPart.length; }
+
+    @Override
+    public int shardFirst(int shard) { return shardFirst[shard]; }
+
+    @Override
+    public int shardSamples(int shard) {
+        return parts.get(shardPart[shard]).table().shards().get(shardLocal[shard]).sampleCount();
+    }
+
+    @Override
+    public int part(int sample) { return partOf[sample]; }
+
+    int local(int sample) { return sample - partFirst[partOf[sample]]; }
+
+    SampleTable table(int sample) { return parts.get(partOf[sample]).table(); }
+
+    @Override
+    public long start(int sample) { return table(sample).start(local(sample)); }
+
+    @Override
+    public int length(int sample) { return table(sample).length(local(sample)); }
+
+    @Override
+    public int blockSize(int part) { return parts.get(part).namespace().blockSize(); }
+
+    public String key(long sample) {
+        int s = check(sample);
+        return table(s).key(local(s));
+    }
+
+    /** The shard a sample is in. */
+    public ShardEntry shardOf(long sample) {
+        int s = check(sample);
+        SampleTable t = table(s);
+        return t.shards().get(t.shardOf(local(s)));
+    }
+
+    public ShardFormat formatOf(long sample) { return shardOf(sample).format(); }
+
+    private int check(long sample) {
+        if (sample < 0 || sample >= sampleCount) {
+            throw new IndexOutOfBoundsException("sample " + sample + " of " + sampleCount);
+        }
+        return (int) sample;
+    }
+
+    /**
+     * Reads one sample on its own, into a new buffer, its members checked as the loader checks them (tar headers,
+     * TFRecord CRCs; the manifest's CRC32C too when {@code verify}). For random access; a loader prefetches instead.
+     */
+    public SampleData read(long sample, boolean verify) throws IOException {
+        int s = check(sample);
+        NamespaceHandle ns = parts.get(partOf[s]).namespace();
+        ByteBuffer b = ByteBuffer.allocateDirect(length(s));
+        new NamespaceIo(ns, 2).read(start(s), b);
+        b.flip();
+        SampleData d = new SampleData(this, s, b, 0);
+        String bad = new SampleChecks(this, b, verify).problem(s, 0);
+        if (bad != null) {
+            throw SampleChecks.corrupt(this, s, bad);
+        }
+        return d;
+    }
+
+    public SampleData read(long sample) throws IOException {
+        return read(sample, false);
+    }
+
+    /** Starts configuring a loader over this dataset. */
+    public DatasetLoader.Builder loader() {
+        return new DatasetLoader.Builder(this);
+    }
+
+    @Override
+    public void close() {
+        for (NvmeofController c : owned) {
+            c.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "dataset " + name() + " (" + id() + "): " + sampleCount + " samples in " + shardCount() + " shards on "
+                + parts.size() + " namespace(s)";
+    }
+}

@@ -1,0 +1,394 @@
+package io.nvmeof.loader;
+
+import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.loader.plan.EpochPlan;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The loader's data path: reads an epoch plan's groups ahead of the consumer into one buffer of fixed size, and hands
+ * out where each sample landed.
+ *
+ * <p>The buffer is a ring. Groups take space in plan order and give it back in plan order, once every sample of the
+ * group has been released (samples released out of order only delay the space's return). Reads are issued in plan
+ * order, at most {@code readsInFlight} per controller, as the initiator's zero-allocation flavour: the context names
+ * the group's slot, the completion decrements the group's pending count. Nothing here allocates per sample or per read.
+ *
+ * <p>Threads: one consuming thread calls {@link #next}, {@link #fill} and the iteration methods; completions arrive on
+ * the initiator's I/O threads; {@link #release} may be called from any thread.
+ */
+final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
+    static final int RING = 1 << 16;
+    private static final int MASK = RING - 1;
+    /** How long the consumer spins before it parks, waiting for a read. */
+    private static final int SPINS = 64;
+    private static final long PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+
+    private final NvmeofDataset ds;
+    final ByteBuffer arena;
+    private final ByteBuffer readView;
+    final ByteBuffer userView;
+    private final int capacity;
+    private final NamespaceHandle[] partNs;
+    private final int[] partCtrl;
+    private final int[] partChunk;
+    private final int[] partBlock;
+    private final List<NvmeofController> controllers;
+    private final java.util.concurrent.atomic.AtomicIntegerArray ctrlInFlight;
+    private final int[] ctrlLimit;
+
+    // Groups, by plan group index & MASK.
+    private final AtomicIntegerArray gPending = new AtomicIntegerArray(RING);
+    private final AtomicIntegerArray gStatus = new AtomicIntegerArray(RING);
+    private final AtomicIntegerArray gUnreleased = new AtomicIntegerArray(RING);
+    private final int[] gSpan = new int[RING];
+    // Runs, by sequence number & MASK.
+    private final int[] rPart = new int[RING];
+    private final int[] rArena = new int[RING];
+    private final int[] rSlot = new int[RING];
+    private final long[] rStart = new long[RING];
+    private final long[] rEnd = new long[RING];
+    private final boolean[] rLast = new boolean[RING];
+    // Where each sample landed, by storage position & MASK.
+    private final int[] sArena = new int[RING];
+
+    // Consumer-thread state.
+    private EpochPlan plan;
+    private int nextGroup;
+    private int tailGroup;
+    private long runHead;
+    private long runIssue;
+    private long runIssueNext = -1;
+    private int arenaHead;
+    private long used;
+    private int cursor;
+    private int allocSlot;
+
+    private volatile Thread waiter;
+    private volatile boolean waiting;
+
+    // Statistics (consumer thread writes; others read racily).
+    long reads;
+    long readBytes;
+    long waitNanos;
+
+    ReadAhead(NvmeofDataset ds, int capacity, int readsInFlight) {
+        this.ds = ds;
+        this.capacity = capacity;
+        this.arena = ByteBuffer.allocateDirect(capacity);
+        this.readView = arena.duplicate();
+        this.userView = arena.asReadOnlyBuffer();
+        this.controllers = ds.controllers();
+        int parts = ds.parts().size();
+        partNs = new NamespaceHandle[parts];
+        partCtrl = new int[parts];
+        partChunk = new int[parts];
+        partBlock = new int[parts];
+        for (int p = 0; p < parts; p++) {
+            NamespaceHandle ns = ds.parts().get(p).namespace();
+            partNs[p] = ns;
+            partCtrl[p] = controllers.indexOf(ns.controller());
+            partBlock[p] = ns.blockSize();
+            partChunk[p] = (int) Math.min(4L << 20, (long) ns.maxBlocksPerIo() * ns.blockSize());
+        }
+        ctrlInFlight = new AtomicIntegerArray(controllers.size());
+        ctrlLimit = new int[controllers.size()];
+        for (int c = 0; c < ctrlLimit.length; c++) {
+            NvmeofController ctrl = controllers.get(c);
+            ctrlLimit[c] = readsInFlight > 0 ? readsInFlight
+                    : Math.max(1, ctrl.ioQueueCount() * Math.max(1, ctrl.queueDepth() - 1));
+        }
+        for (NvmeofController c : controllers) {
+            c.registerBuffer(arena);
+        }
+    }
+
+    int capacity() { return capacity; }
+
+    // ------------------------------------------------------------------------------------------- iterations
+
+    /** Starts reading {@code plan} from emission index {@code from}; the previous iteration must be finished. */
+    void start(EpochPlan plan, int from) {
+        if (plan.maxGroupBytes() > capacity) {
+            throw new IllegalArgumentException(plan.groupSize() == 1
+                    ? "a sample of " + plan.maxGroupBytes() + " bytes does not fit the prefetch buffer of " + capacity
+                    + " bytes; raise prefetchBytes"
+                    : "a window of " + plan.groupSize() + " samples needs up to " + plan.maxGroupBytes()
+                    + " bytes of buffer, more than the prefetch buffer of " + capacity
+                    + " bytes; raise prefetchBytes or lower window");
+        }
+        if (plan.groupSize() > RING / 2) {
+            throw new IllegalArgumentException("window must be at most " + RING / 2 + " samples, got " + plan.groupSize());
+        }
+        this.plan = plan;
+        int g0 = plan.size() == 0 ? 0 : Math.min(from, plan.size()) / plan.groupSize();
+        nextGroup = g0;
+        tailGroup = g0;
+        runHead = 0;
+        runIssue = 0;
+        runIssueNext = -1;
+        arenaHead = 0;
+        used = 0;
+    }
+
+    /** Whether group {@code g} holds its data (every read done). Issues more reads on the way. */
+    boolean ready(int g) {
+        return g < nextGroup && gPending.get(g & MASK) == 0;
+    }
+
+    /**
+     * Waits until group {@code g} is read, issuing reads as room appears.
+     *
+     * @return false if it cannot be read because the buffer is full of samples not released within
+     *         {@code releaseTimeoutNanos}
+     */
+    boolean await(int g, long releaseTimeoutNanos) {
+        fill();
+        if (ready(g)) {
+            return true;
+        }
+        long t0 = System.nanoTime();
+        long stuckSince = 0;
+        try {
+            waiter = Thread.currentThread();
+            int spins = 0;
+            while (true) {
+                fill();
+                if (ready(g)) {
+                    return true;
+                }
+                if (g >= nextGroup && !readsPending()) {
+                    // Nothing in flight and no room: only a release can help.
+                    long now = System.nanoTime();
+                    if (stuckSince == 0) {
+                        stuckSince = now;
+                    } else if (now - stuckSince > releaseTimeoutNanos) {
+                        return false;
+                    }
+                }
+                if (spins < SPINS) {
+                    spins++;
+                    Thread.onSpinWait();
+                    continue;
+                }
+                waiting = true;
+                if (!ready(g)) {
+                    LockSupport.parkNanos(this, PARK_NANOS);
+                }
+                waiting = false;
+            }
+        } finally {
+            waiting = false;
+            waitNanos += System.nanoTime() - t0;
+        }
+    }
+
+    private boolean readsPending() {
+        for (int g = tailGroup; g < nextGroup; g++) {
+            if (gPending.get(g & MASK) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The status of group {@code g}'s reads: 0, or the first failure. */
+    int status(int g) { return gStatus.get(g & MASK); }
+
+    /** Where the sample at storage position {@code p} lies in the buffer (its group must be ready). */
+    int offsetOf(int p) { return sArena[p & MASK]; }
+
+    /** Releases the sample at storage position {@code p}; any thread. */
+    void release(int p) {
+        int slot = (p / plan.groupSize()) & MASK;
+        if (gUnreleased.decrementAndGet(slot) == 0 && waiting) {
+            LockSupport.unpark(waiter);
+        }
+    }
+
+    /**
+     * Waits for every read still in flight (an iteration ends, or is abandoned midway), at most {@code timeoutNanos}.
+     *
+     * @return false if some did not complete: the buffer may still be written into and must not be used again
+     */
+    boolean drain(long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        // Stop issuing: runs not yet started are dropped, a run partly issued is cut short.
+        runIssue = runHead;
+        for (int g = tailGroup; g < nextGroup; g++) {
+            int slot = g & MASK;
+            // The issuing token of a group whose last run was never (fully) issued.
+            if (gPending.get(slot) > 0 && !fullyIssued[slot]) {
+                fullyIssued[slot] = true;
+                gPending.decrementAndGet(slot);
+            }
+        }
+        while (readsPending()) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            LockSupport.parkNanos(PARK_NANOS);
+        }
+        return true;
+    }
+
+    /** Ends the buffer's registrations; only after a successful {@link #drain}. */
+    void close() {
+        for (NvmeofController c : controllers) {
+            try {
+                c.deregisterBuffer(arena);
+            } catch (RuntimeException e) {
+                // The controller may be closed already; its registrations went with it.
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------- reading ahead
+
+    private final boolean[] fullyIssued = new boolean[RING];
+
+    /** Gives back the space of released groups, allocates what now fits, and issues reads. */
+    void fill() {
+        reclaim();
+        while (nextGroup < plan.groupCount() && allocate(nextGroup)) {
+            nextGroup++;
+        }
+        issue();
+    }
+
+    private void reclaim() {
+        while (tailGroup < nextGroup) {
+            int slot = tailGroup & MASK;
+            if (gUnreleased.get(slot) != 0 || gPending.get(slot) != 0) {
+                break;
+            }
+            used -= gSpan[slot];
+            tailGroup++;
+        }
+        if (tailGroup == nextGroup) {
+            // Empty: start again at the buffer's beginning.
+            used = 0;
+            arenaHead = 0;
+        }
+    }
+
+    private boolean allocate(int g) {
+        if (g - tailGroup >= RING - 1) {
+            return false;
+        }
+        int first = plan.groupStart(g);
+        int end = plan.groupEnd(g);
+        if (end - plan.groupStart(tailGroup) > RING || runHead - runIssue + (end - first) > RING) {
+            return false;
+        }
+        int bytes = (int) plan.groupBytes(g);
+        int base = arenaHead;
+        int span = bytes;
+        if (base + bytes > capacity) {
+            span = capacity - base + bytes;
+            base = 0;
+        }
+        if (used + span > capacity) {
+            return false;
+        }
+        int slot = g & MASK;
+        gSpan[slot] = span;
+        gStatus.set(slot, 0);
+        gUnreleased.set(slot, end - first);
+        fullyIssued[slot] = false;
+        gPending.set(slot, 1); // the issuing token, removed once the group's last read is issued
+        used += span;
+        arenaHead = base + bytes == capacity ? 0 : base + bytes;
+        cursor = base;
+        allocSlot = slot;
+        long before = runHead;
+        plan.forEachRun(g, this);
+        rLast[(int) ((runHead - 1) & MASK)] = true;
+        if (runHead == before) {
+            throw new IllegalStateException("group " + g + " has no reads");
+        }
+        return true;
+    }
+
+    /** One run of the group being allocated: where it goes in the buffer, and where its samples land. */
+    @Override
+    public void run(int part, long alignedStart, long alignedEnd, int firstPos, int endPos) {
+        int r = (int) (runHead & MASK);
+        rPart[r] = part;
+        rStart[r] = alignedStart;
+        rEnd[r] = alignedEnd;
+        rArena[r] = cursor;
+        rSlot[r] = allocSlot;
+        rLast[r] = false;
+        for (int p = firstPos; p < endPos; p++) {
+            sArena[p & MASK] = cursor + (int) (ds.start(plan.storage(p)) - alignedStart);
+        }
+        cursor += (int) (alignedEnd - alignedStart);
+        runHead++;
+    }
+
+    private void issue() {
+        while (runIssue < runHead) {
+            int r = (int) (runIssue & MASK);
+            int part = rPart[r];
+            int ctrl = partCtrl[part];
+            if (ctrlInFlight.get(ctrl) >= ctrlLimit[ctrl]) {
+                return;
+            }
+            long pos = runIssueNext >= 0 ? runIssueNext : rStart[r];
+            int len = (int) Math.min(partChunk[part], rEnd[r] - pos);
+            int slot = rSlot[r];
+            int bs = partBlock[part];
+            readView.position(rArena[r] + (int) (pos - rStart[r]));
+            gPending.incrementAndGet(slot);
+            ctrlInFlight.incrementAndGet(ctrl);
+            try {
+                partNs[part].read(pos / bs, len / bs, readView, this, ((long) slot << 32) | ctrl);
+            } catch (RuntimeException e) {
+                gPending.decrementAndGet(slot);
+                ctrlInFlight.decrementAndGet(ctrl);
+                throw e;
+            }
+            reads++;
+            readBytes += len;
+            pos += len;
+            if (pos >= rEnd[r]) {
+                if (rLast[r]) {
+                    fullyIssued[slot] = true;
+                    gPending.decrementAndGet(slot);
+                }
+                runIssue++;
+                runIssueNext = -1;
+            } else {
+                runIssueNext = pos;
+            }
+        }
+    }
+
+    /** A read completed (an I/O thread). */
+    @Override
+    public void onComplete(long context, int status) {
+        int slot = (int) (context >>> 32);
+        int ctrl = (int) context;
+        if (status != 0) {
+            gStatus.compareAndSet(slot, 0, status);
+        }
+        ctrlInFlight.decrementAndGet(ctrl);
+        gPending.decrementAndGet(slot);
+        if (waiting) {
+            LockSupport.unpark(waiter);
+        }
+    }
+
+    /** The namespace and byte offset a failed group's sample was read from, for messages. */
+    String where(int sample) {
+        int part = ds.part(sample);
+        return "part " + (part + 1) + " (nsid " + partNs[part].nsid() + " of " + partNs[part].controller().transportId()
+                + ") at byte " + ds.start(sample);
+    }
+}

@@ -1,0 +1,194 @@
+package io.nvmeof.loader.io;
+
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * Byte-addressed reads and writes on a namespace for the dataset tools (import, index, verify, the manifest): not
+ * the loader's data path, which reads into its own buffer without a future per read. Transfers are cut into chunks of
+ * at most {@link #chunkBytes()} (the controller's maximum transfer, at most 1 MiB) and several are kept in flight.
+ * Buffers come from the controller ({@link io.nvmeof.initiator.NvmeofController#allocateBuffer}), so over RDMA they
+ * are registered once.
+ */
+public final class NamespaceIo {
+    private final NamespaceHandle ns;
+    private final int blockSize;
+    private final int chunk;
+    private final ByteBuffer[] buffers;
+    private final CompletableFuture<?>[] inFlight;
+
+    /** @param depth chunks kept in flight at once */
+    public NamespaceIo(NamespaceHandle ns, int depth) {
+        this.ns = ns;
+        this.blockSize = ns.blockSize();
+        this.chunk = (int) Math.min(1 << 20, (long) ns.maxBlocksPerIo() * blockSize);
+        this.buffers = new ByteBuffer[depth];
+        this.inFlight = new CompletableFuture<?>[depth];
+        for (int i = 0; i < depth; i++) {
+            buffers[i] = ns.controller().allocateBuffer(chunk);
+        }
+    }
+
+    public NamespaceHandle namespace() { return ns; }
+
+    public int chunkBytes() { return chunk; }
+
+    public int blockSize() { return blockSize; }
+
+    public long sizeBytes() { return ns.sizeBytes(); }
+
+    /**
+     * Reads {@code dst.remaining()} bytes from byte {@code offset} (any alignment) into {@code dst}, advancing its
+     * position.
+     */
+    public void read(long offset, ByteBuffer dst) throws IOException {
+        checkRange(offset, dst.remaining());
+        long first = offset - offset % blockSize;
+        int skip = (int) (offset - first);
+        long pos = first;
+        int slot = 0;
+        // Each chunk is read into its own buffer and copied out in order: chunk k is copied once it is done.
+        int issued = 0;
+        int copied = 0;
+        long end = offset + dst.remaining();
+        int chunks = (int) ((roundUp(end) - first + chunk - 1) / chunk);
+        long[] chunkStart = new long[buffers.length];
+        int[] chunkLen = new int[buffers.length];
+        while (copied < chunks) {
+            while (issued < chunks && issued - copied < buffers.length) {
+                slot = issued % buffers.length;
+                int len = (int) Math.min(chunk, roundUp(end) - pos);
+                ByteBuffer b = buffers[slot].clear().limit(len);
+                chunkStart[slot] = pos;
+                chunkLen[slot] = len;
+                inFlight[slot] = ns.read(pos / blockSize, len / blockSize, b);
+                pos += len;
+                issued++;
+            }
+            slot = copied % buffers.length;
+            await(inFlight[slot], "read of " + chunkLen[slot] + " bytes at byte " + chunkStart[slot]);
+            ByteBuffer b = buffers[slot].clear();
+            int from = copied == 0 ? skip : 0;
+            int n = (int) Math.min(chunkLen[slot] - from, dst.remaining());
+            dst.put(b.limit(from + n).position(from));
+            copied++;
+        }
+    }
+
+    /**
+     * Writes {@code src.remaining()} bytes at byte {@code offset}, which must be block-aligned; a last partial block is
+     * padded with zeros. Advances {@code src}'s position. Returns once every chunk is written.
+     */
+    public void write(long offset, ByteBuffer src) throws IOException {
+        if (offset % blockSize != 0) {
+            throw new IllegalArgumentException("write at byte " + offset + " is not aligned to the " + blockSize
+                    + "-byte blocks");
+        }
+        checkRange(offset, roundUp(src.remaining()));
+        long pos = offset;
+        int issued = 0;
+        while (src.hasRemaining()) {
+            int slot = issued % buffers.length;
+            if (inFlight[slot] != null) {
+                await(inFlight[slot], "write at byte " + pos);
+                inFlight[slot] = null;
+            }
+            int n = Math.min(chunk, src.remaining());
+            ByteBuffer b = buffers[slot].clear();
+            int old = src.limit();
+            src.limit(src.position() + n);
+            b.put(src);
+            src.limit(old);
+            int padded = (int) roundUp(n);
+            while (b.position() < padded) {
+                b.put((byte) 0);
+            }
+            b.flip();
+            inFlight[slot] = ns.write(pos / blockSize, padded / blockSize, b);
+            pos += padded;
+            issued++;
+        }
+        drain("write ending at byte " + pos);
+    }
+
+    /** Makes every completed write durable (NVMe Flush). */
+    public void flush() throws IOException {
+        await(ns.flush(), "flush");
+    }
+
+    /** Waits for every write still in flight. */
+    private void drain(String what) throws IOException {
+        for (int i = 0; i < inFlight.length; i++) {
+            if (inFlight[i] != null) {
+                CompletableFuture<?> f = inFlight[i];
+                inFlight[i] = null;
+                await(f, what);
+            }
+        }
+    }
+
+    /** A stream of {@code length} bytes from byte {@code offset}, read ahead in chunks (for indexing in place). */
+    public InputStream stream(long offset, long length) {
+        checkRange(offset, length);
+        return new InputStream() {
+            private long next = offset;
+            private final long end = offset + length;
+            private final ByteBuffer window = ByteBuffer.allocate(chunk * Math.max(1, buffers.length / 2)).limit(0);
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xFF;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (!window.hasRemaining()) {
+                    if (next >= end) {
+                        return -1;
+                    }
+                    int n = (int) Math.min(window.capacity(), end - next);
+                    window.clear().limit(n);
+                    NamespaceIo.this.read(next, window);
+                    window.flip();
+                    next += n;
+                }
+                int n = Math.min(len, window.remaining());
+                window.get(b, off, n);
+                return n;
+            }
+        };
+    }
+
+    private void checkRange(long offset, long length) {
+        if (offset < 0 || length < 0 || offset + length > ns.sizeBytes()) {
+            throw new IllegalArgumentException("bytes " + offset + " to " + (offset + length) + " lie outside the "
+                    + ns.sizeBytes() + "-byte namespace " + ns.nsid());
+        }
+    }
+
+    private long roundUp(long n) {
+        return (n + blockSize - 1) / blockSize * blockSize;
+    }
+
+    static void await(CompletableFuture<?> f, String what) throws IOException {
+        try {
+            f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted during " + what);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof NvmeofException ne) {
+                throw new IOException(what + ": " + ne.getMessage(), ne);
+            }
+            throw new IOException(what + ": " + c, c);
+        }
+    }
+}

@@ -1,0 +1,391 @@
+package io.nvmeof.loader;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.loader.format.CorruptRecordException;
+import io.nvmeof.loader.format.ShardFormat;
+import io.nvmeof.loader.imports.DatasetGenerator;
+import io.nvmeof.loader.imports.DatasetImporter;
+import io.nvmeof.loader.imports.DatasetVerifier;
+import io.nvmeof.loader.imports.ImportProgress;
+import io.nvmeof.loader.io.NamespaceIo;
+import io.nvmeof.loader.plan.Remainder;
+import io.nvmeof.loader.plan.ShuffleMode;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.config.TargetConfig;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Datasets imported into real targets over NVMe/TCP on loopback and read back by the loader: coverage across ranks,
+ * byte-identical samples, determinism, corruption, resume, the prefetch bound, release errors, resumable import.
+ */
+@Timeout(120)
+class LoaderTest {
+    @TempDir
+    Path dir;
+
+    private final List<NvmeTarget> targets = new ArrayList<>();
+    private final List<NvmeofController> controllers = new ArrayList<>();
+
+    @AfterEach
+    void stop() {
+        controllers.forEach(NvmeofController::close);
+        targets.forEach(NvmeTarget::close);
+    }
+
+    /** A target with one subsystem of {@code count} RAM namespaces. */
+    NvmeTarget target(String nqn, int count, String size, int blockSize) throws IOException {
+        StringBuilder ns = new StringBuilder();
+        for (int i = 1; i <= count; i++) {
+            ns.append(i > 1 ? "," : "").append("{\"nsid\":").append(i).append(",\"backend\":\"ram\",\"size\":\"").append(size)
+                    .append("\",\"blockSize\":").append(blockSize).append('}');
+        }
+        NvmeTarget t = NvmeTarget.start(TargetConfig.parse("{\"listeners\":[{\"transport\":\"tcp\",\"address\":\"127.0.0.1\","
+                + "\"port\":0}],\"subsystems\":[{\"nqn\":\"" + nqn + "\",\"namespaces\":[" + ns + "]}]}"));
+        targets.add(t);
+        return t;
+    }
+
+    static DatasetLocation location(NvmeTarget t, String nqn, int nsid) {
+        return DatasetLocation.parse("tcp://127.0.0.1:" + t.tcpPort(0) + "/" + nqn + "/" + nsid);
+    }
+
+    NamespaceHandle namespace(DatasetLocation l) {
+        NvmeofController c = NvmeofController.connect(l.transportId(), ConnectOptions.builder().ioQueues(2).build());
+        controllers.add(c);
+        return c.namespace(l.nsid());
+    }
+
+    static DatasetImporter.Options options(String name, int recordSize) {
+        return new DatasetImporter.Options(name, recordSize, true, false, false, false);
+    }
+
+    /** Generates {@code spec}'s shards under {@code dir/sub} and imports them into {@code ns}. */
+    DatasetImporter.Result generateAndImport(DatasetGenerator.Spec spec, String sub, NamespaceHandle... ns) throws IOException {
+        DatasetGenerator.generate(dir.resolve(sub), spec);
+        boolean fixed = spec.format() == ShardFormat.FIXED;
+        return DatasetImporter.run(DatasetImporter.scan(List.of(dir.resolve(sub)), fixed ? ShardFormat.FIXED : null),
+                List.of(ns), options(sub, spec.recordSize()), ImportProgress.SILENT);
+    }
+
+    /** The generator's index of a sample, from its key ({@code sample00000017} or {@code shard-00001/3}). */
+    static long generatorIndex(DatasetGenerator.Spec spec, SampleView s) {
+        String key = s.key();
+        if (key.startsWith("sample")) {
+            return Long.parseLong(key.substring(6));
+        }
+        int shard = Integer.parseInt(key.substring(6, 11));
+        return (long) shard * spec.samplesPerShard() + Long.parseLong(key.substring(key.indexOf('/') + 1));
+    }
+
+    static void assertSampleIsTheSource(DatasetGenerator.Spec spec, SampleView s) {
+        long i = generatorIndex(spec, s);
+        String payload = spec.format() == ShardFormat.TAR ? "bin" : "data";
+        assertTrue(DatasetGenerator.matches(spec, i, s.member(payload)), "payload of " + s);
+        if (spec.format() == ShardFormat.TAR) {
+            assertEquals(String.valueOf(i % 10), StandardCharsets.US_ASCII.decode(s.member("cls")).toString());
+        }
+    }
+
+    @Test
+    void aTarDatasetOnTwoTargetsIsReadExactlyOncePerEpochAcrossRanks() throws Exception {
+        NvmeTarget a = target("nqn.2026-12.io.nvmeof:a", 1, "16MiB", 4096);
+        NvmeTarget b = target("nqn.2026-12.io.nvmeof:b", 1, "16MiB", 512);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 7, 30, 1000, 24_000, 5, 0);
+        List<DatasetLocation> locs = List.of(location(a, "nqn.2026-12.io.nvmeof:a", 1), location(b, "nqn.2026-12.io.nvmeof:b", 1));
+        DatasetImporter.Result r = generateAndImport(spec, "src", namespace(locs.get(0)), namespace(locs.get(1)));
+        assertEquals(7, r.shards());
+        assertEquals(210, r.samples());
+
+        // Any client opens it from the transport IDs alone (the parts in any order).
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(locs.get(1), locs.get(0)), ConnectOptions.builder().ioQueues(2).build())) {
+            assertEquals(210, ds.sampleCount());
+            assertEquals(2, ds.parts().size());
+            assertEquals(r.datasetId(), ds.id());
+            int world = 3;
+            int[] seen = new int[ds.sampleCount()];
+            for (int rank = 0; rank < world; rank++) {
+                try (DatasetLoader l = ds.loader().shuffle(ShuffleMode.FULL).seed(9).rank(rank).worldSize(world)
+                        .remainder(Remainder.UNEVEN).prefetchBytes(1 << 20).build();
+                     SampleIterator it = l.samples(0)) {
+                    for (Sample s : it) {
+                        seen[(int) s.index()]++;
+                        assertSampleIsTheSource(spec, s);
+                    }
+                }
+            }
+            for (int i = 0; i < seen.length; i++) {
+                assertEquals(1, seen[i], "sample " + i);
+            }
+            List<Long> e0 = order(ds, ShuffleMode.FULL, 0);
+            assertEquals(e0, order(ds, ShuffleMode.FULL, 0), "the same seed and epoch: the same order");
+            assertNotEquals(e0, order(ds, ShuffleMode.FULL, 1), "another epoch: another order");
+            List<Long> w0 = order(ds, ShuffleMode.WINDOW, 0);
+            assertEquals(w0, order(ds, ShuffleMode.WINDOW, 0));
+            assertNotEquals(w0, order(ds, ShuffleMode.WINDOW, 1));
+        }
+    }
+
+    static List<Long> order(NvmeofDataset ds, ShuffleMode mode, long epoch) {
+        List<Long> out = new ArrayList<>();
+        try (DatasetLoader l = ds.loader().shuffle(mode).window(16).seed(9).prefetchBytes(1 << 20).build();
+             BatchIterator it = l.batches(epoch, 10)) {
+            for (Batch b : it) {
+                out.addAll(b.indexes());
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void tfrecordAndFixedSizeDatasetsReadBackByteIdentical() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:rec", 2, "8MiB", 512);
+        DatasetGenerator.Spec tf = new DatasetGenerator.Spec(ShardFormat.TFRECORD, 3, 50, 10, 9000, 11, 0);
+        DatasetGenerator.Spec fixed = new DatasetGenerator.Spec(ShardFormat.FIXED, 2, 64, 0, 0, 12, 4096);
+        DatasetLocation l1 = location(t, "nqn.2026-12.io.nvmeof:rec", 1);
+        DatasetLocation l2 = location(t, "nqn.2026-12.io.nvmeof:rec", 2);
+        generateAndImport(tf, "tf", namespace(l1));
+        generateAndImport(fixed, "fixed", namespace(l2));
+        for (var c : List.of(List.of(l1, tf), List.of(l2, fixed))) {
+            DatasetGenerator.Spec spec = (DatasetGenerator.Spec) c.get(1);
+            try (NvmeofDataset ds = NvmeofDataset.connect(List.of((DatasetLocation) c.get(0)), ConnectOptions.defaults());
+                 DatasetLoader l = ds.loader().shuffle(ShuffleMode.WINDOW).window(20).seed(3).verify(true).build();
+                 BatchIterator it = l.batches(2, 16)) {
+                int n = 0;
+                for (Batch b : it) {
+                    for (int i = 0; i < b.size(); i++) {
+                        assertSampleIsTheSource(spec, ds.read(b.index(i)));
+                        ByteBuffer zeroCopy = b.buffer();
+                        int off = b.offset(i, 0);
+                        byte[] want = DatasetGenerator.payload(spec, generatorIndex(spec, ds.read(b.index(i))));
+                        assertEquals(want.length, b.memberLength(i, 0));
+                        for (int k = 0; k < want.length; k += 97) {
+                            assertEquals(want[k], zeroCopy.get(off + k));
+                        }
+                        n++;
+                    }
+                }
+                assertEquals(spec.samples(), n);
+            }
+        }
+    }
+
+    @Test
+    void corruptRecordsAreNamedOrSkippedAndCounted() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:bad", 2, "4MiB", 512);
+        DatasetGenerator.Spec tf = new DatasetGenerator.Spec(ShardFormat.TFRECORD, 2, 20, 100, 3000, 1, 0);
+        DatasetGenerator.Spec tar = new DatasetGenerator.Spec(ShardFormat.TAR, 2, 20, 100, 3000, 2, 0);
+        DatasetLocation l1 = location(t, "nqn.2026-12.io.nvmeof:bad", 1);
+        DatasetLocation l2 = location(t, "nqn.2026-12.io.nvmeof:bad", 2);
+        NamespaceHandle n1 = namespace(l1);
+        NamespaceHandle n2 = namespace(l2);
+        generateAndImport(tf, "tf", n1);
+        generateAndImport(tar, "tar", n2);
+
+        for (var c : List.of(List.of(l1, n1, "TFRecord data CRC mismatch", 30), List.of(l2, n2, "tar header checksum", -400))) {
+            DatasetLocation loc = (DatasetLocation) c.get(0);
+            long victim = 27;
+            long shardOffset;
+            String shard;
+            try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+                shard = ds.shardOf(victim).name();
+                shardOffset = ds.start((int) victim) - ds.shardOf(victim).offset();
+                // Damage one byte on the namespace: inside the record's data, or inside a member's tar header.
+                int delta = (Integer) c.get(3);
+                long at = delta > 0 ? ds.start((int) victim) + delta
+                        : ds.start((int) victim) + ds.read(victim).offset(0) - ds.read(victim).offset + delta;
+                flip((NamespaceHandle) c.get(1), at);
+            }
+            try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+                try (DatasetLoader l = ds.loader().build(); SampleIterator it = l.samples(0)) {
+                    CorruptRecordException e = assertThrows(CorruptRecordException.class, () -> it.forEachRemaining(s -> { }));
+                    assertEquals(shard, e.shard());
+                    assertEquals(shardOffset, e.offset());
+                    assertTrue(e.getMessage().contains((String) c.get(2)), e.getMessage());
+                }
+                try (DatasetLoader l = ds.loader().corrupt(CorruptPolicy.SKIP).shuffle(ShuffleMode.FULL).build();
+                     SampleIterator it = l.samples(0)) {
+                    long n = it.stream().peek(s -> assertNotEquals(victim, s.index())).count();
+                    assertEquals(ds.sampleCount() - 1, n);
+                    assertEquals(1, l.statistics().corruptSkipped());
+                }
+                DatasetVerifier.Report report = DatasetVerifier.verify(ds, ImportProgress.SILENT);
+                assertFalse(report.ok());
+                assertEquals(1, report.badShards());
+                assertTrue(report.problems().get(0).contains(shard), report.problems().toString());
+                assertTrue(report.problems().stream().anyMatch(p -> p.contains("offset " + shardOffset)), report.problems().toString());
+            }
+        }
+    }
+
+    static void flip(NamespaceHandle ns, long byteOffset) throws IOException {
+        NamespaceIo io = new NamespaceIo(ns, 1);
+        long block = byteOffset / ns.blockSize() * ns.blockSize();
+        ByteBuffer b = ByteBuffer.allocate(ns.blockSize());
+        io.read(block, b);
+        b.flip();
+        int i = (int) (byteOffset - block);
+        b.put(i, (byte) (b.get(i) ^ 0x20));
+        io.write(block, b);
+    }
+
+    @Test
+    void aCheckpointResumesExactlyWhereItWasTaken() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:resume", 1, "8MiB", 4096);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 4, 25, 500, 8000, 4, 0);
+        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:resume", 1);
+        generateAndImport(spec, "src", namespace(loc));
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+            for (ShuffleMode mode : ShuffleMode.values()) {
+                DatasetLoader.Builder b = ds.loader().shuffle(mode).window(8).seed(77).rank(1).worldSize(2);
+                List<Long> whole = new ArrayList<>();
+                try (DatasetLoader l = b.build(); SampleIterator it = l.samples(3)) {
+                    it.forEachRemaining(s -> whole.add(s.index()));
+                }
+                List<Long> resumed = new ArrayList<>();
+                Checkpoint cp;
+                try (DatasetLoader l = b.build(); BatchIterator it = l.batches(3, 5)) {
+                    for (int k = 0; k < 3; k++) {
+                        resumed.addAll(it.next().indexes());
+                    }
+                    it.hasNext(); // a look ahead must not move the checkpoint
+                    cp = l.checkpoint();
+                }
+                assertEquals(new Checkpoint(3, 15, 77), cp);
+                try (DatasetLoader l = b.build(); SampleIterator it = l.samples(Checkpoint.parse(cp.toString()))) {
+                    it.forEachRemaining(s -> resumed.add(s.index()));
+                }
+                assertEquals(whole, resumed, mode + ": resumed = uninterrupted");
+                try (DatasetLoader other = b.seed(5).build()) {
+                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> other.samples(cp));
+                    assertTrue(e.getMessage().contains("seed"), e.getMessage());
+                }
+                b.seed(77);
+            }
+        }
+    }
+
+    @Test
+    void readsAheadStayWithinThePrefetchBoundUnderASlowConsumer() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:slow", 1, "8MiB", 512);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 2, 100, 0, 0, 6, 16384);
+        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:slow", 1);
+        generateAndImport(spec, "src", namespace(loc));
+        int prefetch = 128 << 10;
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults());
+             DatasetLoader l = ds.loader().shuffle(ShuffleMode.FULL).prefetchBytes(prefetch).build();
+             SampleIterator it = l.samples(0)) {
+            long handed = 0;
+            long maxAhead = 0;
+            for (Sample s : it) {
+                handed += s.memberLength(0);
+                Thread.sleep(handed < 20 * 16384 ? 3 : 0);
+                long ahead = l.statistics().readBytes() - handed;
+                maxAhead = Math.max(maxAhead, ahead);
+                assertTrue(ahead <= prefetch, "read " + ahead + " bytes ahead of the consumer; the bound is " + prefetch);
+            }
+            assertTrue(maxAhead >= prefetch - 2 * 16384, "the loader does read ahead, up to its bound: " + maxAhead);
+        }
+    }
+
+    @Test
+    void releasedSamplesAndBatchesFailClearly() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:rel", 1, "4MiB", 512);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 1, 64, 0, 0, 6, 8192);
+        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:rel", 1);
+        generateAndImport(spec, "src", namespace(loc));
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+            try (DatasetLoader l = ds.loader().build(); BatchIterator it = l.batches(0, 4)) {
+                Batch first = it.next();
+                first.member(0, 0);
+                Batch second = it.next();
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> first.member(0, 0));
+                assertTrue(e.getMessage().contains("was released"), e.getMessage());
+                second.close();
+                assertThrows(IllegalStateException.class, () -> second.offset(0, 0));
+                Batch third = it.next();
+                it.close();
+                e = assertThrows(IllegalStateException.class, () -> third.buffer());
+                assertTrue(e.getMessage().contains("iteration"), e.getMessage());
+            }
+            try (DatasetLoader l = ds.loader().prefetchBytes(64 << 10).window(2).releaseOnNext(false)
+                    .releaseTimeout(java.time.Duration.ofMillis(300)).build();
+                 SampleIterator it = l.samples(0)) {
+                List<Sample> held = new ArrayList<>();
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+                    while (it.hasNext()) {
+                        held.add(it.next());
+                    }
+                });
+                assertTrue(e.getMessage().contains("not released"), e.getMessage());
+                assertEquals(8, held.size(), "64 KiB holds 8 samples of 8 KiB");
+                held.get(0).release();
+                held.get(1).release();
+                assertTrue(it.hasNext(), "released space is read into again");
+                assertThrows(IllegalStateException.class, () -> held.get(0).member(0));
+            }
+        }
+    }
+
+    @Test
+    void anInterruptedImportResumesWhereItStopped() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:imp", 2, "8MiB", 4096);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 6, 20, 2000, 30000, 8, 0);
+        DatasetGenerator.generate(dir.resolve("src"), spec);
+        List<DatasetLocation> locs = List.of(location(t, "nqn.2026-12.io.nvmeof:imp", 1), location(t, "nqn.2026-12.io.nvmeof:imp", 2));
+        List<NamespaceHandle> ns = List.of(namespace(locs.get(0)), namespace(locs.get(1)));
+        List<DatasetImporter.Source> sources = DatasetImporter.scan(List.of(dir.resolve("src")), null);
+        long[] written = {0};
+        ImportProgress dies = new ImportProgress() {
+            String phase = "";
+
+            public void phase(String name, long total) { phase = name; }
+
+            public void advanced(long bytes, String detail) {
+                if (phase.startsWith("writing") && (written[0] += bytes) > 2_000_000) {
+                    throw new IllegalStateException("killed");
+                }
+            }
+
+            public void note(String line) { }
+        };
+        assertThrows(IllegalStateException.class, () -> DatasetImporter.run(sources, ns, options("imp", 0), dies));
+        IOException unfinished = assertThrows(IOException.class, () -> NvmeofDataset.connect(locs, ConnectOptions.defaults()));
+        assertTrue(unfinished.getMessage().contains("unfinished import"), unfinished.getMessage());
+
+        List<String> notes = new ArrayList<>();
+        ImportProgress listen = new ImportProgress() {
+            public void phase(String name, long total) { }
+            public void advanced(long bytes, String detail) { }
+            public void note(String line) { notes.add(line); }
+        };
+        DatasetImporter.Result r = DatasetImporter.run(sources, ns, options("imp", 0), listen);
+        assertTrue(r.resumedShards() > 0 && r.resumedShards() < 6, "resumed after " + r.resumedShards() + " shards");
+        assertTrue(notes.get(0).contains("resuming"), notes.toString());
+        try (NvmeofDataset ds = NvmeofDataset.connect(locs, ConnectOptions.defaults());
+             DatasetLoader l = ds.loader().verify(true).build(); SampleIterator it = l.samples(0)) {
+            assertEquals(r.datasetId(), ds.id());
+            assertEquals(120, it.stream().peek(s -> assertSampleIsTheSource(spec, s)).count());
+        }
+        IOException again = assertThrows(IOException.class, () -> DatasetImporter.run(sources, ns, options("imp", 0), listen));
+        assertTrue(again.getMessage().contains("--force"), again.getMessage());
+    }
+}
