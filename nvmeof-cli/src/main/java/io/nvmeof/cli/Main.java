@@ -9,7 +9,8 @@ import picocli.CommandLine.Command;
 @Command(name = "nvmeof", mixinStandardHelpOptions = true, version = "nvmeof-java 0.1.0",
         description = "User-space NVMe-over-Fabrics target and initiator.",
         subcommands = {TargetCommand.class, DiscoverCommand.class, IdentifyCommand.class, ReadCommand.class,
-                WriteCommand.class, BenchCommand.class, AdminCommand.class, CommandLine.HelpCommand.class})
+                WriteCommand.class, BenchCommand.class, AdminCommand.class, DatasetCommand.class, LoaderBenchCommand.class,
+                CommandLine.HelpCommand.class})
 public final class Main {
     public static void main(String[] args) {
         System.exit(run(args));
@@ -30,8 +31,12 @@ public final class Main {
         if (e instanceof NvmeStatusException s) {
             return s.getMessage() + hint(s.status());
         }
-        if (e instanceof NvmeofException || e instanceof java.io.IOException || e instanceof IllegalArgumentException) {
+        if (e instanceof NvmeofException || e instanceof java.io.IOException || e instanceof IllegalArgumentException
+                || e instanceof IllegalStateException || e instanceof io.nvmeof.loader.format.CorruptRecordException) {
             return e.getMessage();
+        }
+        if (e instanceof java.io.UncheckedIOException u) {
+            return u.getCause().getMessage();
         }
         return e.toString();
     }

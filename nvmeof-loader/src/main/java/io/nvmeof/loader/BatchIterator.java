@@ -21,6 +21,24 @@ public final class BatchIterator extends EpochIterator<Batch> {
         this.dropLast = dropLast;
     }
 
+    /** {@link #hasNext}, saying so when the batch being assembled is what fills the buffer. */
+    private boolean hasNextFor(Batch.State s) {
+        try {
+            return hasNext();
+        } catch (IllegalStateException e) {
+            if (s.size == 0 || !e.getMessage().contains("not released")) {
+                throw e;
+            }
+            long bytes = 0;
+            for (int i = 0; i < s.size; i++) {
+                bytes += it.dataset().length(s.sample[i]);
+            }
+            throw new IllegalStateException("a batch of " + batchSize + " samples does not fit the prefetch buffer with"
+                    + " room to read ahead: " + s.size + " samples (" + bytes + " bytes) of this batch filled it; raise"
+                    + " prefetchBytes (to about twice a batch's bytes) or lower the batch size", e);
+        }
+    }
+
     @Override
     public Batch next() {
         if (releaseOnNext && last != null) {
@@ -31,7 +49,7 @@ public final class BatchIterator extends EpochIterator<Batch> {
             throw new NoSuchElementException("the epoch has no more samples for this rank");
         }
         Batch.State s = it.batchState(batchSize);
-        while (s.size < batchSize && hasNext()) {
+        while (s.size < batchSize && hasNextFor(s)) {
             found = false;
             it.handOut();
             s.sample[s.size] = it.sample;

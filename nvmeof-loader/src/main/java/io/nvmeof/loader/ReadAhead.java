@@ -19,8 +19,11 @@ import java.util.concurrent.locks.LockSupport;
  * order, at most {@code readsInFlight} per controller, as the initiator's zero-allocation flavour: the context names
  * the group's slot, the completion decrements the group's pending count. Nothing here allocates per sample or per read.
  *
- * <p>Threads: one consuming thread calls {@link #next}, {@link #fill} and the iteration methods; completions arrive on
- * the initiator's I/O threads; {@link #release} may be called from any thread.
+ * <p>Threads: one consuming thread allocates groups ({@link #fill}) and waits for them ({@link #await}); reads are
+ * issued by whichever thread finds room first, the consumer after allocating or an I/O thread after a completion (one
+ * at a time, by a compare-and-set flag, never a lock), so a completion starts the next read on the I/O thread without
+ * waking the consumer; the consumer is woken only when the group it waits for is complete. {@link #release} may be
+ * called from any thread.
  */
 final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     static final int RING = 1 << 16;
@@ -63,6 +66,8 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     private int tailGroup;
     private long runHead;
     private long runIssue;
+    /** {@link #runIssue} as the consumer may read it. */
+    private volatile long runsIssued;
     private long runIssueNext = -1;
     private int arenaHead;
     private long used;
@@ -71,6 +76,14 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
 
     private volatile Thread waiter;
     private volatile boolean waiting;
+    /** The group slot the consumer waits for (-1: none), so completions of other groups do not wake it. */
+    private volatile int awaited = -1;
+    /** Runs allocated, published to issuers; written by the consumer only. */
+    private volatile long runsPublished;
+    /** One issuer at a time: 0 free, 1 taken. */
+    private final java.util.concurrent.atomic.AtomicInteger issuing = new java.util.concurrent.atomic.AtomicInteger();
+    /** Set by {@link #drain}: completions stop issuing. */
+    private volatile boolean stopped;
 
     // Statistics (consumer thread writes; others read racily).
     long reads;
@@ -130,10 +143,13 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         nextGroup = g0;
         tailGroup = g0;
         runHead = 0;
+        runsPublished = 0;
         runIssue = 0;
+        runsIssued = 0;
         runIssueNext = -1;
         arenaHead = 0;
         used = 0;
+        stopped = false;
     }
 
     /** Whether group {@code g} holds its data (every read done). Issues more reads on the way. */
@@ -156,6 +172,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         long stuckSince = 0;
         try {
             waiter = Thread.currentThread();
+            awaited = g & MASK;
             int spins = 0;
             while (true) {
                 fill();
@@ -184,6 +201,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
             }
         } finally {
             waiting = false;
+            awaited = -1;
             waitNanos += System.nanoTime() - t0;
         }
     }
@@ -218,15 +236,25 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
      */
     boolean drain(long timeoutNanos) {
         long deadline = System.nanoTime() + timeoutNanos;
-        // Stop issuing: runs not yet started are dropped, a run partly issued is cut short.
-        runIssue = runHead;
-        for (int g = tailGroup; g < nextGroup; g++) {
-            int slot = g & MASK;
-            // The issuing token of a group whose last run was never (fully) issued.
-            if (gPending.get(slot) > 0 && !fullyIssued[slot]) {
-                fullyIssued[slot] = true;
-                gPending.decrementAndGet(slot);
+        stopped = true;
+        // Take the issuing flag from any I/O thread that holds it, then stop issuing: runs not yet started are
+        // dropped, a run partly issued is cut short.
+        while (!issuing.compareAndSet(0, 1)) {
+            Thread.onSpinWait();
+        }
+        try {
+            runIssue = runHead;
+            runsIssued = runHead;
+            for (int g = tailGroup; g < nextGroup; g++) {
+                int slot = g & MASK;
+                // The issuing token of a group whose last run was never (fully) issued.
+                if (!fullyIssued[slot]) {
+                    fullyIssued[slot] = true;
+                    gPending.decrementAndGet(slot);
+                }
             }
+        } finally {
+            issuing.set(0);
         }
         while (readsPending()) {
             if (System.nanoTime() > deadline) {
@@ -283,7 +311,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         }
         int first = plan.groupStart(g);
         int end = plan.groupEnd(g);
-        if (end - plan.groupStart(tailGroup) > RING || runHead - runIssue + (end - first) > RING) {
+        if (end - plan.groupStart(tailGroup) > RING || runHead - runsIssued + (end - first) > RING) {
             return false;
         }
         int bytes = (int) plan.groupBytes(g);
@@ -308,10 +336,11 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         allocSlot = slot;
         long before = runHead;
         plan.forEachRun(g, this);
-        rLast[(int) ((runHead - 1) & MASK)] = true;
         if (runHead == before) {
             throw new IllegalStateException("group " + g + " has no reads");
         }
+        rLast[(int) ((runHead - 1) & MASK)] = true;
+        runsPublished = runHead; // the runs' fields are written before they are published
         return true;
     }
 
@@ -332,8 +361,31 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         runHead++;
     }
 
+    /** Issues what room allows; whoever takes the flag issues for everyone. Any thread. */
     private void issue() {
-        while (runIssue < runHead) {
+        while (!stopped && canIssue() && issuing.compareAndSet(0, 1)) {
+            try {
+                issueHeld();
+            } finally {
+                issuing.set(0);
+            }
+            // A completion may have made room while the flag was held and seen it taken: look again.
+        }
+    }
+
+    /** Whether a published run waits and its controller has room (a racy hint; the flag holder decides). */
+    private boolean canIssue() {
+        long next = runsIssued;
+        if (next >= runsPublished) {
+            return false;
+        }
+        int ctrl = partCtrl[rPart[(int) (next & MASK)]];
+        return ctrlInFlight.get(ctrl) < ctrlLimit[ctrl];
+    }
+
+    private void issueHeld() {
+        long published = runsPublished;
+        while (runIssue < published && !stopped) {
             int r = (int) (runIssue & MASK);
             int part = rPart[r];
             int ctrl = partCtrl[part];
@@ -363,6 +415,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
                     gPending.decrementAndGet(slot);
                 }
                 runIssue++;
+                runsIssued = runIssue;
                 runIssueNext = -1;
             } else {
                 runIssueNext = pos;
@@ -370,7 +423,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         }
     }
 
-    /** A read completed (an I/O thread). */
+    /** A read completed (an I/O thread): issue the next ones here, and wake the consumer if this was its group. */
     @Override
     public void onComplete(long context, int status) {
         int slot = (int) (context >>> 32);
@@ -379,8 +432,11 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
             gStatus.compareAndSet(slot, 0, status);
         }
         ctrlInFlight.decrementAndGet(ctrl);
-        gPending.decrementAndGet(slot);
-        if (waiting) {
+        int left = gPending.decrementAndGet(slot);
+        if (!stopped) {
+            issue();
+        }
+        if (left == 0 && waiting && awaited == slot) {
             LockSupport.unpark(waiter);
         }
     }

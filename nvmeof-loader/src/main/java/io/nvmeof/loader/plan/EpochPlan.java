@@ -25,7 +25,8 @@ public final class EpochPlan {
     private final int[] storage;
     private final int[] emit; // null: identity
     private final int groupSize;
-    private final long[] groupBytes;
+    private final int groupCount;
+    private final long[] groupBytes; // null when groups are single samples
     private final long maxGroupBytes;
 
     private EpochPlan(SampleSpace space, int[] storage, int[] emit, int groupSize) {
@@ -33,14 +34,41 @@ public final class EpochPlan {
         this.storage = storage;
         this.emit = emit;
         this.groupSize = groupSize;
-        int groups = (storage.length + groupSize - 1) / groupSize;
-        this.groupBytes = new long[groups];
+        this.groupCount = (storage.length + groupSize - 1) / groupSize;
+        // A group of one sample (a full shuffle) needs its own blocks: computed when asked, no array per epoch.
+        this.groupBytes = groupSize == 1 ? null : new long[groupCount];
+        Summer sum = new Summer();
         long max = 0;
-        for (int g = 0; g < groups; g++) {
-            groupBytes[g] = bytesOf(g);
-            max = Math.max(max, groupBytes[g]);
+        for (int g = 0; g < groupCount; g++) {
+            long b;
+            if (groupBytes == null) {
+                b = blocksOf(storage[g]);
+            } else {
+                sum.total = 0;
+                forEachRun(g, sum);
+                b = groupBytes[g] = sum.total;
+            }
+            max = Math.max(max, b);
         }
         this.maxGroupBytes = max;
+    }
+
+    /** Adds up a group's runs. */
+    private static final class Summer implements RunVisitor {
+        long total;
+
+        @Override
+        public void run(int part, long alignedStart, long alignedEnd, int firstPos, int endPos) {
+            total += alignedEnd - alignedStart;
+        }
+    }
+
+    /** Bytes of the whole blocks holding one sample. */
+    private long blocksOf(int sample) {
+        int bs = space.blockSize(space.part(sample));
+        long start = space.start(sample) / bs * bs;
+        long end = (space.start(sample) + space.length(sample) + bs - 1) / bs * bs;
+        return end - start;
     }
 
     /**
@@ -110,6 +138,9 @@ public final class EpochPlan {
     /** The rank's contiguous part of the epoch's sequence. */
     static int[] slice(int[] seq, int rank, int world, Remainder remainder) {
         int n = seq.length;
+        if (world == 1) {
+            return seq; // the whole epoch, whatever the policy
+        }
         switch (remainder) {
             case DROP -> {
                 int per = n / world;
@@ -147,14 +178,14 @@ public final class EpochPlan {
 
     public int groupSize() { return groupSize; }
 
-    public int groupCount() { return groupBytes.length; }
+    public int groupCount() { return groupCount; }
 
     public int groupStart(int g) { return g * groupSize; }
 
     public int groupEnd(int g) { return Math.min(storage.length, (g + 1) * groupSize); }
 
     /** Buffer bytes group {@code g} needs: its reads' lengths (whole blocks). */
-    public long groupBytes(int g) { return groupBytes[g]; }
+    public long groupBytes(int g) { return groupBytes == null ? blocksOf(storage[g]) : groupBytes[g]; }
 
     public long maxGroupBytes() { return maxGroupBytes; }
 
@@ -191,11 +222,5 @@ public final class EpochPlan {
             long runEnd = (lastEnd + bs - 1) / bs * bs;
             v.run(part, runStart, runEnd, first, p);
         }
-    }
-
-    private long bytesOf(int g) {
-        long[] total = {0};
-        forEachRun(g, (part, a, b, f, e) -> total[0] += b - a);
-        return total[0];
     }
 }
