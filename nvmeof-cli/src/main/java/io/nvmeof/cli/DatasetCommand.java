@@ -88,12 +88,7 @@ final class DatasetCommand {
                     byId.put(l.transportId(), c);
                     opened.add(c);
                 }
-                NamespaceHandle ns = c.namespace(l.nsid());
-                if (ns == null) {
-                    throw new IllegalArgumentException(l + ": no namespace " + l.nsid() + " there ('nvmeof identify -n "
-                            + l.transportId().subnqn() + "' lists them)");
-                }
-                out.add(ns);
+                out.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
             }
             return out;
         }

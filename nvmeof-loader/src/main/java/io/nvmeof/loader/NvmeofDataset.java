@@ -102,12 +102,7 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
                     c = NvmeofController.connect(l.transportId(), options);
                     controllers.put(l.transportId(), c);
                 }
-                NamespaceHandle ns = c.namespace(l.nsid());
-                if (ns == null) {
-                    throw new IOException(l + ": the subsystem has no namespace " + l.nsid() + " (it has "
-                            + c.namespaces().stream().map(h -> String.valueOf(h.nsid())).toList() + ")");
-                }
-                namespaces.add(ns);
+                namespaces.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
             }
             return new NvmeofDataset(checkParts(readParts(namespaces)), new ArrayList<>(controllers.values()));
         } catch (IOException | RuntimeException e) {

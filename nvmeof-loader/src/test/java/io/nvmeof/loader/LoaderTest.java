@@ -345,6 +345,59 @@ class LoaderTest {
         }
     }
 
+    /**
+     * A file-backed namespace whose file is a tar GNU tar wrote: indexed where it lies; refused with the size to grow
+     * to while the index does not fit after the tar; afterwards the file is still a tar GNU tar reads.
+     */
+    @Test
+    void aTarBackingFileIsIndexedInPlaceAndStaysATar() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 1, 40, 100, 5000, 21, 0);
+        Path src = dir.resolve("members");
+        java.nio.file.Files.createDirectories(src);
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            java.nio.file.Files.write(src.resolve(DatasetGenerator.key(i) + ".bin"), DatasetGenerator.payload(spec, i));
+            java.nio.file.Files.write(src.resolve(DatasetGenerator.key(i) + ".cls"), String.valueOf(i % 10).getBytes(StandardCharsets.US_ASCII));
+            names.add(DatasetGenerator.key(i) + ".bin");
+            names.add(DatasetGenerator.key(i) + ".cls");
+        }
+        Path tar = dir.resolve("shard.tar");
+        List<String> cmd = new ArrayList<>(List.of("tar", "-b", "1", "-cf", tar.toString(), "-C", src.toString()));
+        cmd.addAll(names);
+        assertEquals(0, new ProcessBuilder(cmd).inheritIO().start().waitFor());
+        long tarBytes = java.nio.file.Files.size(tar);
+        String nqn = "nqn.2026-12.io.nvmeof:inplace";
+        NvmeTarget t = NvmeTarget.start(TargetConfig.parse("{\"listeners\":[{\"transport\":\"tcp\",\"address\":\"127.0.0.1\","
+                + "\"port\":0}],\"subsystems\":[{\"nqn\":\"" + nqn + "\",\"namespaces\":[{\"nsid\":1,\"backend\":\"file\","
+                + "\"path\":\"" + tar + "\",\"blockSize\":512}]}]}"));
+        targets.add(t);
+        DatasetLocation loc = location(t, nqn, 1);
+        NvmeofController c = NvmeofController.connect(loc.transportId(), ConnectOptions.defaults());
+        controllers.add(c);
+        IOException tooSmall = assertThrows(IOException.class, () -> io.nvmeof.loader.imports.InPlaceIndexer.index(
+                c.namespace(1), "shard.tar", "inplace", false, false, ImportProgress.SILENT));
+        assertTrue(tooSmall.getMessage().contains("ns-resize " + nqn + " 1 "), tooSmall.getMessage());
+        assertEquals(tarBytes, java.nio.file.Files.size(tar), "a refused index writes nothing");
+
+        t.live().resizeNamespace(nqn, 1, String.valueOf(tarBytes + (1 << 20)));
+        c.rescanNamespaces();
+        io.nvmeof.loader.imports.InPlaceIndexer.index(c.namespace(1), "shard.tar", "inplace", false, false, ImportProgress.SILENT);
+
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults());
+             DatasetLoader l = ds.loader().shuffle(ShuffleMode.FULL).verify(true).build(); SampleIterator it = l.samples(0)) {
+            assertEquals(40, ds.sampleCount());
+            assertEquals(0, ds.shards().get(0).offset(), "the shard is the file itself, from byte 0");
+            assertEquals(40, it.stream().peek(s -> assertSampleIsTheSource(spec, s)).count());
+        }
+        Process list = new ProcessBuilder("tar", "-tf", tar.toString()).redirectErrorStream(true).start();
+        String listed = new String(list.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, list.waitFor(), listed);
+        assertEquals(names, List.of(listed.trim().split("\n")), "GNU tar still reads exactly the members");
+        Process one = new ProcessBuilder("tar", "-xOf", tar.toString(), names.get(6)).start();
+        assertArrayEquals(DatasetGenerator.payload(spec, 3), one.getInputStream().readAllBytes());
+        assertEquals(0, one.waitFor());
+    }
+
     @Test
     void anInterruptedImportResumesWhereItStopped() throws Exception {
         NvmeTarget t = target("nqn.2026-12.io.nvmeof:imp", 2, "8MiB", 4096);

@@ -34,8 +34,10 @@ public final class InPlaceIndexer {
                     + " index it again");
         }
         SampleTable.Builder table = new SampleTable.Builder();
-        progress.phase("indexing", labelAt);
-        ShardInput in = new ShardInput(new ProgressStream(io.stream(0, labelAt), shardName, progress), labelAt);
+        // The whole namespace: the tar may reach into the last 4 KiB (then the namespace must grow).
+        progress.phase("indexing", ns.sizeBytes());
+        ShardInput in = new ShardInput(new ProgressStream(io.stream(0, ns.sizeBytes()), shardName, progress),
+                ns.sizeBytes());
         IndexResult r = TarIndexer.index(shardName, in, 0, 0, table, skipCorrupt, true);
         for (String p : r.problems()) {
             progress.note("left out: " + p);

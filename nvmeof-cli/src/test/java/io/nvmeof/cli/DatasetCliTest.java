@@ -1,0 +1,146 @@
+package io.nvmeof.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.loader.format.ShardFormat;
+import io.nvmeof.loader.imports.DatasetGenerator;
+import io.nvmeof.loader.io.NamespaceIo;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.config.TargetConfig;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code ./nvmeof dataset} as a user runs it: an import killed with SIGKILL midway and run again, ls, verify, errors. */
+@Timeout(180)
+class DatasetCliTest {
+    static final String NQN = "nqn.2026-12.io.nvmeof:datasets";
+
+    @TempDir
+    Path dir;
+
+    NvmeTarget target;
+    String ns1;
+    String ns2;
+
+    @BeforeEach
+    void start() throws Exception {
+        target = NvmeTarget.start(TargetConfig.parse("{\"listeners\":[{\"transport\":\"tcp\",\"address\":\"127.0.0.1\","
+                + "\"port\":0}],\"subsystems\":[{\"nqn\":\"" + NQN + "\",\"namespaces\":["
+                + "{\"nsid\":1,\"backend\":\"ram\",\"size\":\"96MiB\",\"blockSize\":4096},"
+                + "{\"nsid\":2,\"backend\":\"ram\",\"size\":\"96MiB\",\"blockSize\":512}]}]}"));
+        ns1 = "tcp://127.0.0.1:" + target.tcpPort(0) + "/" + NQN + "/1";
+        ns2 = "tcp://127.0.0.1:" + target.tcpPort(0) + "/" + NQN + "/2";
+    }
+
+    @AfterEach
+    void stop() {
+        target.close();
+    }
+
+    @Test
+    void anImportKilledMidwayResumesAndTheDatasetChecksOut() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 16, 80, 20_000, 80_000, 3, 0);
+        DatasetGenerator.generate(dir.resolve("shards"), spec);
+
+        // A separate JVM, killed with SIGKILL once a third of the writing is done.
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                "io.nvmeof.cli.Main", "dataset", "import", "--name", "train", "--ns", ns1, "--ns", ns2,
+                dir.resolve("shards").toString()));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        boolean killed = false;
+        List<String> seen = new ArrayList<>();
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = r.readLine()) != null) {
+                seen.add(line);
+                if (line.startsWith("writing") && percent(line) >= 30) {
+                    p.destroyForcibly();
+                    killed = true;
+                    break;
+                }
+            }
+        }
+        p.waitFor(30, TimeUnit.SECONDS);
+        assertTrue(killed, "the import was killed midway: " + seen);
+
+        String[] ls = CliTest.run(0, "dataset", "ls", "--ns", ns1, "--ns", ns2);
+        assertTrue(ls[0].contains("importing ("), ls[0]);
+
+        String[] again = CliTest.run(0, "dataset", "import", "--name", "train", "--ns", ns1, "--ns", ns2,
+                dir.resolve("shards").toString());
+        assertTrue(again[0].contains("16 shards, 1280 samples") && again[0].contains("resumed after"), again[0] + again[1]);
+        assertTrue(again[1].contains("resuming import"), again[1]);
+
+        JsonNode parts = new ObjectMapper().readTree(CliTest.run(0, "dataset", "ls", "--json", "--ns", ns1, "--ns", ns2)[0]);
+        assertEquals(2, parts.size());
+        assertEquals(1280, parts.get(0).get("samples").asInt() + parts.get(1).get("samples").asInt());
+        assertEquals("complete", parts.get(0).get("state").asText());
+        assertEquals(parts.get(0).get("id").asText(), parts.get(1).get("id").asText());
+
+        assertTrue(CliTest.run(0, "dataset", "verify", "--ns", ns1, "--ns", ns2)[0].contains("16 shards, 0 damaged"));
+        // One byte changed on the namespace: verify names the shard and the sample, and exits 1.
+        String shard = parts.get(1).get("shards").get(2).get("name").asText();
+        long offset = parts.get(1).get("shards").get(2).get("offset").asLong();
+        try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", target.tcpPort(0), NQN),
+                ConnectOptions.defaults())) {
+            NamespaceIo io = new NamespaceIo(c.namespace(2), 1);
+            ByteBuffer b = ByteBuffer.allocate(512);
+            io.read(offset + 4096, b);
+            b.flip();
+            b.put(100, (byte) ~b.get(100));
+            io.write(offset + 4096, b);
+        }
+        String[] bad = CliTest.run(1, "dataset", "verify", "--ns", ns2, "--ns", ns1);
+        assertTrue(bad[0].contains("shard " + shard) && bad[0].contains("CRC32C of its data"), bad[0]);
+        assertTrue(bad[0].contains("1 damaged"), bad[0]);
+    }
+
+    private static int percent(String line) {
+        int pct = line.indexOf('%');
+        int start = line.lastIndexOf(' ', pct - 1);
+        return (int) Double.parseDouble(line.substring(start + 1, pct));
+    }
+
+    @Test
+    void badInputGetsAClearErrorAndChangesNothing() throws Exception {
+        DatasetGenerator.generate(dir.resolve("s"), new DatasetGenerator.Spec(ShardFormat.TFRECORD, 1, 10, 10, 100, 1, 0));
+        String shards = dir.resolve("s").toString();
+        assertTrue(CliTest.run(1, "dataset", "import", shards)[1].contains("say which namespaces"));
+        assertTrue(CliTest.run(1, "dataset", "import", "--ns", ns1, dir.resolve("nothing").toString())[1].contains("does not exist"));
+        assertTrue(CliTest.run(1, "dataset", "import", "--ns", ns1, "--format", "fixed", shards)[1].contains("--record-size"));
+        assertTrue(CliTest.run(1, "dataset", "import", "--ns", "tcp://127.0.0.1:" + target.tcpPort(0) + "/" + NQN + "/7",
+                shards)[1].contains("namespace 7 is not active"));
+        assertTrue(CliTest.run(1, "dataset", "import", "--ns", "udp://x/y", shards)[1].contains("not tcp or rdma"));
+        assertTrue(CliTest.run(1, "dataset", "import", "--ns", ns1, "--format", "zip", shards)[1].contains("unknown format"));
+        assertTrue(CliTest.run(0, "dataset", "ls", "--ns", ns1)[0].contains("no dataset"), "nothing was written");
+        String[] noData = CliTest.run(1, "dataset", "verify", "--ns", ns1);
+        assertTrue(noData[1].contains("holds no dataset") && noData[1].contains("dataset import"), noData[1]);
+
+        assertTrue(CliTest.run(0, "dataset", "import", "--ns", ns1, shards)[0].contains("10 samples"));
+        String[] twice = CliTest.run(1, "dataset", "import", "--ns", ns1, shards);
+        assertTrue(twice[1].contains("--force"), twice[1]);
+        // A corrupt TFRecord is refused before anything is written, naming the file and the offset.
+        java.nio.file.Files.write(dir.resolve("bad.tfrecord"), new byte[] {5, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 9, 9, 9, 9, 9, 0, 0, 0, 0});
+        String[] corrupt = CliTest.run(1, "dataset", "import", "--ns", ns2, dir.resolve("bad.tfrecord").toString());
+        assertTrue(corrupt[1].contains("shard bad.tfrecord, offset 0: TFRecord length CRC mismatch"), corrupt[1]);
+        assertTrue(CliTest.run(0, "dataset", "ls", "--ns", ns2)[0].contains("no dataset"));
+    }
+}
