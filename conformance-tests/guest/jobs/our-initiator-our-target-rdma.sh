@@ -1,7 +1,7 @@
 #!/bin/bash
 # Our initiator against our target over Soft-RoCE (rxe0) in one JVM: data patterns, zero copy proven by where the
 # target's RDMA WRITEs land, every kind of caller buffer, concurrent I/O on many queues, connect cycles, and a peer
-# vanishing mid-transfer on either side (OurRdmaInterop).
+# vanishing mid-transfer on either side (OurRdmaInterop); then the training-data loader over RDMA (LoaderRdmaInterop).
 JOB=our-initiator-our-target-rdma
 . "$(dirname "$0")/lib.sh"
 REPO="${REPO:?REPO must name the checkout}"
@@ -15,4 +15,11 @@ rc=$?
 grep -E "^(PASS|FAIL) " "$RESULTS/$JOB.out" >> "$SUMMARY"
 grep -vE "^\s+at " "$RESULTS/$JOB.out" | tail -40
 [ $rc = 0 ] || [ "$(grep -c '^FAIL' "$SUMMARY")" -gt 0 ] || fail "the interop program exited $rc: $(tail -3 "$RESULTS/$JOB.out" | tr '\n' ' ')"
+
+java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx1g --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+  -cp "$CP" io.nvmeof.conformance.interop.LoaderRdmaInterop $GUEST_IP > "$RESULTS/$JOB-loader.out" 2>&1
+rc=$?
+grep -E "^(PASS|FAIL) " "$RESULTS/$JOB-loader.out" | sed 's/^\(PASS\|FAIL\) /\1 loader: /' >> "$SUMMARY"
+grep -vE "^\s+at " "$RESULTS/$JOB-loader.out" | tail -20
+[ $rc = 0 ] || grep -q '^FAIL loader' "$SUMMARY" || fail "the loader interop program exited $rc: $(tail -3 "$RESULTS/$JOB-loader.out" | tr '\n' ' ')"
 finish

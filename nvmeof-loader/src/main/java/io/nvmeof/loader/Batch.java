@@ -31,6 +31,21 @@ public final class Batch implements AutoCloseable {
         }
     }
 
+    /** One sample of a batch as a {@link SampleView}: valid while the batch is. */
+    static final class View extends SampleView {
+        private final Batch batch;
+
+        View(Batch batch, State s, int i) {
+            super(s.iteration.dataset(), s.sample[i], s.iteration.buffer(), s.offset[i]);
+            this.batch = batch;
+        }
+
+        @Override
+        void checkLive() {
+            batch.live();
+        }
+    }
+
     private final State state;
     private final long generation;
     private final long number;
@@ -56,6 +71,12 @@ public final class Batch implements AutoCloseable {
             throw new IndexOutOfBoundsException("sample " + i + " of a batch of " + s.size);
         }
         return i;
+    }
+
+    /** Sample {@code i} as a view of its own (one small object; the index accessors below create none). */
+    public SampleView sample(int i) {
+        State s = live();
+        return new View(this, s, check(s, i));
     }
 
     /** Its number in the iteration, from 0. */

@@ -9,7 +9,7 @@ import java.nio.ByteBuffer;
  * {@link ByteBuffer} slice of a member (a small view object); {@link #buffer()} with {@link #offset(int)} and
  * {@link #memberLength(int)} reads it without creating anything.
  */
-public abstract sealed class SampleView permits Sample, SampleData {
+public abstract sealed class SampleView permits Sample, SampleData, Batch.View {
     final NvmeofDataset ds;
     final SampleTable table;
     final int sample;

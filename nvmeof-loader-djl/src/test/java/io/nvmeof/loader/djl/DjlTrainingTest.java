@@ -1,0 +1,137 @@
+package io.nvmeof.loader.djl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.Model;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.core.Linear;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.GradientCollector;
+import ai.djl.training.Trainer;
+import ai.djl.training.dataset.Batch;
+import ai.djl.training.dataset.Record;
+import ai.djl.training.loss.Loss;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.loader.DatasetLocation;
+import io.nvmeof.loader.NvmeofDataset;
+import io.nvmeof.loader.SampleView;
+import io.nvmeof.loader.format.ShardFormat;
+import io.nvmeof.loader.imports.DatasetImporter;
+import io.nvmeof.loader.imports.ImportProgress;
+import io.nvmeof.loader.plan.ShuffleMode;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.config.TargetConfig;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A DJL training loop (PyTorch engine, CPU, offline) on a dataset read from our target over NVMe/TCP: a linear model
+ * learns y = w.x + b from fixed-size records of 4 features and a label, and its loss goes down.
+ */
+@Timeout(300)
+class DjlTrainingTest {
+    static final float[] W = {2f, -3f, 0.5f, 1.5f};
+    static final float B = 0.25f;
+    static final int RECORD = 5 * Float.BYTES;
+
+    @TempDir
+    Path dir;
+
+    /** 4 shards of 256 records: x uniform in [-1, 1), y = w.x + b, little-endian floats. */
+    private void generate() throws Exception {
+        Random r = new Random(1);
+        for (int s = 0; s < 4; s++) {
+            ByteBuffer b = ByteBuffer.allocate(256 * RECORD).order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i < 256; i++) {
+                float y = B;
+                for (float w : W) {
+                    float x = r.nextFloat() * 2 - 1;
+                    b.putFloat(x);
+                    y += w * x;
+                }
+                b.putFloat(y);
+            }
+            Files.write(dir.resolve("part-" + s + ".bin"), b.array());
+        }
+    }
+
+    /** Features and label of one record; the arrays are created from heap copies, so none keeps the sample. */
+    static Record decode(NDManager m, SampleView s) {
+        ByteBuffer data = s.member(0).order(ByteOrder.LITTLE_ENDIAN);
+        float[] x = new float[4];
+        for (int i = 0; i < 4; i++) {
+            x[i] = data.getFloat(i * 4);
+        }
+        return new Record(new NDList(m.create(x)), new NDList(m.create(new float[] {data.getFloat(16)})));
+    }
+
+    @Test
+    void aDjlTrainerLearnsFromADatasetOnTheTarget() throws Exception {
+        generate();
+        NvmeTarget target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "8MiB", 512, null));
+        try {
+            DatasetLocation loc = DatasetLocation.parse("tcp://127.0.0.1:" + target.tcpPort(0) + "/" + TargetConfig.DEFAULT_NQN);
+            try (NvmeofController c = NvmeofController.connect(loc.transportId(), ConnectOptions.defaults())) {
+                DatasetImporter.run(DatasetImporter.scan(List.of(dir), ShardFormat.FIXED), List.of(c.namespace(1)),
+                        new DatasetImporter.Options("linear", RECORD, true, false, false, false), ImportProgress.SILENT);
+            }
+            try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults());
+                 NvmeofDjlDataset train = NvmeofDjlDataset.builder(ds).decoder(DjlTrainingTest::decode)
+                         .loader(l -> l.shuffle(ShuffleMode.FULL).seed(7)).setSampling(32, true).build();
+                 Model model = Model.newInstance("linear")) {
+                assertEquals(1024, train.size());
+                try (NDManager m = NDManager.newBaseManager()) {
+                    Record r = train.get(m, 300);
+                    assertEquals(new Shape(4), r.getData().head().getShape());
+                }
+                model.setBlock(Linear.builder().setUnits(1).build());
+                DefaultTrainingConfig cfg = new DefaultTrainingConfig(Loss.l2Loss())
+                        .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build());
+                List<Float> losses = new ArrayList<>();
+                try (Trainer trainer = model.newTrainer(cfg)) {
+                    trainer.initialize(new Shape(32, 4));
+                    for (int epoch = 0; epoch < 4; epoch++) {
+                        Set<Long> seen = new HashSet<>();
+                        for (Batch batch : trainer.iterateDataset(train)) {
+                            try (GradientCollector gc = trainer.newGradientCollector()) {
+                                NDList preds = trainer.forward(batch.getData());
+                                NDArray loss = trainer.getLoss().evaluate(batch.getLabels(), preds);
+                                gc.backward(loss);
+                                losses.add(loss.getFloat());
+                            }
+                            trainer.step();
+                            for (Object i : batch.getIndices()) {
+                                assertTrue(seen.add((Long) i), "sample " + i + " twice in epoch " + epoch);
+                            }
+                            batch.close();
+                        }
+                        assertEquals(1024, seen.size(), "every sample once in epoch " + epoch);
+                    }
+                }
+                float first = (losses.get(0) + losses.get(1) + losses.get(2)) / 3;
+                float last = (losses.get(losses.size() - 1) + losses.get(losses.size() - 2) + losses.get(losses.size() - 3)) / 3;
+                assertEquals(128, losses.size(), "4 epochs of 32 batches");
+                assertTrue(last < first / 20, "the loss goes down: first batches " + first + ", last " + last);
+            }
+        } finally {
+            target.close();
+        }
+    }
+}
