@@ -192,10 +192,12 @@ final class LoaderBenchCommand implements Callable<Integer> {
         LoaderStatistics before = loader.statistics();
         long alloc0 = allocated(threads);
         double cpu0 = cpuSeconds();
+        long consumer0 = threads.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         long touched = runLoader(loader, round * 1000L, t0 + seconds * 1_000_000_000L, "loader");
         double secs = (System.nanoTime() - t0) / 1e9;
         double cpu = cpuSeconds() - cpu0;
+        long consumerNs = threads.getCurrentThreadCpuTime() - consumer0;
         long alloc = allocated(threads) - alloc0;
         LoaderStatistics after = loader.statistics();
         System.err.print("\r" + " ".repeat(40) + "\r");
@@ -211,7 +213,10 @@ final class LoaderBenchCommand implements Callable<Integer> {
         m.put("readMiBps", readBytes / 1048576.0 / secs);
         m.put("meanReadBytes", reads > 0 ? readBytes / reads : 0L);
         m.put("waitSeconds", (after.waitNanos() - before.waitNanos()) / 1e9);
+        m.put("waitsPerSample", n > 0 ? (double) (after.waits() - before.waits()) / n : Double.NaN);
+        m.put("parksPerSample", n > 0 ? (double) (after.parks() - before.parks()) / n : Double.NaN);
         m.put("cpuMicrosPerSample", n > 0 ? cpu * 1e6 / n : Double.NaN);
+        m.put("consumerThreadCpuMicrosPerSample", n > 0 ? consumerNs / 1e3 / n : Double.NaN);
         m.put("allocatedBytesPerSample", n > 0 ? (double) alloc / n : Double.NaN);
         m.put("checksum", touched);
         return m;

@@ -293,7 +293,7 @@ public final class DatasetLoader implements AutoCloseable {
 
     public synchronized LoaderStatistics statistics() {
         return new LoaderStatistics(samples, sampleBytes, readsBefore + engine.reads, readBytesBefore + engine.readBytes,
-                corruptSkipped, waitBefore + engine.waitNanos, cfg.prefetchBytes);
+                corruptSkipped, waitBefore + engine.waitNanos, engine.awaits, engine.parks, cfg.prefetchBytes);
     }
 
     @Override

@@ -29,8 +29,15 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     static final int RING = 1 << 16;
     private static final int MASK = RING - 1;
     /** How long the consumer spins before it parks, waiting for a read. */
-    private static final int SPINS = 64;
-    private static final long PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    private static final int SPINS = 32;
+    /** A safety net only: the consumer is woken by the completion it waits for, or by a release. */
+    private static final long PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /**
+     * The consumer, when it must wait, waits for up to this many groups to be read at once (fewer wake-ups), and for
+     * no more than the reads one controller keeps in flight.
+     */
+    private static final int WAKE_AFTER = 32;
+    private final int wakeAfter;
 
     private final NvmeofDataset ds;
     final ByteBuffer arena;
@@ -89,6 +96,8 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     long reads;
     long readBytes;
     long waitNanos;
+    long parks;
+    long awaits;
 
     ReadAhead(NvmeofDataset ds, int capacity, int readsInFlight) {
         this.ds = ds;
@@ -116,6 +125,11 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
             ctrlLimit[c] = readsInFlight > 0 ? readsInFlight
                     : Math.max(1, ctrl.ioQueueCount() * Math.max(1, ctrl.queueDepth() - 1));
         }
+        int least = Integer.MAX_VALUE;
+        for (int limit : ctrlLimit) {
+            least = Math.min(least, limit);
+        }
+        wakeAfter = Math.max(1, Math.min(WAKE_AFTER, least));
         for (NvmeofController c : controllers) {
             c.registerBuffer(arena);
         }
@@ -168,15 +182,18 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         if (ready(g)) {
             return true;
         }
+        awaits++;
         long t0 = System.nanoTime();
         long stuckSince = 0;
         try {
             waiter = Thread.currentThread();
-            awaited = g & MASK;
-            int spins = 0;
+            // Wake once for several groups, not once per group: the reads go on without the consumer (completions
+            // issue the next ones), and a wake-up costs more than a sample.
+            int target = g + Math.max(0, Math.min(wakeAfter - 1, (nextGroup - 1 - g) / 2));
+            awaited = target & MASK;
             while (true) {
                 fill();
-                if (ready(g)) {
+                if (enough(g, target)) {
                     return true;
                 }
                 if (g >= nextGroup && !readsPending()) {
@@ -188,13 +205,17 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
                         return false;
                     }
                 }
-                if (spins < SPINS) {
-                    spins++;
+                // Spin a little, looking only (a consumer sharing a core with the I/O thread must not eat its time),
+                // then sleep until the completion of the awaited group wakes this thread.
+                for (int i = 0; i < SPINS && !enough(g, target); i++) {
                     Thread.onSpinWait();
+                }
+                if (enough(g, target)) {
                     continue;
                 }
                 waiting = true;
-                if (!ready(g)) {
+                if (!enough(g, target)) {
+                    parks++;
                     LockSupport.parkNanos(this, PARK_NANOS);
                 }
                 waiting = false;
@@ -204,6 +225,14 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
             awaited = -1;
             waitNanos += System.nanoTime() - t0;
         }
+    }
+
+    /**
+     * Whether the consumer may go on: group {@code g} is read, and so is {@code target} (or {@code target} still
+     * waits for room to be issued, which only the consumer can free, or {@code g} failed).
+     */
+    private boolean enough(int g, int target) {
+        return ready(g) && (target == g || ready(target) || !fullyIssued[target & MASK] || gStatus.get(g & MASK) != 0);
     }
 
     private boolean readsPending() {
@@ -280,13 +309,29 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
 
     private final boolean[] fullyIssued = new boolean[RING];
 
-    /** Gives back the space of released groups, allocates what now fits, and issues reads. */
+    /**
+     * Gives back the space of released groups, allocates what now fits, and issues reads when the I/O threads will
+     * not: a submission from this thread is handed over to the queue's I/O thread (a wake-up), one from a completion
+     * is sent at once, so while enough reads are in flight their completions issue the new ones.
+     */
     void fill() {
         reclaim();
         while (nextGroup < plan.groupCount() && allocate(nextGroup)) {
             nextGroup++;
         }
-        issue();
+        if (fewInFlight()) {
+            issue();
+        }
+    }
+
+    /** Whether the next run's controller has under a quarter of its reads in flight (completions may not refill it). */
+    private boolean fewInFlight() {
+        long next = runsIssued;
+        if (next >= runsPublished) {
+            return false;
+        }
+        int ctrl = partCtrl[rPart[(int) (next & MASK)]];
+        return ctrlInFlight.get(ctrl) <= ctrlLimit[ctrl] / 4;
     }
 
     private void reclaim() {

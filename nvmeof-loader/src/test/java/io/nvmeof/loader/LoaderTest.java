@@ -306,6 +306,42 @@ class LoaderTest {
         }
     }
 
+    /**
+     * The consuming thread creates nothing per sample in steady state: over a whole epoch of batches it allocates
+     * the epoch's plan (4 bytes a sample) and one handle per batch, and nothing that grows with the samples beyond
+     * that. (The initiator's own I/O threads are not counted: their garbage is the initiator's.)
+     */
+    @Test
+    void theConsumerAllocatesNothingPerSample() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:alloc", 1, "32MiB", 512);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 4, 1000, 500, 3000, 9, 0);
+        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:alloc", 1);
+        generateAndImport(spec, "src", namespace(loc));
+        com.sun.management.ThreadMXBean threads =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults());
+             DatasetLoader l = ds.loader().shuffle(ShuffleMode.FULL).prefetchBytes(4 << 20).build()) {
+            long[] perEpoch = new long[3];
+            for (int epoch = 0; epoch < 3; epoch++) {
+                long before = threads.getCurrentThreadAllocatedBytes();
+                long touched = 0;
+                try (BatchIterator it = l.batches(epoch, 50)) {
+                    while (it.hasNext()) {
+                        Batch b = it.next();
+                        for (int i = 0; i < b.size(); i++) {
+                            touched += b.buffer().get(b.offset(i, b.memberIndex(i, "bin")));
+                        }
+                    }
+                }
+                perEpoch[epoch] = threads.getCurrentThreadAllocatedBytes() - before;
+                assertTrue(touched != Long.MIN_VALUE);
+            }
+            double perSample = perEpoch[2] / (double) ds.sampleCount();
+            assertTrue(perSample < 12, "the consumer allocated " + perEpoch[2] + " bytes over an epoch of "
+                    + ds.sampleCount() + " samples (" + perSample + " a sample): something is created per sample");
+        }
+    }
+
     @Test
     void releasedSamplesAndBatchesFailClearly() throws Exception {
         NvmeTarget t = target("nqn.2026-12.io.nvmeof:rel", 1, "4MiB", 512);
