@@ -9,7 +9,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.NoSuchElementException;
 import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -444,13 +443,6 @@ public final class DatasetLoader implements AutoCloseable {
                 } else {
                     open = false;
                 }
-            }
-        }
-
-        void exhausted() {
-            if (next >= plan.size()) {
-                NoSuchElementException e = new NoSuchElementException("epoch " + epoch + " is done");
-                throw e;
             }
         }
     }

@@ -41,9 +41,15 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     private final int[] shardFirst;
     private final int sampleCount;
 
+    @SuppressWarnings("unchecked")
     private NvmeofDataset(List<DatasetPart> parts, List<NvmeofController> owned) {
         this.parts = List.copyOf(parts);
         this.owned = owned;
+        this.readers = new java.util.concurrent.ArrayBlockingQueue[parts.size()];
+        for (int p = 0; p < parts.size(); p++) {
+            readers[p] = new java.util.concurrent.ArrayBlockingQueue<>(READERS);
+        }
+        this.readersMade = new java.util.concurrent.atomic.AtomicIntegerArray(parts.size());
         partFirst = new int[parts.size() + 1];
         long n = 0;
         int shards = 0;
@@ -247,14 +253,19 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     }
 
     /**
-     * Reads one sample on its own, into a new buffer, its members checked as the loader checks them (tar headers,
-     * TFRecord CRCs; the manifest's CRC32C too when {@code verify}). For random access; a loader prefetches instead.
+     * Reads one sample on its own, into a new heap buffer, its members checked as the loader checks them (tar headers,
+     * TFRecord CRCs; the manifest's CRC32C too when {@code verify}). For random access (several threads may call it);
+     * a loader prefetches instead.
      */
     public SampleData read(long sample, boolean verify) throws IOException {
         int s = check(sample);
-        NamespaceHandle ns = parts.get(partOf[s]).namespace();
-        ByteBuffer b = ByteBuffer.allocateDirect(length(s));
-        new NamespaceIo(ns, 2).read(start(s), b);
+        ByteBuffer b = ByteBuffer.allocate(length(s));
+        NamespaceIo io = reader(partOf[s]);
+        try {
+            io.read(start(s), b);
+        } finally {
+            readers[partOf[s]].offer(io);
+        }
         b.flip();
         SampleData d = new SampleData(this, s, b, 0);
         String bad = new SampleChecks(this, b, verify).problem(s, 0);
@@ -266,6 +277,27 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
 
     public SampleData read(long sample) throws IOException {
         return read(sample, false);
+    }
+
+    /** Random reads share a few readers per namespace, whose buffers are registered once (not one per read). */
+    private static final int READERS = 4;
+    private final java.util.concurrent.ArrayBlockingQueue<NamespaceIo>[] readers;
+    private final java.util.concurrent.atomic.AtomicIntegerArray readersMade;
+
+    private NamespaceIo reader(int part) throws IOException {
+        NamespaceIo io = readers[part].poll();
+        if (io != null) {
+            return io;
+        }
+        if (readersMade.getAndIncrement(part) < READERS) {
+            return new NamespaceIo(parts.get(part).namespace(), 2);
+        }
+        try {
+            return readers[part].take();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted waiting for a reader of part " + (part + 1));
+        }
     }
 
     /** Starts configuring a loader over this dataset. */

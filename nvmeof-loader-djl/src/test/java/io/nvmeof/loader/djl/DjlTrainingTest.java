@@ -123,6 +123,10 @@ class DjlTrainingTest {
                             batch.close();
                         }
                         assertEquals(1024, seen.size(), "every sample once in epoch " + epoch);
+                        List<Float> epochLosses = losses.subList(losses.size() - 32, losses.size());
+                        System.out.printf("epoch %d: mean L2 loss %.5f over %d batches%n", epoch,
+                                epochLosses.stream().mapToDouble(Float::doubleValue).average().orElse(Double.NaN),
+                                epochLosses.size());
                     }
                 }
                 float first = (losses.get(0) + losses.get(1) + losses.get(2)) / 3;
