@@ -1,0 +1,911 @@
+/*
+ * nvmeof-fio: an external fio ioengine (ioengine=external:/path/to/nvmeof-fio.so) that drives the nvmeof-java
+ * initiator. It starts a JVM in fio's process through the JNI invocation API (as fio's own libhdfs engine does), and
+ * maps the engine hooks onto io.nvmeof.fio.FioJob:
+ *
+ *   setup       asks io.nvmeof.fio.Probe, in a child process, for the namespace's size (fio forks its jobs after
+ *               setup in process mode, and a JVM does not survive fork), and adds the job's one "file"
+ *   init        starts the JVM once per process (or attaches this thread), and opens a FioJob: one controller
+ *   iomem_alloc allocates fio's I/O buffers here and hands them to Java once, to register with the controller
+ *   queue       appends a submission to memory shared with Java
+ *   commit      one JNI call for the whole batch
+ *   getevents   reads completions from the shared ring with no JNI call, spinning briefly then sleeping on a futex
+ *               that the Java completion wakes (a JNI call only when this thread sleeps)
+ *   cleanup     closes the FioJob, detaches the thread
+ *
+ * Built by native/src/main/fio/build.sh against the headers of the fio that is installed (Debian's source package).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <errno.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/futex.h>
+#include <jni.h>
+
+#include "fio.h"
+#include "optgroup.h"
+
+#ifndef NVMEOF_DEFAULT_LIBJVM
+#define NVMEOF_DEFAULT_LIBJVM ""
+#endif
+
+/* The shared memory's layout: io.nvmeof.fio.SharedRing has the same. */
+#define RING_TAIL 0
+#define RING_SLEEPING 64
+#define RING_FUTEX 68
+#define RING_CAPACITY 128
+#define RING_SUBMIT_CAPACITY 132
+#define RING_ENTRIES 192
+#define RING_ENTRY 16
+#define RING_SUBMISSION 32
+#define OP_READ 1
+#define OP_WRITE 2
+#define OP_FLUSH 3
+#define OP_TRIM 4
+/* How long getevents spins on the ring before it sleeps. */
+#define SPIN_ROUNDS 4000
+
+struct nvmeof_options {
+	void *pad; /* an option at offset 0 would read as "not set" (see fio's skeleton_external.c) */
+	char *trtype;
+	char *traddr;
+	char *trsvcid;
+	char *subnqn;
+	unsigned int nsid;
+	char *hostnqn;
+	unsigned int io_queues;
+	unsigned int hdr_digest;
+	unsigned int data_digest;
+	char *digest_enable;
+	char *java_classpath;
+	char *java_opts;
+	char *jvm;
+};
+
+static struct fio_option options[] = {
+	{ .name = "trtype", .lname = "NVMe-oF transport", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, trtype), .def = "tcp",
+	  .help = "Transport: tcp or rdma", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "traddr", .lname = "NVMe-oF target address", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, traddr), .def = "127.0.0.1",
+	  .help = "Target address", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "trsvcid", .lname = "NVMe-oF target port", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, trsvcid), .def = "4420",
+	  .help = "Target port (service id)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "subnqn", .lname = "Subsystem NQN", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, subnqn),
+	  .help = "Subsystem NQN", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "nsid", .lname = "Namespace ID", .type = FIO_OPT_INT,
+	  .off1 = offsetof(struct nvmeof_options, nsid), .def = "1", .minval = 1,
+	  .help = "Namespace ID", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "hostnqn", .lname = "Host NQN", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, hostnqn),
+	  .help = "Host NQN (default: derived from a host ID)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "io_queues", .lname = "I/O queues", .type = FIO_OPT_INT,
+	  .off1 = offsetof(struct nvmeof_options, io_queues), .def = "1", .minval = 1, .maxval = 64,
+	  .help = "I/O queues (connections) per job", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "hdr_digest", .lname = "Header digest", .type = FIO_OPT_BOOL,
+	  .off1 = offsetof(struct nvmeof_options, hdr_digest), .def = "0",
+	  .help = "NVMe/TCP header digest", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "data_digest", .lname = "Data digest", .type = FIO_OPT_BOOL,
+	  .off1 = offsetof(struct nvmeof_options, data_digest), .def = "0",
+	  .help = "NVMe/TCP data digest", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "digest_enable", .lname = "Digests (SPDK's name)", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, digest_enable),
+	  .help = "HEADER, DATA or BOTH, as SPDK's fio plugin", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "java_classpath", .lname = "Class path", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, java_classpath),
+	  .help = "The nvmeof jar (default: $NVMEOF_FIO_CLASSPATH, else found next to this engine)",
+	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "java_opts", .lname = "JVM options", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, java_opts),
+	  .help = "Extra JVM options, space-separated (default: $NVMEOF_FIO_JAVA_OPTS)",
+	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "jvm", .lname = "libjvm.so", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, jvm),
+	  .help = "Path of libjvm.so (default: $NVMEOF_FIO_JVM, $JAVA_HOME, the java on PATH, the build's JDK)",
+	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = NULL },
+};
+
+/* Per job. */
+struct nvmeof_job {
+	char *shared;           /* the ring shared with Java */
+	size_t shared_size;
+	unsigned int ring_mask;
+	unsigned int submit_capacity;
+	unsigned long long head; /* next completion to take */
+	unsigned int queued;     /* submissions written since the last commit */
+	struct io_u **queued_io;
+	struct io_u **io_by_index;
+	unsigned int index_capacity;
+	struct io_u **events;
+	jobject job;             /* the FioJob (a global reference) */
+	int block_size;
+	unsigned long long size;
+	unsigned long long max_io;
+	int attached;            /* this thread was attached by us (to detach at cleanup) */
+	int error_logged;
+};
+
+/* ------------------------------------------------------------------------------------------------ the JVM */
+
+static pthread_mutex_t jvm_lock = PTHREAD_MUTEX_INITIALIZER;
+static JavaVM *jvm;
+static jclass job_class;
+static jmethodID m_open, m_memory, m_submit, m_close, m_describe, m_size, m_block, m_maxio;
+
+static void JNICALL native_wake(JNIEnv *env, jclass cls, jlong address)
+{
+	unsigned int *word = (unsigned int *) (uintptr_t) address;
+
+	__atomic_add_fetch(word, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Where this engine's .so lives, for the default class path. */
+static void engine_dir(char *out, size_t len)
+{
+	Dl_info info;
+
+	out[0] = 0;
+	if (dladdr((void *) engine_dir, &info) && info.dli_fname) {
+		char real[PATH_MAX];
+		char *slash;
+
+		if (!realpath(info.dli_fname, real))
+			snprintf(real, sizeof(real), "%s", info.dli_fname);
+		slash = strrchr(real, '/');
+		if (slash)
+			*slash = 0;
+		snprintf(out, len, "%s", real);
+	}
+}
+
+static int readable(const char *path)
+{
+	return path && path[0] && access(path, R_OK) == 0;
+}
+
+static void default_classpath(struct nvmeof_options *o, char *out, size_t len)
+{
+	char dir[PATH_MAX];
+	const char *env = getenv("NVMEOF_FIO_CLASSPATH");
+
+	if (o->java_classpath && o->java_classpath[0]) {
+		snprintf(out, len, "%s", o->java_classpath);
+		return;
+	}
+	if (env && env[0]) {
+		snprintf(out, len, "%s", env);
+		return;
+	}
+	engine_dir(dir, sizeof(dir));
+	snprintf(out, len, "%s/nvmeof.jar", dir);
+	if (readable(out))
+		return;
+	/* In the source tree: native/target/fio/nvmeof-fio.so and nvmeof-cli/target/nvmeof.jar. */
+	snprintf(out, len, "%s/../../../nvmeof-cli/target/nvmeof.jar", dir);
+}
+
+/* libjvm.so: the option, $NVMEOF_FIO_JVM, $JAVA_HOME, the java on PATH, the JDK the engine was built with. */
+static int find_libjvm(struct nvmeof_options *o, char *out, size_t len)
+{
+	const char *env = getenv("NVMEOF_FIO_JVM");
+	const char *home = getenv("JAVA_HOME");
+	const char *path = getenv("PATH");
+
+	if (o->jvm && o->jvm[0]) {
+		snprintf(out, len, "%s", o->jvm);
+		return readable(out);
+	}
+	if (env && env[0]) {
+		snprintf(out, len, "%s", env);
+		return readable(out);
+	}
+	if (home && home[0]) {
+		snprintf(out, len, "%s/lib/server/libjvm.so", home);
+		if (readable(out))
+			return 1;
+	}
+	if (path) {
+		char *copy = strdup(path), *save = NULL, *d;
+
+		for (d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+			char java[PATH_MAX], real[PATH_MAX];
+
+			snprintf(java, sizeof(java), "%s/java", d);
+			if (access(java, X_OK) == 0 && realpath(java, real)) {
+				char *slash = strrchr(real, '/');
+
+				if (slash) {
+					*slash = 0; /* .../bin */
+					slash = strrchr(real, '/');
+					if (slash) {
+						*slash = 0;
+						snprintf(out, len, "%s/lib/server/libjvm.so", real);
+						if (readable(out)) {
+							free(copy);
+							return 1;
+						}
+					}
+				}
+			}
+		}
+		free(copy);
+	}
+	snprintf(out, len, "%s", NVMEOF_DEFAULT_LIBJVM);
+	return readable(out);
+}
+
+/* The java launcher next to libjvm.so (lib/server/libjvm.so -> bin/java). */
+static void java_launcher(const char *libjvm, char *out, size_t len)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", libjvm);
+	for (int i = 0; i < 3; i++) {
+		slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+	}
+	snprintf(out, len, "%s/bin/java", dir);
+}
+
+/* The exception pending in env, as text (and cleared). */
+static void exception_text(JNIEnv *env, char *out, size_t len)
+{
+	jthrowable t = (*env)->ExceptionOccurred(env);
+
+	snprintf(out, len, "a Java exception");
+	if (!t)
+		return;
+	(*env)->ExceptionClear(env);
+	jclass throwable = (*env)->FindClass(env, "java/lang/Throwable");
+	jmethodID to_string = (*env)->GetMethodID(env, throwable, "getMessage", "()Ljava/lang/String;");
+	jstring s = (jstring) (*env)->CallObjectMethod(env, t, to_string);
+
+	if ((*env)->ExceptionCheck(env) || !s) {
+		(*env)->ExceptionClear(env);
+		to_string = (*env)->GetMethodID(env, throwable, "toString", "()Ljava/lang/String;");
+		s = (jstring) (*env)->CallObjectMethod(env, t, to_string);
+		(*env)->ExceptionClear(env);
+	}
+	if (s) {
+		const char *c = (*env)->GetStringUTFChars(env, s, NULL);
+
+		snprintf(out, len, "%s", c);
+		(*env)->ReleaseStringUTFChars(env, s, c);
+	}
+}
+
+/* Starts the JVM (once per process) or attaches this thread; returns the thread's env or NULL (logged). */
+static JNIEnv *java_env(struct thread_data *td, int *attached)
+{
+	struct nvmeof_options *o = td->eo;
+	JNIEnv *env = NULL;
+
+	*attached = 0;
+	pthread_mutex_lock(&jvm_lock);
+	if (!jvm) {
+		char libjvm[PATH_MAX], cp[PATH_MAX], cp_opt[PATH_MAX + 32];
+		JavaVMOption opts[32];
+		JavaVMInitArgs args;
+		int n = 0;
+		char *extra = NULL;
+		void *h;
+		jint (*create)(JavaVM **, void **, void *);
+
+		if (!find_libjvm(o, libjvm, sizeof(libjvm))) {
+			log_err("nvmeof: cannot start a JVM: no libjvm.so found (tried '%s'); set jvm=PATH, $NVMEOF_FIO_JVM or"
+				" $JAVA_HOME (a Java 17 JDK or JRE)\n", libjvm);
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		h = dlopen(libjvm, RTLD_NOW | RTLD_GLOBAL);
+		if (!h) {
+			log_err("nvmeof: cannot start a JVM: %s\n", dlerror());
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		create = (jint (*)(JavaVM **, void **, void *)) dlsym(h, "JNI_CreateJavaVM");
+		if (!create) {
+			log_err("nvmeof: cannot start a JVM: %s has no JNI_CreateJavaVM\n", libjvm);
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		default_classpath(o, cp, sizeof(cp));
+		if (!readable(cp) && !strchr(cp, ':')) {
+			log_err("nvmeof: the initiator's jar '%s' is not there; build the project (mvn -DskipTests install)"
+				" or set java_classpath=PATH\n", cp);
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		snprintf(cp_opt, sizeof(cp_opt), "-Djava.class.path=%s", cp);
+		opts[n++].optionString = cp_opt;
+		/* -Xrs: fio keeps SIGINT and SIGTERM (Ctrl-C ends the run as usual). */
+		opts[n++].optionString = "-Xrs";
+		opts[n++].optionString = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED";
+		opts[n++].optionString = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
+		opts[n++].optionString = "-Dorg.slf4j.simpleLogger.logFile=System.err";
+		{
+			const char *more = o->java_opts && o->java_opts[0] ? o->java_opts : getenv("NVMEOF_FIO_JAVA_OPTS");
+			char *save = NULL, *t;
+
+			if (more && more[0]) {
+				extra = strdup(more);
+				for (t = strtok_r(extra, " ", &save); t && n < 31; t = strtok_r(NULL, " ", &save))
+					opts[n++].optionString = t;
+			}
+		}
+		memset(&args, 0, sizeof(args));
+		args.version = JNI_VERSION_10;
+		args.nOptions = n;
+		args.options = opts;
+		args.ignoreUnrecognized = JNI_FALSE;
+		if (create(&jvm, (void **) &env, &args) != JNI_OK) {
+			log_err("nvmeof: cannot start a JVM from %s (check java_opts)\n", libjvm);
+			jvm = NULL;
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		/* extra's strings were copied by the JVM */
+		free(extra);
+		jclass local = (*env)->FindClass(env, "io/nvmeof/fio/FioJob");
+		if (!local) {
+			char msg[512];
+
+			exception_text(env, msg, sizeof(msg));
+			log_err("nvmeof: io.nvmeof.fio.FioJob is not in %s (%s); build the project or set java_classpath\n", cp,
+				msg);
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		job_class = (jclass) (*env)->NewGlobalRef(env, local);
+		JNINativeMethod wake = { "wake", "(J)V", (void *) native_wake };
+		if ((*env)->RegisterNatives(env, job_class, &wake, 1) != 0) {
+			log_err("nvmeof: cannot register FioJob.wake\n");
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		m_open = (*env)->GetStaticMethodID(env, job_class, "open",
+			"(Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;JLjava/lang/String;IIZZLjava/nio/ByteBuffer;I)Lio/nvmeof/fio/FioJob;");
+		m_memory = (*env)->GetMethodID(env, job_class, "memory", "(Ljava/nio/ByteBuffer;)V");
+		m_submit = (*env)->GetMethodID(env, job_class, "submit", "(I)V");
+		m_close = (*env)->GetMethodID(env, job_class, "close", "()V");
+		m_size = (*env)->GetMethodID(env, job_class, "sizeBytes", "()J");
+		m_block = (*env)->GetMethodID(env, job_class, "blockSize", "()I");
+		m_maxio = (*env)->GetMethodID(env, job_class, "maxTransferBytes", "()J");
+		m_describe = (*env)->GetStaticMethodID(env, job_class, "describe", "(I)Ljava/lang/String;");
+		if (!m_open || !m_memory || !m_submit || !m_close || !m_size || !m_block || !m_maxio || !m_describe) {
+			(*env)->ExceptionClear(env);
+			log_err("nvmeof: io.nvmeof.fio.FioJob in %s does not match this engine; rebuild both\n", cp);
+			pthread_mutex_unlock(&jvm_lock);
+			return NULL;
+		}
+		/* The creating thread stays attached, as a JVM's creator is. */
+		pthread_mutex_unlock(&jvm_lock);
+		return env;
+	}
+	pthread_mutex_unlock(&jvm_lock);
+	if ((*jvm)->GetEnv(jvm, (void **) &env, JNI_VERSION_10) == JNI_OK)
+		return env;
+	if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **) &env, NULL) != JNI_OK) {
+		log_err("nvmeof: cannot attach thread to the JVM\n");
+		return NULL;
+	}
+	*attached = 1;
+	return env;
+}
+
+static JNIEnv *current_env(void)
+{
+	JNIEnv *env = NULL;
+
+	if (jvm && (*jvm)->GetEnv(jvm, (void **) &env, JNI_VERSION_10) == JNI_OK)
+		return env;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------ setup */
+
+static void digests(struct nvmeof_options *o, int *hdgst, int *ddgst)
+{
+	*hdgst = o->hdr_digest;
+	*ddgst = o->data_digest;
+	if (o->digest_enable) {
+		if (!strcasecmp(o->digest_enable, "HEADER") || !strcasecmp(o->digest_enable, "BOTH"))
+			*hdgst = 1;
+		if (!strcasecmp(o->digest_enable, "DATA") || !strcasecmp(o->digest_enable, "BOTH"))
+			*ddgst = 1;
+	}
+}
+
+static int check_options(struct nvmeof_options *o)
+{
+	char *end;
+	long port;
+
+	if (!o->subnqn || !o->subnqn[0]) {
+		log_err("nvmeof: subnqn= is required (the subsystem NQN, as nvme connect -n takes it)\n");
+		return 1;
+	}
+	if (!o->trtype || (strcmp(o->trtype, "tcp") && strcmp(o->trtype, "rdma"))) {
+		log_err("nvmeof: trtype=%s is not tcp or rdma\n", o->trtype ? o->trtype : "");
+		return 1;
+	}
+	port = strtol(o->trsvcid ? o->trsvcid : "", &end, 10);
+	if (!o->trsvcid || *end || port < 1 || port > 65535) {
+		log_err("nvmeof: trsvcid=%s is not a port number (1-65535)\n", o->trsvcid ? o->trsvcid : "");
+		return 1;
+	}
+	if (o->digest_enable && strcasecmp(o->digest_enable, "HEADER") && strcasecmp(o->digest_enable, "DATA")
+	    && strcasecmp(o->digest_enable, "BOTH") && strcasecmp(o->digest_enable, "NONE")) {
+		log_err("nvmeof: digest_enable=%s is not HEADER, DATA, BOTH or NONE\n", o->digest_enable);
+		return 1;
+	}
+	return 0;
+}
+
+/* Runs io.nvmeof.fio.Probe in a child process: no JVM in fio's parent, which forks the jobs later. */
+static int probe(struct thread_data *td, unsigned long long *size, int *block, unsigned long long *maxio)
+{
+	struct nvmeof_options *o = td->eo;
+	char libjvm[PATH_MAX], java[PATH_MAX], cp[PATH_MAX], nsid[16], hd[2], dd[2];
+	char out[1024], err[1024];
+	int po[2], pe[2], status, hdgst, ddgst;
+	ssize_t n, m;
+	pid_t pid;
+
+	if (!find_libjvm(o, libjvm, sizeof(libjvm))) {
+		log_err("nvmeof: cannot start a JVM: no libjvm.so found (tried '%s'); set jvm=PATH, $NVMEOF_FIO_JVM or"
+			" $JAVA_HOME (a Java 17 JDK or JRE)\n", libjvm);
+		return 1;
+	}
+	java_launcher(libjvm, java, sizeof(java));
+	default_classpath(o, cp, sizeof(cp));
+	if (!readable(cp) && !strchr(cp, ':')) {
+		log_err("nvmeof: the initiator's jar '%s' is not there; build the project (mvn -DskipTests install) or set"
+			" java_classpath=PATH\n", cp);
+		return 1;
+	}
+	digests(o, &hdgst, &ddgst);
+	snprintf(nsid, sizeof(nsid), "%u", o->nsid);
+	snprintf(hd, sizeof(hd), "%d", hdgst);
+	snprintf(dd, sizeof(dd), "%d", ddgst);
+	if (pipe(po) || pipe(pe)) {
+		td_verror(td, errno, "pipe");
+		return 1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		td_verror(td, errno, "fork");
+		return 1;
+	}
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		execl(java, java, "-Xrs", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		      "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+		      "-Dorg.slf4j.simpleLogger.defaultLogLevel=error", "-cp", cp, "io.nvmeof.fio.Probe", o->trtype,
+		      o->traddr, o->trsvcid, o->subnqn, nsid, o->hostnqn && o->hostnqn[0] ? o->hostnqn : "-", hd, dd,
+		      (char *) NULL);
+		fprintf(stderr, "cannot run %s: %s\n", java, strerror(errno));
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	n = read(po[0], out, sizeof(out) - 1);
+	m = read(pe[0], err, sizeof(err) - 1);
+	close(po[0]);
+	close(pe[0]);
+	waitpid(pid, &status, 0);
+	out[n > 0 ? n : 0] = 0;
+	err[m > 0 ? m : 0] = 0;
+	if (m > 0 && err[m - 1] == '\n')
+		err[m - 1] = 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0
+	    || sscanf(out, "size=%llu block=%d maxio=%llu", size, block, maxio) != 3) {
+		log_err("nvmeof: %s://%s:%s/%s nsid %u: %s\n", o->trtype, o->traddr, o->trsvcid, o->subnqn, o->nsid,
+			err[0] ? err : "the probe failed");
+		return 1;
+	}
+	return 0;
+}
+
+static int nvmeof_setup(struct thread_data *td)
+{
+	struct nvmeof_options *o = td->eo;
+	struct nvmeof_job *j;
+	struct fio_file *f;
+
+	if (check_options(o))
+		return 1;
+	if (!td->io_ops_data) {
+		j = calloc(1, sizeof(*j));
+		if (!j) {
+			td_verror(td, ENOMEM, "calloc");
+			return 1;
+		}
+		td->io_ops_data = j;
+	}
+	j = td->io_ops_data;
+	if (probe(td, &j->size, &j->block_size, &j->max_io))
+		return 1;
+	/* Pretend to deal with one file, as engines/nbd.c does. */
+	if (!td->files_index) {
+		add_file(td, "nvmeof", 0, 0);
+		td->o.nr_files = td->o.nr_files ? : 1;
+		td->o.open_files++;
+	}
+	f = td->files[0];
+	f->real_file_size = j->size;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ init, cleanup */
+
+static int check_block_sizes(struct thread_data *td, int block)
+{
+	for (int d = DDIR_READ; d <= DDIR_TRIM; d++) {
+		if (td->o.min_bs[d] % block || td->o.max_bs[d] % block) {
+			log_err("nvmeof: block sizes must be multiples of the namespace's %d-byte blocks (bs=%llu..%llu for %s)\n",
+				block, td->o.min_bs[d], td->o.max_bs[d], d == DDIR_READ ? "reads" : d == DDIR_WRITE ? "writes" : "trims");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int nvmeof_init(struct thread_data *td)
+{
+	struct nvmeof_options *o = td->eo;
+	struct nvmeof_job *j = td->io_ops_data;
+	unsigned int depth = td->o.iodepth ? td->o.iodepth : 1;
+	unsigned int ring = 1, port, hdgst, ddgst;
+	JNIEnv *env;
+	jobject local;
+
+	if (!j) {
+		log_err("nvmeof: init before setup\n");
+		return 1;
+	}
+	if (check_block_sizes(td, j->block_size))
+		return 1;
+	while (ring < 2 * depth)
+		ring <<= 1;
+	j->ring_mask = ring - 1;
+	j->submit_capacity = depth;
+	j->index_capacity = depth + 1;
+	j->shared_size = RING_ENTRIES + (size_t) ring * RING_ENTRY + (size_t) depth * RING_SUBMISSION;
+	if (posix_memalign((void **) &j->shared, 4096, j->shared_size)) {
+		td_verror(td, ENOMEM, "posix_memalign");
+		return 1;
+	}
+	memset(j->shared, 0, j->shared_size);
+	*(unsigned int *) (j->shared + RING_CAPACITY) = ring;
+	*(unsigned int *) (j->shared + RING_SUBMIT_CAPACITY) = depth;
+	j->queued_io = calloc(depth, sizeof(struct io_u *));
+	j->events = calloc(depth, sizeof(struct io_u *));
+	j->io_by_index = calloc(j->index_capacity, sizeof(struct io_u *));
+	if (!j->queued_io || !j->events || !j->io_by_index) {
+		td_verror(td, ENOMEM, "calloc");
+		return 1;
+	}
+	env = java_env(td, &j->attached);
+	if (!env)
+		return 1;
+	port = (unsigned int) strtoul(o->trsvcid, NULL, 10);
+	digests(o, (int *) &hdgst, (int *) &ddgst);
+	{
+		jstring trtype = (*env)->NewStringUTF(env, o->trtype);
+		jstring traddr = (*env)->NewStringUTF(env, o->traddr);
+		jstring subnqn = (*env)->NewStringUTF(env, o->subnqn);
+		jstring hostnqn = o->hostnqn && o->hostnqn[0] ? (*env)->NewStringUTF(env, o->hostnqn) : NULL;
+		jobject shared = (*env)->NewDirectByteBuffer(env, j->shared, (jlong) j->shared_size);
+
+		/* Queue depth: fio's iodepth, and room for I/O split at the transfer limit. */
+		local = (*env)->CallStaticObjectMethod(env, job_class, m_open, trtype, traddr, (jint) port, subnqn,
+						       (jlong) o->nsid, hostnqn, (jint) o->io_queues, (jint) (depth + 1),
+						       (jboolean) hdgst, (jboolean) ddgst, shared, (jint) j->index_capacity);
+		(*env)->DeleteLocalRef(env, trtype);
+		(*env)->DeleteLocalRef(env, traddr);
+		(*env)->DeleteLocalRef(env, subnqn);
+		if (hostnqn)
+			(*env)->DeleteLocalRef(env, hostnqn);
+		(*env)->DeleteLocalRef(env, shared);
+	}
+	if ((*env)->ExceptionCheck(env) || !local) {
+		char msg[1024];
+
+		exception_text(env, msg, sizeof(msg));
+		log_err("nvmeof: %s://%s:%s/%s nsid %u: %s\n", o->trtype, o->traddr, o->trsvcid, o->subnqn, o->nsid, msg);
+		return 1;
+	}
+	j->job = (*env)->NewGlobalRef(env, local);
+	(*env)->DeleteLocalRef(env, local);
+	td->io_ops->flags |= FIO_ASYNCIO_SETS_ISSUE_TIME;
+	return 0;
+}
+
+static void nvmeof_cleanup(struct thread_data *td)
+{
+	struct nvmeof_job *j = td->io_ops_data;
+	JNIEnv *env = current_env();
+
+	if (!j)
+		return;
+	if (env && j->job) {
+		(*env)->CallVoidMethod(env, j->job, m_close);
+		(*env)->ExceptionClear(env);
+		(*env)->DeleteGlobalRef(env, j->job);
+		j->job = NULL;
+	}
+	if (env && j->attached)
+		(*jvm)->DetachCurrentThread(jvm);
+	free(j->queued_io);
+	free(j->events);
+	free(j->io_by_index);
+	free(j->shared);
+	free(j);
+	td->io_ops_data = NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------ memory */
+
+static int nvmeof_iomem_alloc(struct thread_data *td, size_t total)
+{
+	struct nvmeof_job *j = td->io_ops_data;
+	JNIEnv *env = current_env();
+	jobject region;
+
+	if (posix_memalign((void **) &td->orig_buffer, 4096, total)) {
+		td_verror(td, ENOMEM, "posix_memalign");
+		return 1;
+	}
+	if (!env || !j || !j->job) {
+		log_err("nvmeof: I/O memory before the job was opened\n");
+		return 1;
+	}
+	region = (*env)->NewDirectByteBuffer(env, td->orig_buffer, (jlong) total);
+	(*env)->CallVoidMethod(env, j->job, m_memory, region);
+	(*env)->DeleteLocalRef(env, region);
+	if ((*env)->ExceptionCheck(env)) {
+		char msg[512];
+
+		exception_text(env, msg, sizeof(msg));
+		log_err("nvmeof: registering fio's I/O memory: %s\n", msg);
+		return 1;
+	}
+	return 0;
+}
+
+static void nvmeof_iomem_free(struct thread_data *td)
+{
+	free(td->orig_buffer);
+	td->orig_buffer = NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------ I/O */
+
+static enum fio_q_status nvmeof_queue(struct thread_data *td, struct io_u *io_u)
+{
+	struct nvmeof_job *j = td->io_ops_data;
+	char *s;
+	unsigned char op;
+
+	fio_ro_check(td, io_u);
+	switch (io_u->ddir) {
+	case DDIR_READ:
+		op = OP_READ;
+		break;
+	case DDIR_WRITE:
+		op = OP_WRITE;
+		break;
+	case DDIR_TRIM:
+		op = OP_TRIM;
+		break;
+	case DDIR_SYNC:
+	case DDIR_DATASYNC:
+		op = OP_FLUSH;
+		break;
+	default:
+		io_u->error = EINVAL;
+		return FIO_Q_COMPLETED;
+	}
+	if (op != OP_FLUSH && (io_u->offset % j->block_size || io_u->xfer_buflen % j->block_size)) {
+		log_err("nvmeof: I/O at %llu of %llu bytes is not in whole %d-byte blocks\n",
+			(unsigned long long) io_u->offset, (unsigned long long) io_u->xfer_buflen, j->block_size);
+		io_u->error = EINVAL;
+		return FIO_Q_COMPLETED;
+	}
+	if (j->queued >= j->submit_capacity || io_u->index >= j->index_capacity)
+		return FIO_Q_BUSY;
+	s = j->shared + RING_ENTRIES + (size_t) (j->ring_mask + 1) * RING_ENTRY + (size_t) j->queued * RING_SUBMISSION;
+	s[0] = (char) op;
+	*(unsigned int *) (s + 4) = io_u->index;
+	*(unsigned long long *) (s + 8) = io_u->offset / j->block_size;
+	*(unsigned int *) (s + 16) = (unsigned int) (io_u->xfer_buflen / j->block_size);
+	*(unsigned long long *) (s + 24) = op == OP_FLUSH ? 0
+		: (unsigned long long) ((char *) io_u->xfer_buf - (char *) td->orig_buffer);
+	j->io_by_index[io_u->index] = io_u;
+	j->queued_io[j->queued++] = io_u;
+	return FIO_Q_QUEUED;
+}
+
+static int nvmeof_commit(struct thread_data *td)
+{
+	struct nvmeof_job *j = td->io_ops_data;
+	JNIEnv *env;
+	unsigned int n = j->queued;
+
+	if (!n)
+		return 0;
+	if (fio_fill_issue_time(td)) {
+		struct timespec now;
+
+		fio_gettime(&now, NULL);
+		for (unsigned int i = 0; i < n; i++) {
+			memcpy(&j->queued_io[i]->issue_time, &now, sizeof(now));
+			io_u_queued(td, j->queued_io[i]);
+		}
+	}
+	env = current_env();
+	j->queued = 0;
+	(*env)->CallVoidMethod(env, j->job, m_submit, (jint) n);
+	io_u_mark_submit(td, n);
+	if ((*env)->ExceptionCheck(env)) {
+		char msg[512];
+
+		exception_text(env, msg, sizeof(msg));
+		log_err("nvmeof: submitting %u I/Os: %s\n", n, msg);
+		td_verror(td, EIO, "commit");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Takes completions from the ring into events[] (no JNI call). */
+static unsigned int reap(struct thread_data *td, struct nvmeof_job *j, unsigned int got, unsigned int max)
+{
+	while (got < max) {
+		char *e = j->shared + RING_ENTRIES + (size_t) (j->head & j->ring_mask) * RING_ENTRY;
+		unsigned long long seq = __atomic_load_n((unsigned long long *) e, __ATOMIC_ACQUIRE);
+		unsigned int index;
+		int status;
+		struct io_u *io_u;
+
+		if (seq != j->head + 1)
+			break;
+		index = *(unsigned int *) (e + 8);
+		status = *(int *) (e + 12);
+		j->head++;
+		if (index >= j->index_capacity || !(io_u = j->io_by_index[index]))
+			continue;
+		io_u->resid = 0;
+		if (status) {
+			io_u->error = status == -1 ? ETIMEDOUT : EIO;
+			if (!j->error_logged) {
+				JNIEnv *env = current_env();
+				jstring s = env ? (jstring) (*env)->CallStaticObjectMethod(env, job_class, m_describe, status) : NULL;
+				const char *c = s ? (*env)->GetStringUTFChars(env, s, NULL) : NULL;
+
+				log_err("nvmeof: I/O failed with %s (further failures are counted by fio, not logged)\n",
+					c ? c : "an error");
+				if (c)
+					(*env)->ReleaseStringUTFChars(env, s, c);
+				j->error_logged = 1;
+			}
+		}
+		j->events[got++] = io_u;
+	}
+	return got;
+}
+
+static int nvmeof_getevents(struct thread_data *td, unsigned int min, unsigned int max, const struct timespec *t)
+{
+	struct nvmeof_job *j = td->io_ops_data;
+	unsigned int *sleeping = (unsigned int *) (j->shared + RING_SLEEPING);
+	unsigned int *futex = (unsigned int *) (j->shared + RING_FUTEX);
+	unsigned int got = 0;
+	struct timespec start;
+	int timed = t != NULL;
+
+	if (timed)
+		clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		got = reap(td, j, got, max);
+		if (got >= min)
+			return got;
+		for (int spin = 0; spin < SPIN_ROUNDS && got < min; spin++) {
+			__builtin_ia32_pause();
+			got = reap(td, j, got, max);
+		}
+		if (got >= min)
+			return got;
+		{
+			unsigned int seen = __atomic_load_n(futex, __ATOMIC_SEQ_CST);
+			struct timespec wait = { 0, 100 * 1000 * 1000 }; /* a bound, in case a wake-up is missed */
+
+			__atomic_store_n(sleeping, 1, __ATOMIC_SEQ_CST);
+			got = reap(td, j, got, max);
+			if (got < min) {
+				if (timed) {
+					struct timespec now;
+					long long left;
+
+					clock_gettime(CLOCK_MONOTONIC, &now);
+					left = (long long) (t->tv_sec - (now.tv_sec - start.tv_sec)) * 1000000000LL
+					       + (t->tv_nsec - (now.tv_nsec - start.tv_nsec));
+					if (left <= 0) {
+						__atomic_store_n(sleeping, 0, __ATOMIC_SEQ_CST);
+						return got;
+					}
+					if (left < 100000000LL) {
+						wait.tv_sec = 0;
+						wait.tv_nsec = left;
+					}
+				}
+				syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, seen, &wait, NULL, 0);
+			}
+			__atomic_store_n(sleeping, 0, __ATOMIC_SEQ_CST);
+		}
+	}
+}
+
+static struct io_u *nvmeof_event(struct thread_data *td, int event)
+{
+	struct nvmeof_job *j = td->io_ops_data;
+
+	return j->events[event];
+}
+
+static int nvmeof_open_file(struct thread_data *td, struct fio_file *f)
+{
+	return 0;
+}
+
+static int nvmeof_close_file(struct thread_data *td, struct fio_file *f)
+{
+	return 0;
+}
+
+static int nvmeof_get_file_size(struct thread_data *td, struct fio_file *f)
+{
+	struct nvmeof_job *j = td->io_ops_data;
+
+	if (j && j->size) {
+		f->real_file_size = j->size;
+		fio_file_set_size_known(f);
+	}
+	return 0;
+}
+
+struct ioengine_ops ioengine = {
+	.name = "nvmeof",
+	.version = FIO_IOOPS_VERSION,
+	.flags = FIO_DISKLESSIO | FIO_NODISKUTIL | FIO_NOEXTEND | FIO_MEMALIGN,
+	.setup = nvmeof_setup,
+	.init = nvmeof_init,
+	.queue = nvmeof_queue,
+	.commit = nvmeof_commit,
+	.getevents = nvmeof_getevents,
+	.event = nvmeof_event,
+	.cleanup = nvmeof_cleanup,
+	.open_file = nvmeof_open_file,
+	.close_file = nvmeof_close_file,
+	.get_file_size = nvmeof_get_file_size,
+	.iomem_alloc = nvmeof_iomem_alloc,
+	.iomem_free = nvmeof_iomem_free,
+	.option_struct_size = sizeof(struct nvmeof_options),
+	.options = options,
+};

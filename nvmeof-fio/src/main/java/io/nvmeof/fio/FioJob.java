@@ -1,0 +1,170 @@
+package io.nvmeof.fio;
+
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeStatusException;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.NvmeofException;
+import io.nvmeof.initiator.TransportId;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One fio job's connection to a namespace, driven by the fio engine through JNI: {@link #open} at the job's
+ * {@code init}, {@link #memory} when fio allocates its I/O buffers, one {@link #submit} per {@code commit}, and
+ * {@link #close} at {@code cleanup}. Reads and writes go to the initiator's zero-allocation API straight from and
+ * into fio's buffers (registered with the controller once, so over RDMA the target moves data in and out of fio's
+ * memory); each completion is written into the {@link SharedRing}, which fio's {@code getevents} reads without a JNI
+ * call. Nothing is allocated per I/O (flush and trim, rare, use futures).
+ *
+ * <p>I/O larger than the controller's transfer limit is cut into several commands; the io_u completes when all have.
+ */
+public final class FioJob implements IoCallback, AutoCloseable {
+    private final NvmeofController controller;
+    private final NamespaceHandle ns;
+    private final SharedRing ring;
+    private final int blockSize;
+    private final int maxBlocks;
+    /** Commands still to complete per io_u index, and the first failure among them. */
+    private final java.util.concurrent.atomic.AtomicIntegerArray remaining;
+    private final java.util.concurrent.atomic.AtomicIntegerArray failed;
+    private ByteBuffer memory;
+    private ByteBuffer view;
+
+    private FioJob(NvmeofController controller, NamespaceHandle ns, SharedRing ring, int maxIndex) {
+        this.controller = controller;
+        this.ns = ns;
+        this.ring = ring;
+        this.blockSize = ns.blockSize();
+        this.maxBlocks = ns.maxBlocksPerIo();
+        this.remaining = new java.util.concurrent.atomic.AtomicIntegerArray(maxIndex);
+        this.failed = new java.util.concurrent.atomic.AtomicIntegerArray(maxIndex);
+    }
+
+    /**
+     * Connects (called by the engine's init).
+     *
+     * @param shared   the engine's {@link SharedRing} memory
+     * @param maxIndex one more than the largest io_u index fio will use
+     * @throws IllegalArgumentException or {@link NvmeofException} with a message the engine shows as fio's error
+     */
+    public static FioJob open(String trtype, String traddr, int trsvcid, String subnqn, long nsid, String hostnqn,
+                              int ioQueues, int queueDepth, boolean headerDigest, boolean dataDigest, ByteBuffer shared,
+                              int maxIndex) {
+        TransportId id = new TransportId(trtype, traddr, trsvcid, subnqn);
+        ConnectOptions.Builder b = ConnectOptions.builder().ioQueues(Math.max(1, ioQueues))
+                .queueDepth(Math.max(2, Math.min(queueDepth, ConnectOptions.MAX_QUEUE_DEPTH)))
+                .headerDigest(headerDigest).dataDigest(dataDigest);
+        if (hostnqn != null) {
+            b.hostNqn(hostnqn);
+        }
+        SharedRing ring = new SharedRing(shared);
+        NvmeofController c = NvmeofController.connect(id, b.build());
+        try {
+            NamespaceHandle ns = c.namespace(nsid);
+            return new FioJob(c, ns, ring, maxIndex);
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    public long sizeBytes() { return ns.sizeBytes(); }
+
+    public int blockSize() { return blockSize; }
+
+    public long maxTransferBytes() { return (long) maxBlocks * blockSize; }
+
+    /** fio's I/O buffers (all of them, one region): registered once, then every command addresses into it. */
+    public void memory(ByteBuffer region) {
+        if (!region.isDirect()) {
+            throw new IllegalArgumentException("fio's I/O memory must be direct");
+        }
+        controller.registerBuffer(region);
+        this.memory = region;
+        this.view = region.duplicate();
+    }
+
+    /** Submits the first {@code n} submissions of the shared ring (one JNI call per fio commit). */
+    public void submit(int n) {
+        ByteBuffer v = view;
+        for (int i = 0; i < n; i++) {
+            int op = ring.op(i);
+            int index = ring.index(i);
+            long lba = ring.lba(i);
+            int blocks = ring.blocks(i);
+            switch (op) {
+                case SharedRing.OP_READ, SharedRing.OP_WRITE -> {
+                    long offset = ring.offset(i);
+                    int parts = (blocks + maxBlocks - 1) / maxBlocks;
+                    failed.set(index, 0);
+                    remaining.set(index, parts);
+                    for (int done = 0; done < blocks; done += maxBlocks) {
+                        int k = Math.min(maxBlocks, blocks - done);
+                        v.position((int) (offset + (long) done * blockSize));
+                        if (op == SharedRing.OP_READ) {
+                            ns.read(lba + done, k, v, this, index);
+                        } else {
+                            ns.write(lba + done, k, v, this, index);
+                        }
+                    }
+                }
+                case SharedRing.OP_FLUSH -> whenDone(index, ns.flush());
+                case SharedRing.OP_TRIM -> whenDone(index, ns.deallocate(lba, blocks));
+                default -> publish(index, IoCallback.ERR_TRANSPORT);
+            }
+        }
+    }
+
+    private void whenDone(int index, CompletableFuture<Void> f) {
+        remaining.set(index, 1);
+        failed.set(index, 0);
+        f.whenComplete((v, e) -> onComplete(index, e == null ? 0 : statusOf(e)));
+    }
+
+    private static int statusOf(Throwable e) {
+        Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+        return c instanceof NvmeStatusException s ? s.statusCode() : IoCallback.ERR_TRANSPORT;
+    }
+
+    /** A command completed (an I/O thread). */
+    @Override
+    public void onComplete(long context, int status) {
+        int index = (int) context;
+        if (status != 0) {
+            failed.compareAndSet(index, 0, status);
+        }
+        if (remaining.decrementAndGet(index) == 0) {
+            publish(index, failed.get(index));
+        }
+    }
+
+    private void publish(int index, int status) {
+        if (ring.complete(index, status)) {
+            wake(ring.futexAddress);
+        }
+    }
+
+    /** Text for a status the engine got, for fio's error message. */
+    public static String describe(int status) {
+        return IoCallback.describe(status);
+    }
+
+    @Override
+    public void close() {
+        ByteBuffer m = memory;
+        memory = null;
+        try {
+            if (m != null) {
+                controller.deregisterBuffer(m);
+            }
+        } catch (RuntimeException e) {
+            // closing anyway
+        }
+        controller.close();
+    }
+
+    /** Wakes the engine thread sleeping on the futex at {@code address} (implemented by the engine, registered at init). */
+    static native void wake(long address);
+}
