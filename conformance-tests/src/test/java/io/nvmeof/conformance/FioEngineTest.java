@@ -1,0 +1,142 @@
+package io.nvmeof.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.config.TargetConfig;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Debian's fio (the one installed, unmodified) driving our initiator through the external engine
+ * ({@code native/target/fio/nvmeof-fio.so}) against our target over NVMe/TCP on loopback: verified writes, a mixed
+ * workload of 512 B to 1 MiB, several jobs at once in thread and process mode, batched submission, and each bad option
+ * refused with its own error. Skipped, saying why, when the engine was not built (no fio source: see native/src/main/fio).
+ */
+@Timeout(300)
+class FioEngineTest {
+    static final Path REPO = Path.of("..").toAbsolutePath().normalize();
+    static final Path ENGINE = REPO.resolve("native/target/fio/nvmeof-fio.so");
+    static final String NQN = TargetConfig.DEFAULT_NQN;
+    static NvmeTarget target;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void start() throws IOException {
+        assumeTrue(Files.exists(ENGINE), "the fio engine was not built (" + ENGINE + "): the build said why (no fio, or no"
+                + " fio source in ~/.cache/nvmeof-fio; ./test fetches it with apt-get source fio)");
+        assumeTrue(Files.exists(REPO.resolve("nvmeof-cli/target/nvmeof.jar")), "nvmeof-cli/target/nvmeof.jar is not built");
+        target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "256MiB", 512, null));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (target != null) {
+            target.close();
+        }
+    }
+
+    /** fio's exit code, stdout (the JSON when asked) and stderr. */
+    record Run(int exit, String out, String err) {
+        JsonNode json() throws IOException {
+            return new ObjectMapper().readTree(out.substring(out.indexOf('{')));
+        }
+    }
+
+    Run fio(String jobFile, String... args) throws Exception {
+        Path job = dir.resolve("job.fio");
+        Files.writeString(job, jobFile);
+        List<String> cmd = new ArrayList<>(List.of("fio", "--output-format=json"));
+        cmd.addAll(List.of(args));
+        cmd.add(job.toString());
+        Path out = dir.resolve("out.json");
+        Path err = dir.resolve("err.txt");
+        Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        assertTrue(p.waitFor(240, TimeUnit.SECONDS), "fio did not finish: " + Files.readString(err));
+        return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
+    }
+
+    String global(String more) {
+        return "[global]\nioengine=external:" + ENGINE + "\nsubnqn=" + NQN + "\ntraddr=127.0.0.1\ntrsvcid="
+                + target.tcpPort(0) + "\n" + more;
+    }
+
+    static void noErrors(Run r, int jobs) throws IOException {
+        assertEquals(0, r.exit(), r.err());
+        JsonNode j = r.json();
+        assertEquals(jobs, j.get("jobs").size(), r.out());
+        for (JsonNode job : j.get("jobs")) {
+            assertEquals(0, job.get("error").asInt(), job.get("jobname") + ": " + r.err());
+            assertTrue(job.get("read").get("io_bytes").asLong() + job.get("write").get("io_bytes").asLong() > 0,
+                    job.get("jobname") + " moved no data");
+        }
+    }
+
+    @Test
+    void aRandomWriteIsVerifiedWithCrc32c() throws Exception {
+        Run r = fio(global("thread=1\n") + "[verify]\nrw=randwrite\nbs=4k\niodepth=32\nsize=32m\nverify=crc32c\n"
+                + "do_verify=1\nverify_fatal=1\n");
+        noErrors(r, 1);
+        JsonNode job = r.json().get("jobs").get(0);
+        assertEquals(32 << 20, job.get("write").get("io_bytes").asLong());
+        assertEquals(32 << 20, job.get("read").get("io_bytes").asLong(), "every block read back and verified");
+        assertTrue(job.get("write").get("iops").asDouble() > 0);
+        assertTrue(job.get("write").get("clat_ns").get("percentile").has("99.000000"), "latency percentiles");
+    }
+
+    @Test
+    void aMixedWorkloadFrom512BytesTo1MiBIsVerifiedWithMd5() throws Exception {
+        Run r = fio(global("") + "[mixed]\nrw=randrw\nbssplit=512/20:4k/30:64k/20:256k/20:1m/10\niodepth=8\nsize=48m\n"
+                + "verify=md5\ndo_verify=1\nverify_fatal=1\n");
+        noErrors(r, 1);
+        JsonNode job = r.json().get("jobs").get(0);
+        assertTrue(job.get("write").get("io_bytes").asLong() > 0 && job.get("read").get("io_bytes").asLong() > 0);
+    }
+
+    @Test
+    void severalJobsRunAtOnceInThreadAndProcessMode() throws Exception {
+        for (String mode : new String[] {"thread=1\n", "thread=0\n"}) {
+            Run r = fio(global(mode + "bs=4k\niodepth=16\nruntime=2\ntime_based=1\n")
+                    + "[a]\nrw=randread\nsize=64m\nnumjobs=2\n[b]\nrw=randwrite\noffset=128m\nsize=64m\n"
+                    + "iodepth_batch_submit=8\niodepth_batch_complete_min=4\niodepth_batch_complete_max=16\n");
+            noErrors(r, 3);
+        }
+    }
+
+    @Test
+    void eachBadOptionGetsItsOwnError() throws Exception {
+        String[][] cases = {
+            {"trsvcid=4999", "Connection refused"},
+            {"subnqn=nqn.2026-11.io.nvmeof:nothing", "CONNECT_INVALID_PARAM"},
+            {"nsid=9", "namespace 9 is not active"},
+            {"jvm=/nonexistent/libjvm.so", "cannot start a JVM"},
+            {"trtype=fc", "trtype=fc is not tcp or rdma"},
+            {"bs=1000", "multiples of the namespace's 512-byte blocks"},
+        };
+        for (String[] c : cases) {
+            Run r = fio(global("") + "[bad]\nrw=read\nbs=4k\nsize=1m\n" + c[0] + "\n");
+            assertNotEquals(0, r.exit(), c[0] + " was accepted: " + r.out());
+            assertTrue(r.err().contains(c[1]) || r.out().contains(c[1]), c[0] + ": " + r.err());
+            assertTrue(!r.err().contains("SIGSEGV") && !r.err().contains("core dumped"), c[0] + " crashed: " + r.err());
+        }
+        Run noNqn = fio("[x]\nioengine=external:" + ENGINE + "\nrw=read\nsize=1m\n");
+        assertNotEquals(0, noNqn.exit());
+        assertTrue(noNqn.err().contains("subnqn= is required"), noNqn.err());
+    }
+}
