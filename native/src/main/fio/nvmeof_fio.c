@@ -70,20 +70,20 @@ struct nvmeof_options {
 
 static struct fio_option options[] = {
 	{ .name = "trtype", .lname = "NVMe-oF transport", .type = FIO_OPT_STR_STORE,
-	  .off1 = offsetof(struct nvmeof_options, trtype), .def = "tcp",
-	  .help = "Transport: tcp or rdma", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	  .off1 = offsetof(struct nvmeof_options, trtype),
+	  .help = "Transport: tcp or rdma (default: $NVMEOF_TRTYPE, else tcp)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
 	{ .name = "traddr", .lname = "NVMe-oF target address", .type = FIO_OPT_STR_STORE,
-	  .off1 = offsetof(struct nvmeof_options, traddr), .def = "127.0.0.1",
-	  .help = "Target address", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	  .off1 = offsetof(struct nvmeof_options, traddr),
+	  .help = "Target address (default: $NVMEOF_TRADDR, else 127.0.0.1)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
 	{ .name = "trsvcid", .lname = "NVMe-oF target port", .type = FIO_OPT_STR_STORE,
-	  .off1 = offsetof(struct nvmeof_options, trsvcid), .def = "4420",
-	  .help = "Target port (service id)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	  .off1 = offsetof(struct nvmeof_options, trsvcid),
+	  .help = "Target port (default: $NVMEOF_TRSVCID, else 4420)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
 	{ .name = "subnqn", .lname = "Subsystem NQN", .type = FIO_OPT_STR_STORE,
 	  .off1 = offsetof(struct nvmeof_options, subnqn),
-	  .help = "Subsystem NQN", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	  .help = "Subsystem NQN (default: $NVMEOF_SUBNQN, else ./nvmeof target's nqn.2026-11.io.nvmeof:default)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
 	{ .name = "nsid", .lname = "Namespace ID", .type = FIO_OPT_INT,
-	  .off1 = offsetof(struct nvmeof_options, nsid), .def = "1", .minval = 1,
-	  .help = "Namespace ID", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	  .off1 = offsetof(struct nvmeof_options, nsid), .minval = 1,
+	  .help = "Namespace ID (default: $NVMEOF_NSID, else 1)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
 	{ .name = "hostnqn", .lname = "Host NQN", .type = FIO_OPT_STR_STORE,
 	  .off1 = offsetof(struct nvmeof_options, hostnqn),
 	  .help = "Host NQN (default: derived from a host ID)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
@@ -428,14 +428,34 @@ static void digests(struct nvmeof_options *o, int *hdgst, int *ddgst)
 	}
 }
 
+/* An option the job does not set takes $NAME, else the default (./nvmeof target's). */
+static void defaulted(char **opt, const char *env, const char *def)
+{
+	const char *e = getenv(env);
+
+	if (*opt && (*opt)[0])
+		return;
+	free(*opt);
+	*opt = strdup(e && e[0] ? e : def);
+}
+
 static int check_options(struct nvmeof_options *o)
 {
 	char *end;
 	long port;
 
-	if (!o->subnqn || !o->subnqn[0]) {
-		log_err("nvmeof: subnqn= is required (the subsystem NQN, as nvme connect -n takes it)\n");
-		return 1;
+	defaulted(&o->trtype, "NVMEOF_TRTYPE", "tcp");
+	defaulted(&o->traddr, "NVMEOF_TRADDR", "127.0.0.1");
+	defaulted(&o->trsvcid, "NVMEOF_TRSVCID", "4420");
+	defaulted(&o->subnqn, "NVMEOF_SUBNQN", "nqn.2026-11.io.nvmeof:default");
+	if (!o->nsid) {
+		const char *e = getenv("NVMEOF_NSID");
+
+		o->nsid = e && e[0] ? (unsigned int) strtoul(e, NULL, 10) : 1;
+		if (!o->nsid) {
+			log_err("nvmeof: NVMEOF_NSID=%s is not a namespace ID\n", e);
+			return 1;
+		}
 	}
 	if (!o->trtype || (strcmp(o->trtype, "tcp") && strcmp(o->trtype, "rdma"))) {
 		log_err("nvmeof: trtype=%s is not tcp or rdma\n", o->trtype ? o->trtype : "");

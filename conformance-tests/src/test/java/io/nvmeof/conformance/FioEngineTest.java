@@ -135,8 +135,8 @@ class FioEngineTest {
             assertTrue(r.err().contains(c[1]) || r.out().contains(c[1]), c[0] + ": " + r.err());
             assertTrue(!r.err().contains("SIGSEGV") && !r.err().contains("core dumped"), c[0] + " crashed: " + r.err());
         }
-        Run noNqn = fio("[x]\nioengine=external:" + ENGINE + "\nrw=read\nsize=1m\n");
-        assertNotEquals(0, noNqn.exit());
-        assertTrue(noNqn.err().contains("subnqn= is required"), noNqn.err());
+        Run badPort = fio("[x]\nioengine=external:" + ENGINE + "\nrw=read\nsize=1m\ntrsvcid=http\n");
+        assertNotEquals(0, badPort.exit());
+        assertTrue(badPort.err().contains("trsvcid=http is not a port number"), badPort.err());
     }
 }
