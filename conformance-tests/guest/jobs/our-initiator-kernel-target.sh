@@ -28,6 +28,7 @@ cat "$RESULTS/$JOB.out" | grep -vE "^\s+at " | tail -40
 PASSES=$(grep -c "^PASS" "$SUMMARY")
 FAILS=$(grep -c "^FAIL" "$SUMMARY")
 [ $rc = 0 ] || [ "$FAILS" -gt 0 ] || fail "the interop client exited $rc: $(tail -3 "$RESULTS/$JOB.out" | tr '\n' ' ')"
+engine_verify "kernel-$TRANSPORT" "$TRANSPORT" $GUEST_IP 4420 $NQN 1
 if [ "$TRANSPORT" = rdma ]; then
   # Namespace 1 is a file in /dev/shm, as our target's namespace 2 in the kernel-host job: like against like.
   initiator_bench kernel-rdma rdma $GUEST_IP 4420 $NQN 1

@@ -22,4 +22,13 @@ rc=$?
 grep -E "^(PASS|FAIL) " "$RESULTS/$JOB-loader.out" | sed 's/^\(PASS\|FAIL\) /\1 loader: /' >> "$SUMMARY"
 grep -vE "^\s+at " "$RESULTS/$JOB-loader.out" | tail -20
 [ $rc = 0 ] || grep -q '^FAIL loader' "$SUMMARY" || fail "the loader interop program exited $rc: $(tail -3 "$RESULTS/$JOB-loader.out" | tr '\n' ' ')"
+
+# fio through our engine against our target, both over RDMA: the target as its own process, as users run it.
+java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+  -jar "$REPO/nvmeof-cli/target/nvmeof.jar" target --transport rdma --address $GUEST_IP --port 4421 --size 128MiB \
+  --no-admin > "$RESULTS/$JOB-target.log" 2>&1 &
+target_pid=$!
+for i in $(seq 1 60); do grep -q "listening" "$RESULTS/$JOB-target.log" && break; sleep 1; done
+engine_verify our-target-rdma rdma $GUEST_IP 4421 nqn.2026-11.io.nvmeof:default 1
+kill $target_pid; wait $target_pid 2>/dev/null
 finish

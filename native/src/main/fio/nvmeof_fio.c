@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/futex.h>
@@ -48,8 +49,17 @@
 #define OP_WRITE 2
 #define OP_FLUSH 3
 #define OP_TRIM 4
-/* How long getevents spins on the ring before it sleeps. */
-#define SPIN_ROUNDS 4000
+/*
+ * How long getevents spins on the ring before it sleeps adapts per job: longer while spinning catches completions
+ * (fast small I/O with CPUs to spare), shorter while it does not (large I/O, or one CPU shared with the initiator's I/O
+ * thread, from which the spin would take time). NVMEOF_FIO_SPIN=N fixes it at N rounds.
+ */
+#define SPIN_MIN 16
+#define SPIN_MAX 4000
+#define SPIN_MAX_ONE_CPU 100
+#define SPIN_START 100
+static int spin_fixed = -1;
+static int spin_max = SPIN_MAX;
 
 struct nvmeof_options {
 	void *pad; /* an option at offset 0 would read as "not set" (see fio's skeleton_external.c) */
@@ -131,6 +141,7 @@ struct nvmeof_job {
 	unsigned long long size;
 	unsigned long long max_io;
 	int attached;            /* this thread was attached by us (to detach at cleanup) */
+	int spin;                /* rounds getevents spins before sleeping (adaptive) */
 	int error_logged;
 };
 
@@ -390,7 +401,8 @@ static JNIEnv *java_env(struct thread_data *td, int *attached)
 			pthread_mutex_unlock(&jvm_lock);
 			return NULL;
 		}
-		/* The creating thread stays attached, as a JVM's creator is. */
+		/* The creating thread is attached like the others, and detached at its job's cleanup. */
+		*attached = 1;
 		pthread_mutex_unlock(&jvm_lock);
 		return env;
 	}
@@ -654,6 +666,17 @@ static int nvmeof_init(struct thread_data *td)
 	j->job = (*env)->NewGlobalRef(env, local);
 	(*env)->DeleteLocalRef(env, local);
 	td->io_ops->flags |= FIO_ASYNCIO_SETS_ISSUE_TIME;
+	if (spin_fixed < 0) {
+		const char *e = getenv("NVMEOF_FIO_SPIN");
+
+		cpu_set_t cpus;
+
+		spin_fixed = e && e[0] ? atoi(e) : 0;
+		/* One CPU for fio and the JVM: a spin that succeeds only took the time of the thread it waited for. */
+		if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) == 1)
+			spin_max = SPIN_MAX_ONE_CPU;
+	}
+	j->spin = spin_fixed > 0 ? spin_fixed : SPIN_START;
 	return 0;
 }
 
@@ -846,12 +869,19 @@ static int nvmeof_getevents(struct thread_data *td, unsigned int min, unsigned i
 		got = reap(td, j, got, max);
 		if (got >= min)
 			return got;
-		for (int spin = 0; spin < SPIN_ROUNDS && got < min; spin++) {
+		for (int spin = 0; spin < j->spin && got < min; spin++) {
+#if defined(__x86_64__) || defined(__i386__)
 			__builtin_ia32_pause();
+#endif
 			got = reap(td, j, got, max);
 		}
-		if (got >= min)
+		if (got >= min) {
+			if (!spin_fixed && j->spin < spin_max)
+				j->spin += j->spin / 8 + 1;
 			return got;
+		}
+		if (!spin_fixed && j->spin > SPIN_MIN)
+			j->spin -= j->spin / 4;
 		{
 			unsigned int seen = __atomic_load_n(futex, __ATOMIC_SEQ_CST);
 			struct timespec wait = { 0, 100 * 1000 * 1000 }; /* a bound, in case a wake-up is missed */
