@@ -32,13 +32,14 @@ def fio(name):
 
 for transport, title in [("tcp", "NVMe/TCP"), ("rdma", "NVMe/RDMA over Soft-RoCE")]:
     print(f"## fio through the kernel {title} host, side by side (guest figures)\n")
-    print("| workload | kernel target IOPS | MiB/s | mean us | p99 us | nvmeof-java IOPS | MiB/s | mean us | p99 us |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| workload | kernel target IOPS | MiB/s | mean us | p99 us | nvmeof-java IOPS | MiB/s | mean us | p99 us |"
+          " fio through our engine, nvmeof-java target: IOPS | MiB/s | mean us | p99 us |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w, label in [("randread-4k-qd1", "4 KiB random read, QD 1"), ("randread-4k-qd16", "4 KiB random read, QD 16"),
                      ("randwrite-4k-qd16", "4 KiB random write, QD 16"), ("read-128k-qd16", "128 KiB sequential read, QD 16")]:
-        k, o = fio(f"kernel-{transport}-" + w), fio(f"ours-{transport}-" + w)
+        k, o, e = fio(f"kernel-{transport}-" + w), fio(f"ours-{transport}-" + w), fio(f"engine-ours-{transport}-" + w)
         cell = lambda r: "| n/a | | | " if r is None else f"| {r[0]:,.0f} | {r[1]:.1f} | {r[2]:,.0f} | {r[3]:,.0f} "
-        print(f"| {label} {cell(k)}{cell(o)}|")
+        print(f"| {label} {cell(k)}{cell(o)}{cell(e)}|")
     print()
 
 

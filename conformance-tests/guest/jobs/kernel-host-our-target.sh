@@ -174,6 +174,8 @@ fi
 if [ "$TRANSPORT" = rdma ]; then
   initiator_bench ours-rdma rdma $GUEST_IP $PORT $NQN 2
 fi
+# fio through our engine against the same namespace, the same workloads as the kernel host's fio above.
+engine_perf ours-$TRANSPORT $TRANSPORT $GUEST_IP $PORT $NQN 2
 
 # 50 connect/disconnect cycles leave nothing behind in the target: sockets and controllers.
 sleep 2

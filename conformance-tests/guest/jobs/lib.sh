@@ -158,6 +158,23 @@ for j in jobs:
 assert jobs[0]['read']['io_bytes'] == 32 << 20, 'not every block was read back: ' + str(jobs[0]['read']['io_bytes'])"
 }
 
+# engine_perf NAME TRANSPORT ADDR PORT NQN NSID: the side-by-side workloads of fio_perf, run by fio through our engine
+# instead of the kernel host (perf-engine-NAME-WORKLOAD.json), for the engine's column of the guest table.
+engine_perf() {
+  local name=$1 tr=$2 addr=$3 port=$4 nqn=$5 nsid=$6 engine="$REPO/native/target/fio/nvmeof-fio.so" spec wl rw bs qd
+  [ -f "$engine" ] || { pass "fio perf through our engine against $name: skipped, the engine was not built"; return; }
+  for spec in randread-4k-qd1:randread:4k:1 randread-4k-qd16:randread:4k:16 randwrite-4k-qd16:randwrite:4k:16 \
+              read-128k-qd16:read:128k:16; do
+    IFS=: read -r wl rw bs qd <<< "$spec"
+    check "fio perf through our engine over $tr against $name: $wl" env \
+      NVMEOF_FIO_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m" \
+      fio --name="engine-$name-$wl" --ioengine=external:"$engine" --thread=1 --trtype="$tr" --traddr="$addr" \
+      --trsvcid="$port" --subnqn="$nqn" --nsid="$nsid" --rw="$rw" --bs="$bs" --iodepth="$qd" --time_based=1 \
+      --runtime=10 --ramp_time=2 --size=64M --lat_percentiles=1 --output-format=json \
+      --output="$RESULTS/perf-engine-$name-$wl.json"
+  done
+}
+
 # initiator_bench NAME TRANSPORT ADDR PORT NQN NSID: our initiator's own benchmark (nvmeof.jar bench) over the same
 # workloads as fio_perf, fio-compatible JSON in perf-init-NAME-WORKLOAD.json (report.py tabulates them).
 initiator_bench() {
