@@ -332,7 +332,13 @@ class NvmeofControllerTest extends FakeTargetCase {
             assertTrue(c.isConnected(), "reconnected");
             assertEquals(0x1234, c.getFeature(0x07));
             assertFalse(outstanding.isDone(), "the interrupted read was sent again (and the target still ignores it)");
-            assertEquals(2, target.commands(1).stream().filter(x -> x.opcode() == 0x02 && x.cdw10() == FakeTarget.BLACKHOLE_LBA).count());
+            // The resend reaches the target shortly after isConnected() turns true: wait for it to arrive.
+            java.util.function.LongSupplier resent = () -> target.commands(1).stream()
+                    .filter(x -> x.opcode() == 0x02 && x.cdw10() == FakeTarget.BLACKHOLE_LBA).count();
+            while (resent.getAsLong() < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(2, resent.getAsLong());
             assertEquals(1, target.commands(1).stream().filter(x -> x.opcode() == 0x02 && x.cdw10() == FakeTarget.CORRUPT_LBA).count(),
                     "the command the protocol error answered is not sent again");
         }
