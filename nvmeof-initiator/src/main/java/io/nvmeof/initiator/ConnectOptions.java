@@ -17,6 +17,7 @@ public final class ConnectOptions {
 
     public static final int DEFAULT_QUEUE_DEPTH = 128;
     public static final int DEFAULT_KATO_MS = 5000;
+    /** In-capsule data cap over RDMA when none is set (each slot's send buffer holds it). */
     public static final int DEFAULT_MAX_INLINE_DATA = 8192;
     /** Largest queue depth accepted: the 16-bit command id must hold the slot index. */
     public static final int MAX_QUEUE_DEPTH = 65536;
@@ -119,6 +120,7 @@ public final class ConnectOptions {
     public Duration connectTimeout() { return connectTimeout; }
     public int eventLoopThreads() { return eventLoopThreads; }
     /** Upper bound for in-capsule write data; the controller's IOCCSZ may lower it further. 0 disables in-capsule writes. */
+    /** The in-capsule data cap set, or -1: the transport's default (see {@link Builder#maxInlineData}). */
     public int maxInlineData() { return maxInlineData; }
     /** Wait before each reconnect attempt after the connection is lost. */
     public Duration reconnectDelay() { return reconnectDelay; }
@@ -150,7 +152,7 @@ public final class ConnectOptions {
         private Duration connectTimeout = Duration.ofSeconds(10);
         private Duration cmEventTimeout;
         private int eventLoopThreads = 1;
-        private int maxInlineData = DEFAULT_MAX_INLINE_DATA;
+        private int maxInlineData = -1;
         private Duration reconnectDelay = DEFAULT_RECONNECT_DELAY;
         private Duration ctrlLossTimeout = DEFAULT_CTRL_LOSS_TIMEOUT;
         private Duration fastIoFailTimeout = OFF;
@@ -182,6 +184,12 @@ public final class ConnectOptions {
          */
         public Builder cmEventTimeout(Duration v) { this.cmEventTimeout = positive(v, "cmEventTimeout"); return this; }
         public Builder eventLoopThreads(int v) { this.eventLoopThreads = check(v, 1, 1024, "eventLoopThreads"); return this; }
+        /**
+         * The most write data sent in the command capsule (never more than the controller advertises in IOCCSZ).
+         * Default: over NVMe/TCP, all the controller advertises, as the Linux host does (Linux nvmet-tcp never sends
+         * R2T for a write within its in-capsule size: it waits for the data in the capsule); over RDMA,
+         * {@link #DEFAULT_MAX_INLINE_DATA}. A lower cap over TCP makes such writes hang against nvmet-tcp.
+         */
         public Builder maxInlineData(int v) { this.maxInlineData = check(v, 0, 1 << 20, "maxInlineData"); return this; }
         /** {@code nvme connect --reconnect-delay}: the wait before each reconnect attempt (default 10 s). */
         public Builder reconnectDelay(Duration v) { this.reconnectDelay = positive(v, "reconnectDelay"); return this; }

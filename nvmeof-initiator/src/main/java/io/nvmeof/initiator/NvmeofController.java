@@ -372,7 +372,10 @@ public final class NvmeofController implements AutoCloseable {
         // In-capsule data: IOCCSZ counts the 64-byte SQE in 16-byte units. A non-zero ICDOFF is refused for
         // in-capsule use, as the Linux host does; such writes go through R2T instead.
         long capsuleData = Math.max(0, info.ioccsz() * 16 - Command.LENGTH);
-        int inline = info.icdoff() != 0 ? 0 : (int) Math.min(capsuleData, options.maxInlineData());
+        // Over TCP all of it by default: Linux nvmet-tcp sends no R2T for a write within its in-capsule size.
+        int cap = options.maxInlineData() >= 0 ? options.maxInlineData()
+                : "tcp".equals(id.trtype()) ? Integer.MAX_VALUE : ConnectOptions.DEFAULT_MAX_INLINE_DATA;
+        int inline = info.icdoff() != 0 ? 0 : (int) Math.min(capsuleData, cap);
         HostQueue[] queues = new HostQueue[count];
         try {
             for (int qid = 1; qid <= count; qid++) {

@@ -45,6 +45,13 @@ final class FakeTarget implements AutoCloseable {
     /** Writes here get their R2T only after {@link #r2tDelayMs}: past a short command timeout. */
     static final long DELAYED_R2T_LBA = 1300;
     static final int INLINE = 8192;
+    /** The in-capsule data size advertised (IOCCSZ). */
+    volatile int inline = INLINE;
+    /**
+     * As Linux nvmet-tcp does: a write of at most the in-capsule size is taken to carry its data in the capsule, and
+     * no R2T is ever sent for it (nvmet_tcp_queue_response waits for the inline data); sent without, it hangs.
+     */
+    volatile boolean noR2tWithinInline;
 
     /** One command capsule as received. */
     record Sqe(int qid, int opcode, int fctype, int flags, int cid, long nsid, int sglId, long sglLen, int cdw10,
@@ -426,7 +433,7 @@ final class FakeTarget implements AutoCloseable {
                     IdentifyController id = new IdentifyController().wrap(u, 0);
                     id.vid(0x1b36).ssvid(0x1af4).serialNumber("FAKE123").modelNumber("Fake NVMe").firmwareRevision("1.0")
                             .mdts(5).cntlid(1).version(ControllerRegisters.VERSION_1_3).maxcmd(128).nn(1)
-                            .ioccsz((64 + INLINE) / 16).iorcsz(1).icdoff(0).kas(1).oncs(IdentifyController.ONCS_DSM)
+                            .ioccsz((64 + inline) / 16).iorcsz(1).icdoff(0).kas(1).oncs(IdentifyController.ONCS_DSM)
                             .sgls(IdentifyController.SGLS_SUPPORTED | IdentifyController.SGLS_OFFSET)
                             .controllerType(discovery ? IdentifyController.CNTRLTYPE_DISCOVERY : IdentifyController.CNTRLTYPE_IO)
                             .subnqn(discovery ? Nqn.DISCOVERY : NQN);
@@ -530,6 +537,10 @@ final class FakeTarget implements AutoCloseable {
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     }
+                }
+                if (noR2tWithinInline && inCapsule == null && len <= inline) {
+                    errors.add("write of " + len + " bytes within the in-capsule size " + inline + " sent without its data");
+                    return; // nvmet-tcp waits for data that never comes
                 }
                 byte[] data = inCapsule != null ? inCapsule : c.pullData(cid, len);
                 if (data.length != len) {

@@ -310,6 +310,31 @@ class NvmeofControllerTest extends FakeTargetCase {
     }
 
     /**
+     * Linux nvmet-tcp never sends R2T for a write of at most its in-capsule size (16 KiB by default): it waits for the
+     * data in the capsule. So, as the Linux host does, every write up to the in-capsule size the controller advertises
+     * carries its data in the capsule, whatever the transport's own default (this once hung at 12 and 16 KiB).
+     */
+    @Test
+    void writesUpToTheAdvertisedInCapsuleSizeCarryTheirData() throws Exception {
+        target.inline = 16384;
+        target.noR2tWithinInline = true;
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().commandTimeout(Duration.ofSeconds(3)).build())) {
+            NamespaceHandle ns = c.namespace(1);
+            for (int bytes : new int[] {4096, 8192, 12288, 16384, 20480}) {
+                ByteBuffer b = ByteBuffer.allocateDirect(bytes);
+                for (int i = 0; i < bytes; i++) {
+                    b.put(i, (byte) (i * 7 + bytes));
+                }
+                ns.write(16, bytes / FakeTarget.BLOCK, b).get(10, TimeUnit.SECONDS);
+                ByteBuffer back = ByteBuffer.allocateDirect(bytes);
+                ns.read(16, bytes / FakeTarget.BLOCK, back).get(10, TimeUnit.SECONDS);
+                assertEquals(b, back, bytes + " bytes read back");
+            }
+            assertEquals(List.of(), target.errors);
+        }
+    }
+
+    /**
      * A PDU that breaks the protocol: H2CTermReq, the command it answered fails, and (as the Linux host does) the
      * association is reset: the controller reconnects and sends the other interrupted command again.
      */
