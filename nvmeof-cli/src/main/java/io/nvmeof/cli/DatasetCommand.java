@@ -77,28 +77,35 @@ final class DatasetCommand {
             return conn.builder().ioQueues(ioQueues).build();
         }
 
-        /** Connects (one controller per subsystem) and returns the namespaces in the order given. */
-        List<NamespaceHandle> open(List<NvmeofController> opened, int ioQueues) {
+        /** Connects (one controller per subsystem); closing the result closes them. */
+        Opened open(int ioQueues) {
             Map<TransportId, NvmeofController> byId = new LinkedHashMap<>();
             List<NamespaceHandle> out = new ArrayList<>();
-            for (DatasetLocation l : resolve()) {
-                NvmeofController c = byId.get(l.transportId());
-                if (c == null) {
-                    c = NvmeofController.connect(l.transportId(), options(ioQueues));
-                    byId.put(l.transportId(), c);
-                    opened.add(c);
+            try {
+                for (DatasetLocation l : resolve()) {
+                    NvmeofController c = byId.get(l.transportId());
+                    if (c == null) {
+                        c = NvmeofController.connect(l.transportId(), options(ioQueues));
+                        byId.put(l.transportId(), c);
+                    }
+                    out.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
                 }
-                out.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
+            } catch (RuntimeException e) {
+                byId.values().forEach(NvmeofController::close);
+                throw e;
             }
-            return out;
+            return new Opened(List.copyOf(out), List.copyOf(byId.values()));
         }
     }
 
-    static void closeAll(List<NvmeofController> cs) {
-        for (NvmeofController c : cs) {
-            c.close();
+    /** The namespaces given, in order, and the controllers opened for them. */
+    record Opened(List<NamespaceHandle> namespaces, List<NvmeofController> controllers) implements AutoCloseable {
+        @Override
+        public void close() {
+            controllers.forEach(NvmeofController::close);
         }
     }
+
 
     @Command(name = "import", mixinStandardHelpOptions = true,
             description = "Write shard files (or directories of them) into the namespaces as one dataset, verified by"
@@ -143,10 +150,9 @@ final class DatasetCommand {
                 throw new IllegalArgumentException("no shard files under " + paths + " (.tar, .tfrecord; or give --format)");
             }
             String n = name != null ? name : paths.get(0).toAbsolutePath().normalize().getFileName().toString();
-            List<NvmeofController> opened = new ArrayList<>();
             ProgressBar bar = new ProgressBar();
-            try {
-                List<NamespaceHandle> ns = where.open(opened, 2);
+            try (Opened opened = where.open(2)) {
+                List<NamespaceHandle> ns = opened.namespaces();
                 DatasetImporter.Result r = DatasetImporter.run(sources, ns,
                         new DatasetImporter.Options(n, rs, !noVerify, skipCorrupt, restart, force), bar);
                 bar.finishLine();
@@ -155,8 +161,6 @@ final class DatasetCommand {
                         r.resumedShards() > 0 ? "; resumed after " + r.resumedShards() + " shards" : "",
                         r.skippedRecords() > 0 ? "; " + r.skippedRecords() + " corrupt records left out" : "");
                 return 0;
-            } finally {
-                closeAll(opened);
             }
         }
     }
@@ -174,9 +178,8 @@ final class DatasetCommand {
 
         @Override
         public Integer call() throws Exception {
-            List<NvmeofController> opened = new ArrayList<>();
-            try {
-                List<NamespaceHandle> ns = where.open(opened, 1);
+            try (Opened opened = where.open(1)) {
+                List<NamespaceHandle> ns = opened.namespaces();
                 List<Map<String, Object>> parts = new ArrayList<>();
                 for (NamespaceHandle h : ns) {
                     parts.add(describe(h));
@@ -189,8 +192,6 @@ final class DatasetCommand {
                     print(p);
                 }
                 return 0;
-            } finally {
-                closeAll(opened);
             }
         }
 
@@ -305,10 +306,9 @@ final class DatasetCommand {
 
         @Override
         public Integer call() throws Exception {
-            List<NvmeofController> opened = new ArrayList<>();
             ProgressBar bar = new ProgressBar();
-            try {
-                List<NamespaceHandle> ns = where.open(opened, 1);
+            try (Opened opened = where.open(1)) {
+                List<NamespaceHandle> ns = opened.namespaces();
                 if (ns.size() != 1) {
                     throw new IllegalArgumentException("index one namespace at a time (got " + ns.size() + ")");
                 }
@@ -319,8 +319,6 @@ final class DatasetCommand {
                 System.out.printf(Locale.ROOT, "indexed %s in place: dataset %s (%s), the tar's %s, index at byte %d%n",
                         DatasetPart.describe(h), l.name(), l.datasetId(), ProgressBar.size(l.dataEnd()), l.manifestOffset());
                 return 0;
-            } finally {
-                closeAll(opened);
             }
         }
     }

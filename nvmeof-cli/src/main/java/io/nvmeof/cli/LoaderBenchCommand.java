@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NamespaceHandle;
-import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.loader.Batch;
 import io.nvmeof.loader.BatchIterator;
 import io.nvmeof.loader.DatasetLoader;
@@ -107,12 +106,13 @@ final class LoaderBenchCommand implements Callable<Integer> {
                 fmt == ShardFormat.FIXED ? sizes[0] : 0);
         Path dir = workDir != null ? workDir : Files.createTempDirectory("nvmeof-loader-bench");
         ProgressBar bar = new ProgressBar();
-        List<NvmeofController> opened = new ArrayList<>();
+        DatasetCommand.Opened opened = null;
         try {
             System.err.printf(Locale.ROOT, "generating %d shards of %d samples (%s-%s) in %s%n", shards, perShard,
                     ProgressBar.size(sizes[0]), ProgressBar.size(sizes[1]), dir);
             DatasetGenerator.generate(dir, spec);
-            List<NamespaceHandle> ns = where.open(opened, ioQueues);
+            opened = where.open(ioQueues);
+            List<NamespaceHandle> ns = opened.namespaces();
             DatasetImporter.run(DatasetImporter.scan(List.of(dir), fmt == ShardFormat.FIXED ? fmt : null), ns,
                     new DatasetImporter.Options("loader-bench", spec.recordSize(), false, false, true, true), bar);
             bar.finishLine();
@@ -161,7 +161,9 @@ final class LoaderBenchCommand implements Callable<Integer> {
             }
             return 0;
         } finally {
-            DatasetCommand.closeAll(opened);
+            if (opened != null) {
+                opened.close();
+            }
             if (workDir == null) {
                 try (Stream<Path> s = Files.walk(dir)) {
                     s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
