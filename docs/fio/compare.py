@@ -9,6 +9,10 @@ IOPS x the sampled interval.
   taskset -c 0 ./nvmeof target --no-admin --poll-groups 1 --size 2GiB --block-size 4096 &
   NVMEOF_FIO=$PWD/native/target/fio/nvmeof-fio.so python3 docs/fio/compare.py [--rounds 3] [--core 1]
 
+To compare builds (before/after a change), name each fio variant: --variant NAME=ENGINE.so[,JAR][,VAR=VALUE...]
+(the JAR is the initiator's, as NVMEOF_FIO_CLASSPATH; VAR=VALUE are environment variables for that fio, e.g.
+NVMEOF_FIO_SPIN=16). The variants and bench alternate, their order reversed every other round.
+
 Prints one line per measurement and a table of medians (markdown).
 """
 import argparse
@@ -28,8 +32,8 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (all threads)
 
 
-def run(cmd, ramp, seconds):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run(cmd, ramp, seconds, env=None):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     t0 = time.time()
     time.sleep(ramp + 0.5)
     c1, t1 = cpu_seconds(p.pid), time.time()
@@ -59,25 +63,42 @@ def main():
     a.add_argument("--ramp", type=int, default=3)
     a.add_argument("--port", default="4420")
     a.add_argument("--nqn", default="nqn.2026-11.io.nvmeof:default")
+    a.add_argument("--variant", action="append", default=[], help="NAME=ENGINE.so[,JAR][,VAR=VALUE...]")
+    a.add_argument("--workloads", default="randread:4k:32,read:128k:32,randread:4k:1", help="RW:BS:QD,...")
     args = a.parse_args()
-    engine = os.environ.get("NVMEOF_FIO") or sys.exit("set NVMEOF_FIO to the engine's path")
+    variants = {}
+    for v in args.variant:
+        name, _, spec = v.partition("=")
+        parts = spec.split(",")
+        env = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        jars = [p for p in parts[1:] if "=" not in p]
+        if jars:
+            env["NVMEOF_FIO_CLASSPATH"] = jars[0]
+        variants[name] = (parts[0], env)
+    if not variants:
+        engine = os.environ.get("NVMEOF_FIO") or sys.exit("set NVMEOF_FIO to the engine's path (or give --variant)")
+        variants["fio"] = (engine, {})
     here = os.path.dirname(os.path.abspath(__file__))
     nvmeof = os.path.join(here, "..", "..", "nvmeof")
-    workloads = [("randread", "4k", 32), ("read", "128k", 32), ("randread", "4k", 1)]
+    workloads = [(w.split(":")[0], w.split(":")[1], int(w.split(":")[2])) for w in args.workloads.split(",")]
+    tools = ["bench"] + list(variants)
     results = {}
     for rw, bs, qd in workloads:
         for r in range(args.rounds):
-            for tool in ("bench", "fio"):
+            for tool in (tools if r % 2 == 0 else tools[::-1]):
+                env = None
                 if tool == "bench":
                     cmd = ["taskset", "-c", args.core, nvmeof, "bench", "-a", "127.0.0.1", "-s", args.port, "-n",
                            args.nqn, "--rw", rw, "--bs", bs, "--qd", str(qd), "--time", str(args.time), "--ramp",
                            str(args.ramp), "--json"]
                 else:
+                    engine, extra = variants[tool]
+                    env = dict(os.environ, **extra)
                     cmd = ["taskset", "-c", args.core, "fio", "--output-format=json", "--name=job",
                            f"--ioengine=external:{engine}", f"--trsvcid={args.port}", f"--subnqn={args.nqn}",
                            "--thread=1", f"--rw={rw}", f"--bs={bs}", f"--iodepth={qd}", "--size=2g",
                            "--time_based=1", f"--runtime={args.time}", f"--ramp_time={args.ramp}"]
-                m = run(cmd, args.ramp, args.time)
+                m = run(cmd, args.ramp, args.time, env)
                 results.setdefault((rw, bs, qd, tool), []).append(m)
                 print(f"{rw} {bs} qd{qd} {tool} round {r + 1}: {m['iops']:,.0f} IOPS, {m['MiBps']:.1f} MiB/s, "
                       f"{m['cpu_us_per_io']:.2f} us CPU/IO, p50 {m['p50_us']:.1f} us", flush=True)
@@ -85,10 +106,10 @@ def main():
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for rw, bs, qd in workloads:
         med = {}
-        for tool in ("bench", "fio"):
+        for tool in tools:
             ms = results[(rw, bs, qd, tool)]
             med[tool] = {k: statistics.median(m[k] for m in ms) for k in ms[0]}
-        for tool in ("bench", "fio"):
+        for tool in tools:
             m = med[tool]
             ratio = "" if tool == "bench" else f"{m['iops'] / med['bench']['iops']:.3f}"
             print(f"| {rw} {bs} QD {qd} | {tool} | {m['iops']:,.0f} | {m['MiBps']:.1f} | {m['cpu_us_per_io']:.2f} us | "

@@ -40,6 +40,7 @@
 #define RING_TAIL 0
 #define RING_SLEEPING 64
 #define RING_FUTEX 68
+#define RING_WAKE_AT_BATCH_END 72
 #define RING_CAPACITY 128
 #define RING_SUBMIT_CAPACITY 132
 #define RING_ENTRIES 192
@@ -50,16 +51,23 @@
 #define OP_FLUSH 3
 #define OP_TRIM 4
 /*
- * How long getevents spins on the ring before it sleeps adapts per job: longer while spinning catches completions
- * (fast small I/O with CPUs to spare), shorter while it does not (large I/O, or one CPU shared with the initiator's I/O
- * thread, from which the spin would take time). NVMEOF_FIO_SPIN=N fixes it at N rounds.
+ * How long getevents spins on the ring before it sleeps adapts per job, between SPIN_MIN and SPIN_MAX rounds: longer
+ * while spinning catches completions (fast small I/O), shorter while it does not (large I/O). The ceiling is low:
+ * a longer spin takes a CPU from the initiator's I/O thread or the target. Measured against ./nvmeof bench with fio
+ * free to use two CPUs (docs/performance.md), 4 KiB QD 32 gave 0.88 of bench adapting up to 4,000 rounds and 1.03
+ * fixed at 100; 128 KiB gave 0.97 and 0.96. NVMEOF_FIO_SPIN=N fixes it at N rounds.
  */
 #define SPIN_MIN 16
-#define SPIN_MAX 4000
-#define SPIN_MAX_ONE_CPU 100
+#define SPIN_MAX 100
 #define SPIN_START 100
 static int spin_fixed = -1;
-static int spin_max = SPIN_MAX;
+/*
+ * When the initiator wakes a sleeping getevents: at the first completion (fio's thread then reaps the rest of the
+ * I/O thread's batch while it comes in, on another CPU), or once the I/O thread has delivered its whole batch (with
+ * one CPU for both, waking at the first only switches to fio's thread and back for each completion).
+ * NVMEOF_FIO_WAKE=first|batch overrides the choice, made from the CPUs fio may use.
+ */
+static int wake_at_batch_end = -1;
 
 struct nvmeof_options {
 	void *pad; /* an option at offset 0 would read as "not set" (see fio's skeleton_external.c) */
@@ -671,11 +679,13 @@ static int nvmeof_init(struct thread_data *td)
 
 		cpu_set_t cpus;
 
+		const char *w = getenv("NVMEOF_FIO_WAKE");
+		int one_cpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) == 1;
+
 		spin_fixed = e && e[0] ? atoi(e) : 0;
-		/* One CPU for fio and the JVM: a spin that succeeds only took the time of the thread it waited for. */
-		if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) == 1)
-			spin_max = SPIN_MAX_ONE_CPU;
+		wake_at_batch_end = w && !strcmp(w, "batch") ? 1 : w && !strcmp(w, "first") ? 0 : one_cpu;
 	}
+	*(unsigned int *) (j->shared + RING_WAKE_AT_BATCH_END) = (unsigned int) wake_at_batch_end;
 	j->spin = spin_fixed > 0 ? spin_fixed : SPIN_START;
 	return 0;
 }
@@ -876,7 +886,7 @@ static int nvmeof_getevents(struct thread_data *td, unsigned int min, unsigned i
 			got = reap(td, j, got, max);
 		}
 		if (got >= min) {
-			if (!spin_fixed && j->spin < spin_max)
+			if (!spin_fixed && j->spin < SPIN_MAX)
 				j->spin += j->spin / 8 + 1;
 			return got;
 		}

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.nvmeof.initiator.BatchedIoCallback;
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.ControllerInfo;
 import io.nvmeof.initiator.DiscoveryEntry;
@@ -250,6 +251,85 @@ class EndToEndTest {
             ByteBuffer dst = ByteBuffer.allocateDirect(4096);
             ns.read(17, 1, dst).get(10, TimeUnit.SECONDS);
             assertArrayEquals(bytes(bufs[17]), bytes(dst));
+        }
+    }
+
+    /**
+     * A batched callback at queue depth 32: every completion is followed by an onBatchEnd on the same thread, never
+     * one without a completion before it, and receives that carry several completions are told once.
+     */
+    @Test
+    void aBatchedCallbackIsToldOnceAfterEachReceiveOfCompletions() throws Exception {
+        final int depth = 32;
+        final int total = 20_000;
+        try (NvmeofController c = connect(1, depth + 1)) {
+            NamespaceHandle ns = c.namespace(2);
+            ByteBuffer memory = ByteBuffer.allocateDirect(depth * 4096);
+            final class Loop implements BatchedIoCallback {
+                final AtomicInteger issued = new AtomicInteger();
+                final AtomicInteger completed = new AtomicInteger();
+                final AtomicInteger batches = new AtomicInteger();
+                final AtomicInteger problems = new AtomicInteger();
+                final CountDownLatch done = new CountDownLatch(1);
+                volatile String firstProblem;
+                /** Completions not yet followed by onBatchEnd, and the thread they were delivered on. */
+                int unended;
+                Thread deliveredOn;
+
+                void issue(int slot) {
+                    if (issued.incrementAndGet() <= total) {
+                        ns.read(slot * 7L % 16_000, 1, memory.duplicate().position(slot * 4096).limit(slot * 4096 + 4096),
+                                this, slot);
+                    }
+                }
+
+                void problem(String what) {
+                    if (problems.getAndIncrement() == 0) {
+                        firstProblem = what;
+                    }
+                }
+
+                @Override
+                public synchronized void onComplete(long context, int status) {
+                    if (status != 0) {
+                        problem("read failed: " + Status.name(status));
+                    }
+                    if (unended > 0 && deliveredOn != Thread.currentThread()) {
+                        problem("completions on two threads without onBatchEnd between them");
+                    }
+                    unended++;
+                    deliveredOn = Thread.currentThread();
+                    completed.incrementAndGet();
+                    issue((int) context);
+                }
+
+                @Override
+                public synchronized void onBatchEnd() {
+                    if (unended == 0) {
+                        problem("onBatchEnd without a completion before it");
+                    } else if (deliveredOn != Thread.currentThread()) {
+                        problem("onBatchEnd on " + Thread.currentThread().getName() + ", completions on "
+                                + deliveredOn.getName());
+                    }
+                    unended = 0;
+                    batches.incrementAndGet();
+                    if (completed.get() == total) {
+                        done.countDown();
+                    }
+                }
+            }
+            Loop loop = new Loop();
+            for (int slot = 0; slot < depth; slot++) {
+                loop.issue(slot);
+            }
+            assertTrue(loop.done.await(60, TimeUnit.SECONDS), "all reads completed and were followed by onBatchEnd: "
+                    + loop.completed.get() + " of " + total + " completed");
+            assertEquals(0, loop.problems.get(), loop.firstProblem);
+            synchronized (loop) {
+                assertEquals(0, loop.unended, "every completion was followed by onBatchEnd");
+            }
+            assertTrue(loop.batches.get() < total, "some receives carried several completions, told once: "
+                    + loop.batches.get() + " batches for " + total + " completions");
         }
     }
 

@@ -1,5 +1,6 @@
 package io.nvmeof.fio;
 
+import io.nvmeof.initiator.BatchedIoCallback;
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NamespaceHandle;
@@ -16,11 +17,14 @@ import java.util.concurrent.CompletableFuture;
  * {@link #close} at {@code cleanup}. Reads and writes go to the initiator's zero-allocation API straight from and
  * into fio's buffers (registered with the controller once, so over RDMA the target moves data in and out of fio's
  * memory); each completion is written into the {@link SharedRing}, which fio's {@code getevents} reads without a JNI
- * call. Nothing is allocated per I/O (flush and trim, rare, use futures).
+ * call. A sleeping engine thread is woken once, not once per completion: at the first completion when it has a CPU
+ * of its own (it then reaps the rest of the batch as it comes in), or once the I/O thread's batch is delivered
+ * ({@link #onBatchEnd}) when it shares one CPU with the I/O thread (the engine says which). Nothing is allocated per
+ * I/O (flush and trim, rare, use futures).
  *
  * <p>I/O larger than the controller's transfer limit is cut into several commands; the io_u completes when all have.
  */
-public final class FioJob implements IoCallback, AutoCloseable {
+public final class FioJob implements BatchedIoCallback, AutoCloseable {
     private final NvmeofController controller;
     private final NamespaceHandle ns;
     private final SharedRing ring;
@@ -120,7 +124,10 @@ public final class FioJob implements IoCallback, AutoCloseable {
     private void whenDone(int index, CompletableFuture<Void> f) {
         remaining.set(index, 1);
         failed.set(index, 0);
-        f.whenComplete((v, e) -> onComplete(index, e == null ? 0 : statusOf(e)));
+        f.whenComplete((v, e) -> {
+            onComplete(index, e == null ? 0 : statusOf(e));
+            onBatchEnd();
+        });
     }
 
     private static int statusOf(Throwable e) {
@@ -141,7 +148,16 @@ public final class FioJob implements IoCallback, AutoCloseable {
     }
 
     private void publish(int index, int status) {
-        if (ring.complete(index, status)) {
+        ring.complete(index, status);
+        if (!ring.wakesAtBatchEnd() && ring.takeWakeUp()) {
+            wake(ring.futexAddress);
+        }
+    }
+
+    /** The I/O thread's batch of completions is delivered: wakes the engine if it sleeps (still, or again). */
+    @Override
+    public void onBatchEnd() {
+        if (ring.takeWakeUp()) {
             wake(ring.futexAddress);
         }
     }

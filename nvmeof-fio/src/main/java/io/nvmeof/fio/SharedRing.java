@@ -12,8 +12,11 @@ import org.agrona.concurrent.UnsafeBuffer;
  *
  * <pre>
  *     0  u64 tail        completions claimed so far (callbacks, fetch-and-add)
- *    64  u32 sleeping    1 while the engine sleeps on the futex below
+ *    64  u32 sleeping    set to 1 by the engine before it sleeps on the futex below; cleared by the one completer
+ *                        that wakes it (or by the engine when it does not sleep after all)
  *    68  u32 futex       bumped by {@link FioJob#wake} before FUTEX_WAKE
+ *    72  u32 wake at batch end   set by the engine before the first I/O: 1 to wake it once the I/O thread's batch of
+ *                        completions is delivered, 0 to wake it at the first completion
  *   128  u32 ring capacity (power of two, at least twice fio's iodepth)
  *   132  u32 submission capacity
  *   192  completions: ring capacity x 16 bytes { u64 seq (position + 1 once written), u32 io_u index, i32 status }
@@ -29,6 +32,7 @@ final class SharedRing {
     static final int TAIL = 0;
     static final int SLEEPING = 64;
     static final int FUTEX = 68;
+    static final int WAKE_AT_BATCH_END = 72;
     static final int RING_CAPACITY = 128;
     static final int SUBMIT_CAPACITY = 132;
     static final int ENTRIES = 192;
@@ -64,16 +68,28 @@ final class SharedRing {
         this.futexAddress = buf.addressOffset() + FUTEX;
     }
 
-    /** Publishes a completion (any thread); true if the engine sleeps and must be woken. */
-    boolean complete(int index, int status) {
+    /** Publishes a completion (any thread). */
+    void complete(int index, int status) {
         long pos = buf.getAndAddLong(TAIL, 1);
         int e = ENTRIES + (int) (pos & ringMask) * ENTRY;
         buf.putInt(e + 8, index);
         buf.putInt(e + 12, status);
-        // A volatile store, so the load of "sleeping" below cannot be ordered before it (the engine sets sleeping,
-        // then looks at the ring: one of the two sides sees the other).
         buf.putLongVolatile(e, pos + 1);
-        return buf.getIntVolatile(SLEEPING) != 0;
+    }
+
+    /**
+     * After completions were published: true if the engine sleeps and this caller must wake it. The caller that
+     * wakes it clears {@code sleeping} (compare-and-set), so one wake-up (a JNI call and a futex syscall) serves
+     * however many completions arrived meanwhile. The volatile load follows the volatile stores of the completions'
+     * {@code seq}, and the engine sets {@code sleeping} before it looks at the ring again: one side sees the other.
+     */
+    boolean takeWakeUp() {
+        return buf.getIntVolatile(SLEEPING) != 0 && buf.compareAndSetInt(SLEEPING, 1, 0);
+    }
+
+    /** Whether the engine wants its wake-up at the end of the I/O thread's batch rather than at the first completion. */
+    boolean wakesAtBatchEnd() {
+        return buf.getInt(WAKE_AT_BATCH_END) != 0;
     }
 
     int op(int i) { return buf.getByte(submissions + i * SUBMISSION); }

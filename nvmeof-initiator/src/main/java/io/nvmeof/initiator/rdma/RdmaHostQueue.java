@@ -123,7 +123,8 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
     RdmaHostQueue(RdmaPoller poller, RegistrationCache cache, ProtectionDomain pd,
                   int wrQueue, int qid, int slotCount, int inlineLimit, CmId cmId, String address, long timeoutNanos)
             throws RdmaException {
-        super(qid, "queue " + qid + " of " + address + " (rdma)", new RdmaRequest[checkSlotCount(slotCount)], timeoutNanos);
+        super(qid, "queue " + qid + " of " + address + " (rdma)", new RdmaRequest[checkSlotCount(slotCount)], timeoutNanos,
+                poller.deliveryBatch());
         this.poller = poller;
         this.cache = cache;
         this.wrQueue = wrQueue;

@@ -1,5 +1,6 @@
 package io.nvmeof.initiator.rdma;
 
+import io.nvmeof.initiator.transport.DeliveryBatch;
 import io.nvmeof.rdma.CompletionBatch;
 import io.nvmeof.rdma.CompletionChannel;
 import io.nvmeof.rdma.CompletionQueue;
@@ -41,6 +42,8 @@ final class RdmaPoller {
     private final Wakeup wakeup;
     private final Thread thread;
     private final CompletionBatch batch = new CompletionBatch(64);
+    /** The batched callbacks of one poll's completions, across this poller's queues. */
+    private final DeliveryBatch deliveryBatch = new DeliveryBatch();
     private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(1024);
     private final RdmaHostQueue.Stats stats = new RdmaHostQueue.Stats();
     private final long scanPeriodNanos;
@@ -129,6 +132,8 @@ final class RdmaPoller {
         }
     }
 
+    DeliveryBatch deliveryBatch() { return deliveryBatch; }
+
     private int pollOnce() throws RdmaException {
         if (deviceGone) {
             return 0;
@@ -140,13 +145,18 @@ final class RdmaPoller {
         pollsWithWork++;
         completions += n;
         RdmaHostQueue[] qs = queues;
-        for (int i = 0; i < n; i++) {
-            long wrId = batch.wrId(i);
-            int qn = (int) (wrId >>> 40) & 0xFF_FFFF;
-            RdmaHostQueue q = qn < qs.length ? qs[qn] : null;
-            if (q != null) {
-                q.onCompletion((int) (wrId >>> 32) & 0xF, (int) wrId, batch.status(i), batch.byteLength(i));
+        deliveryBatch.begin();
+        try {
+            for (int i = 0; i < n; i++) {
+                long wrId = batch.wrId(i);
+                int qn = (int) (wrId >>> 40) & 0xFF_FFFF;
+                RdmaHostQueue q = qn < qs.length ? qs[qn] : null;
+                if (q != null) {
+                    q.onCompletion((int) (wrId >>> 32) & 0xF, (int) wrId, batch.status(i), batch.byteLength(i));
+                }
             }
+        } finally {
+            deliveryBatch.end();
         }
         return n;
     }

@@ -330,6 +330,7 @@ public final class TcpQueue extends SlotQueue<Request> {
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             ByteBuf pdu = (ByteBuf) msg;
+            deliveries.begin();
             try {
                 onPdu(pdu);
             } finally {
@@ -337,8 +338,16 @@ public final class TcpQueue extends SlotQueue<Request> {
             }
         }
 
+        /** The PDUs of one receive are in: the batched callbacks that had completions among them are told. */
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            deliveries.end();
+            ctx.fireChannelReadComplete();
+        }
+
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
+            deliveries.end();
             if (state == OPEN) {
                 fail("connection closed by the controller", IoCallback.ERR_TRANSPORT);
             }

@@ -1,5 +1,6 @@
 package io.nvmeof.initiator.transport;
 
+import io.nvmeof.initiator.BatchedIoCallback;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.QueueStatistics;
 import io.nvmeof.protocol.Command;
@@ -73,9 +74,20 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     private long latencyMax;
     private final LongAdder queueFull = new LongAdder();
     private final LongAdder callbackFailures = new LongAdder();
+    /** Batched callbacks that had completions in the I/O thread's current receive or poll. */
+    protected final DeliveryBatch deliveries;
 
     /** @param slots filled by the subclass; slot i must have index i */
     protected SlotQueue(int qid, String label, R[] slots, long commandTimeoutNanos) {
+        this(qid, label, slots, commandTimeoutNanos, new DeliveryBatch());
+    }
+
+    /**
+     * @param slots filled by the subclass; slot i must have index i
+     * @param batch the I/O thread's batch of completions (shared by the queues of one RDMA poller)
+     */
+    protected SlotQueue(int qid, String label, R[] slots, long commandTimeoutNanos, DeliveryBatch batch) {
+        this.deliveries = batch;
         checkSlotCount(slots.length);
         this.qid = qid;
         this.label = label;
@@ -471,6 +483,9 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         try {
             if (cb != null) {
                 cb.onComplete(ctx, status);
+                if (cb instanceof BatchedIoCallback b) {
+                    deliveries.delivered(b);
+                }
             } else if (l != null) {
                 l.onCompletion(status, result);
             }
@@ -485,6 +500,15 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
             if (!runOnIoThread(() -> fail(reason, IoCallback.ERR_TRANSPORT))) {
                 LOG.error("{}: {}", label, reason);
             }
+        }
+    }
+
+    /** Tells a batched callback its batch ended; what it throws is logged, as a completion callback's is. */
+    static void tellBatchEnd(BatchedIoCallback cb) {
+        try {
+            cb.onBatchEnd();
+        } catch (RuntimeException e) {
+            LOG.error("a batched completion callback's onBatchEnd threw", e);
         }
     }
 
