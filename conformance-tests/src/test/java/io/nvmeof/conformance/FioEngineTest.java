@@ -67,7 +67,9 @@ class FioEngineTest {
         cmd.add(job.toString());
         Path out = dir.resolve("out.json");
         Path err = dir.resolve("err.txt");
-        Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        // In the test's directory: fio writes its verify state files (*-verify.state) where it runs.
+        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectOutput(out.toFile())
+                .redirectError(err.toFile()).start();
         assertTrue(p.waitFor(240, TimeUnit.SECONDS), "fio did not finish: " + Files.readString(err));
         return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
     }
