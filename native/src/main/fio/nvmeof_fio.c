@@ -676,10 +676,8 @@ static int nvmeof_init(struct thread_data *td)
 	td->io_ops->flags |= FIO_ASYNCIO_SETS_ISSUE_TIME;
 	if (spin_fixed < 0) {
 		const char *e = getenv("NVMEOF_FIO_SPIN");
-
-		cpu_set_t cpus;
-
 		const char *w = getenv("NVMEOF_FIO_WAKE");
+		cpu_set_t cpus;
 		int one_cpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) == 1;
 
 		spin_fixed = e && e[0] ? atoi(e) : 0;

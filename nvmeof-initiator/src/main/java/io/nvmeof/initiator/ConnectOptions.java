@@ -119,8 +119,10 @@ public final class ConnectOptions {
     public Duration commandTimeout() { return commandTimeout; }
     public Duration connectTimeout() { return connectTimeout; }
     public int eventLoopThreads() { return eventLoopThreads; }
-    /** Upper bound for in-capsule write data; the controller's IOCCSZ may lower it further. 0 disables in-capsule writes. */
-    /** The in-capsule data cap set, or -1: the transport's default (see {@link Builder#maxInlineData}). */
+    /**
+     * The cap set on in-capsule write data (the controller's IOCCSZ may lower it further; 0 disables in-capsule
+     * writes), or -1: the transport's default (see {@link Builder#maxInlineData}).
+     */
     public int maxInlineData() { return maxInlineData; }
     /** Wait before each reconnect attempt after the connection is lost. */
     public Duration reconnectDelay() { return reconnectDelay; }
