@@ -123,6 +123,8 @@ class ReconnectTest extends FakeTargetCase {
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             assertTrue(ms <= 1800, "noticed after " + ms + " ms with KATO 1000 ms");
             assertTrue(c.lastFailure().contains("Keep Alive"), c.lastFailure());
+            // The listener runs on the housekeeping thread, after the state has changed: wait for it, not race it.
+            waitFor(() -> !states.isEmpty(), 3000, "the state listener told");
             assertEquals(ControllerState.RECONNECTING, states.get(0));
         } finally {
             long t0 = System.nanoTime();
@@ -187,6 +189,7 @@ class ReconnectTest extends FakeTargetCase {
             waitFor(c::isConnected, 5000, "reconnected");
             assertEquals(before + 2, target.connections.get(), "a new admin and I/O queue");
             c.namespace(1).write(5, 1, filled(512, 'q')).get(5, TimeUnit.SECONDS);
+            waitFor(() -> events.size() >= 2, 3000, "the state listener told of both changes"); // it runs after them
             assertEquals(2, events.size(), events.toString());
             assertTrue(events.get(0).startsWith("RECONNECTING: queue 1 of"), events.toString());
             assertTrue(events.get(1).startsWith("CONNECTED: reconnected after 1 attempt"), events.toString());
