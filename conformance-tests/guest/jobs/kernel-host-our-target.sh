@@ -28,7 +28,7 @@ JSON
 if [ "$TRANSPORT" = rdma ]; then
   ( ulimit -l 1024; exec setpriv --bounding-set=-ipc_lock java -XX:TieredStopAtLevel=1 -Xmx256m \
       --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR" target --transport rdma --address $GUEST_IP \
-      --port 4499 ) > "$RESULTS/memlock-$TRANSPORT.out" 2>&1
+      --port 4499 --size 64MiB ) > "$RESULTS/memlock-$TRANSPORT.out" 2>&1
   rc=$?
   check "with a 1 MiB locked-memory limit the RDMA listener refuses to start and names the limit (exit $rc)" \
     sh -c "[ $rc -ne 0 ] && grep -q 'ulimit -l' '$RESULTS/memlock-$TRANSPORT.out'"

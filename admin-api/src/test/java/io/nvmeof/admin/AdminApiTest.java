@@ -3,6 +3,7 @@ package io.nvmeof.admin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -140,6 +141,19 @@ class AdminApiTest {
         problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"nsid\":1,\"size\":\"1MiB\"}"), 409, "already exists");
         problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"nsid\":9,\"size\":\"1MiB\"}"), 400, "maxNamespaces");
         problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"size\":\"lots\"}"), 400, "size");
+        // RAM memory up front (the default) or sparse; up front more than the system has is refused, saying what to do.
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"nsid\":2,\"size\":\"64TiB\"}"), 400,
+                "sparse");
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"nsid\":2,\"size\":\"1MiB\","
+                + "\"sparse\":\"yes\"}"), 400, "sparse");
+        assertEquals(404, call("GET", "/api/v1/subsystems/" + NQN + "/namespaces/2", null).statusCode(),
+                "refusals added nothing");
+        HttpResponse<String> sparse = call("POST", "/api/v1/subsystems/" + NQN + "/namespaces",
+                "{\"nsid\":2,\"size\":\"4MiB\",\"sparse\":true}");
+        assertEquals(201, sparse.statusCode(), sparse.body());
+        assertTrue(json(sparse).get("sparse").asBoolean(), sparse.body());
+        assertNull(json(ns).get("sparse"), "up front is the default and is not written out");
+        assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN + "/namespaces/2", null).statusCode());
         problem(call("POST", "/api/v1/subsystems/nqn.2026-12.io.nvmeof:none/namespaces", "{\"size\":\"1MiB\"}"), 404,
                 "does not exist");
         problem(call("DELETE", "/api/v1/subsystems/" + NQN + "/namespaces/3", null), 404, "namespace 3");

@@ -259,6 +259,8 @@ final class AdminCommand {
         @Option(names = "--nsid") Long nsid;
         @Option(names = "--uuid") String uuid;
         @Option(names = "--nguid", description = "32 hex digits (default: the UUID's bytes)") String nguid;
+        @Option(names = "--sparse", description = "ram: commit memory as it is first written (default: all of it now)")
+        boolean sparse;
 
         @Override
         public Integer call() throws Exception {
@@ -277,6 +279,9 @@ final class AdminCommand {
             }
             if (nguid != null) {
                 b.put("nguid", nguid);
+            }
+            if (sparse) {
+                b.put("sparse", true);
             }
             if (blockSize != null) {
                 b.put("blockSize", blockSize);

@@ -38,6 +38,10 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = "--block-size", defaultValue = "512", description = "Logical block size, 512 or 4096. Default: ${DEFAULT-VALUE}")
     int blockSize;
 
+    @Option(names = "--sparse", description = "Commit the RAM namespace's memory as it is first written, not all when"
+            + " the target starts (the default, so that writes never wait for memory)")
+    boolean sparse;
+
     @Option(names = "--file", description = "Back the namespace with this file (created sparse if missing) instead of RAM")
     String file;
 
@@ -97,6 +101,17 @@ final class TargetCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("transport '" + transport + "' is unknown; use tcp or rdma");
             }
             cfg = TargetConfig.defaults(transport, address, port, size, blockSize, file);
+            if (sparse) {
+                if (file != null) {
+                    throw new IllegalArgumentException("--sparse is for a RAM namespace; a --file is created sparse"
+                            + " when missing");
+                }
+                cfg = cfg.withNamespaces(n -> n.withSparse(true));
+            }
+        }
+        if (sparse && sources > 0) {
+            throw new IllegalArgumentException("--sparse sets up the namespace --size makes; in a configuration, give a"
+                    + " RAM namespace \"sparse\": true");
         }
         if (pollGroups != null) {
             cfg = new TargetConfig(pollGroups, cfg.maxIoQueues(), cfg.maxQueueSize(), cfg.maxTransferSize(), cfg.listeners(),

@@ -523,7 +523,7 @@ final class ConfigurationImport {
                 if (out.containsKey(nsid)) {
                     throw invalid("subsystem " + s.nqn() + ": namespace " + nsid + " is in the document twice");
                 }
-                out.put(nsid, new NamespaceConfig(nsid, n.backend(), n.size(), n.blockSize(), n.path(), n.uuid(), n.nguid()));
+                out.put(nsid, n.withNsid(nsid));
                 next = nsid + 1;
             }
         }

@@ -362,7 +362,7 @@ public final class LiveConfiguration {
         sub.addNamespace(ns);
         LOG.info("subsystem {}: namespace {} added ({} x {} B on {})", nqn, nsid, ns.blockCount(), ns.blockSize(),
                 ns.backend().describe());
-        refresh(sub, new NamespaceConfig(nsid, n.backend(), n.size(), n.blockSize(), n.path(), n.uuid(), n.nguid()));
+        refresh(sub, n.withNsid(nsid));
         return namespaceOf(nqn, nsid);
     }
 
@@ -572,8 +572,9 @@ public final class LiveConfiguration {
                     ? (f.isBlockDevice() ? "block" : "file") : "ram";
             String path = n != null ? n.path() : null;
             String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
+            Boolean sparse = ns.backend() instanceof io.nvmeof.target.backend.RamBackend r && r.sparse() ? true : null;
             namespaces.add(new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path,
-                    ns.uuid().toString(), nguid));
+                    ns.uuid().toString(), nguid, sparse));
         }
         namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
         return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),

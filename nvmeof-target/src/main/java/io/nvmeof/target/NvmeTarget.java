@@ -153,10 +153,15 @@ public final class NvmeTarget implements AutoCloseable {
         if (!"ram".equals(kind) && n.path() == null) {
             throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": a " + kind + " backend needs a path");
         }
+        if (!"ram".equals(kind) && n.sparse() != null) {
+            throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": sparse is for ram namespaces (a "
+                    + kind + " backend's space is the file system's: a missing file is created sparse)");
+        }
         BlockBackend backend;
         switch (kind) {
             case "ram":
-                backend = new RamBackend(TargetConfig.parseSize(n.size() != null ? n.size() : "1GiB"));
+                backend = new RamBackend(TargetConfig.parseSize(n.size() != null ? n.size() : "1GiB"),
+                        Boolean.TRUE.equals(n.sparse()));
                 break;
             case "file":
                 backend = new FileBackend(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);

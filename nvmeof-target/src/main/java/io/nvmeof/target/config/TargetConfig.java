@@ -52,12 +52,29 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
      * @param size    bytes or with a unit (512MiB, 1GiB, 4k); for file and block backends, null means the file's or
      *                device's own size
      * @param nguid   32 hex digits; null: the UUID's 16 bytes (a migrated namespace keeps the NGUID hosts knew)
+     * @param sparse  ram only: true commits memory on first write; null or false commits it all when the namespace
+     *                is created (SPDK's Malloc bdev does), so writes never pay for it
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
-            String nguid) {
+            String nguid, Boolean sparse) {
+        public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
+                String nguid) {
+            this(nsid, backend, size, blockSize, path, uuid, nguid, null);
+        }
+
         public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid) {
-            this(nsid, backend, size, blockSize, path, uuid, null);
+            this(nsid, backend, size, blockSize, path, uuid, null, null);
+        }
+
+        /** This namespace with {@code id} as its NSID. */
+        public NamespaceConfig withNsid(long id) {
+            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse);
+        }
+
+        /** This namespace with its memory committed on first write ({@code true}) or up front. */
+        public NamespaceConfig withSparse(boolean on) {
+            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null);
         }
     }
 
@@ -73,6 +90,15 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
         return new TargetConfig(null, null, null, null,
                 List.of(new ListenerConfig(1, transport, address, port, null, null, null)),
                 List.of(new SubsystemConfig(DEFAULT_NQN, null, null, null, true, null, List.of(ns))));
+    }
+
+    /** This configuration with every subsystem's namespaces changed by {@code change}. */
+    public TargetConfig withNamespaces(java.util.function.UnaryOperator<NamespaceConfig> change) {
+        List<SubsystemConfig> subs = subsystems == null ? null : subsystems.stream()
+                .map(s -> new SubsystemConfig(s.nqn(), s.serial(), s.model(), s.maxNamespaces(), s.allowAnyHost(),
+                        s.hosts(), s.namespaces() == null ? null : s.namespaces().stream().map(change).toList()))
+                .toList();
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subs);
     }
 
     public static TargetConfig load(Path file) throws IOException {

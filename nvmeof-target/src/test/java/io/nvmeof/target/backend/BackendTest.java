@@ -50,47 +50,6 @@ class BackendTest {
     }
 
     @Test
-    void ramBackend() throws Exception {
-        RamBackend ram = new RamBackend(8L << 20);
-        assertEquals(0, ram.allocatedBytes(), "nothing allocated before the first write");
-        exercise(ram);
-        ram.write(0, random(4 << 20, 2));
-        assertEquals(4L << 20, ram.allocatedBytes());
-        ram.deallocate(0, 2 << 20);
-        assertEquals(2L << 20, ram.allocatedBytes(), "deallocating a whole chunk frees it");
-        assertThrows(IllegalArgumentException.class, () -> new RamBackend(0));
-    }
-
-    @Test
-    void ramRegionsHandedOutForZeroCopyStayPinned() throws Exception {
-        RamBackend ram = new RamBackend(8L << 20);
-        assertNull(ram.pinnedRegion(4096, 4096), "never-written memory has no region");
-        byte[] data = new byte[8192];
-        new java.util.Random(9).nextBytes(data);
-        ram.write((2L << 20) + 4096, ByteBuffer.wrap(data));
-        assertNull(ram.pinnedRegion((4L << 20) - 4096, 8192), "a range across two chunks has no single region");
-        ByteBuffer region = ram.pinnedRegion((2L << 20) + 4096, 8192);
-        assertNotNull(region);
-        int at = ram.pinnedRegionOffset((2L << 20) + 4096);
-        assertEquals(4096, at);
-        byte[] seen = new byte[8192];
-        region.get(at, seen);
-        assertArrayEquals(data, seen, "the region holds the namespace's bytes");
-        // Deallocating a pinned chunk zeroes it in place (the NIC may be registered on it) rather than freeing it.
-        ram.deallocate(2L << 20, 2L << 20);
-        assertSame(region, ram.pinnedRegion((2L << 20) + 4096, 8192));
-        assertEquals(0, region.get(at + 100));
-        ByteBuffer back = ByteBuffer.allocate(8192);
-        ram.read((2L << 20) + 4096, back);
-        assertArrayEquals(new byte[8192], back.array());
-        // An unpinned chunk is still freed by deallocation.
-        ram.write(0, ByteBuffer.wrap(data));
-        long before = ram.allocatedBytes();
-        ram.deallocate(0, 2L << 20);
-        assertEquals(before - (2L << 20), ram.allocatedBytes());
-    }
-
-    @Test
     void fileBackendCreatesSparseAndPersists() throws Exception {
         Path f = dir.resolve("ns.img");
         try (FileBackend fb = new FileBackend(f, 16L << 20)) {

@@ -43,7 +43,9 @@ class RdmaQueueTest {
     void setUp() {
         core = new TargetCore(TargetLimits.defaults());
         Subsystem s = new Subsystem(NQN, Subsystem.Type.NVM, "SN1", "rdma test", 16, true);
-        s.addNamespace(new Namespace(1, new RamBackend(16 << 20), 512, UUID.randomUUID()));
+        // Sparse: reads of blocks never written have no namespace memory to send from and go through the pool's
+        // registered buffers, which these tests are about (up front, every read is sent from the namespace).
+        s.addNamespace(new Namespace(1, new RamBackend(16 << 20, true), 512, UUID.randomUUID()));
         core.addSubsystem(s);
         group = new RdmaPollGroup();
         pool = new RegisteredBufferPool(ByteBuffer.allocateDirect(64 * 4096 + 8 * 131072 + 2 * (1 << 20)),
@@ -354,7 +356,9 @@ class RdmaQueueTest {
         // for a buffer for ever, and every read queued behind it waited too.
         core = new TargetCore(new TargetLimits(8, 128, 2 << 20));
         Subsystem s = new Subsystem(NQN, Subsystem.Type.NVM, "SN1", "rdma test", 16, true);
-        s.addNamespace(new Namespace(1, new RamBackend(16 << 20), 512, UUID.randomUUID()));
+        // Sparse: reads of blocks never written have no namespace memory to send from and go through the pool's
+        // registered buffers, which these tests are about (up front, every read is sent from the namespace).
+        s.addNamespace(new Namespace(1, new RamBackend(16 << 20, true), 512, UUID.randomUUID()));
         core.addSubsystem(s);
         Host io = ioQueue(0, 4);
         io.nic.hostSend(read(ByteBuffer.allocateDirect(2 << 20), 0, 4096, 3000, io));

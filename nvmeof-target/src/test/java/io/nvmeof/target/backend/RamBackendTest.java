@@ -1,0 +1,143 @@
+package io.nvmeof.target.backend;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The RAM backend in each of its forms: memory up front (the default) or sparse, mapped through mmap (Linux) or in
+ * Java direct buffers (elsewhere; {@code mapped=false} runs that code here).
+ */
+class RamBackendTest {
+    private static final long MIB = 1 << 20;
+
+    private static RamBackend ram(long size, boolean sparse, boolean mapped) {
+        if (mapped) {
+            assumeTrue(AnonymousMemory.available(), "mmap through JNA is Linux-only");
+        }
+        return new RamBackend(size, sparse, mapped);
+    }
+
+    @ParameterizedTest(name = "mapped={0}")
+    @ValueSource(booleans = {true, false})
+    void upFrontMemoryIsAllCommittedAtCreationAndStaysSo(boolean mapped) throws Exception {
+        RamBackend r = ram(8 * MIB, false, mapped);
+        assertEquals(8 * MIB, r.allocatedBytes(), "all of it, before any write");
+        new BackendTest().exercise(r);
+        r.deallocate(0, 8 * MIB);
+        assertEquals(8 * MIB, r.allocatedBytes(), "deallocation zeroes; the memory stays the namespace's");
+        assertArrayEquals(new byte[4096], BackendTest.read(r, 2 * MIB, 4096));
+        assertNotNull(r.pinnedRegion(4096, 4096), "every chunk can be sent from directly, written or not");
+        assertArrayEquals(new byte[4096], region(r, 4096, 4096), "and reads as zeroes there");
+        r.close();
+        assertEquals(0, r.allocatedBytes());
+    }
+
+    @ParameterizedTest(name = "mapped={0}")
+    @ValueSource(booleans = {true, false})
+    void sparseMemoryIsCommittedOnFirstWriteAndGivenBackByDeallocation(boolean mapped) throws Exception {
+        RamBackend r = ram(8 * MIB, true, mapped);
+        assertEquals(0, r.allocatedBytes(), "nothing before the first write");
+        new BackendTest().exercise(r);
+        r.write(0, BackendTest.random((int) (4 * MIB), 2));
+        assertEquals(4 * MIB, r.allocatedBytes());
+        r.deallocate(0, 2 * MIB);
+        assertEquals(2 * MIB, r.allocatedBytes(), "deallocating a whole chunk gives it back");
+        assertArrayEquals(new byte[4096], BackendTest.read(r, 0, 4096), "and it reads as zeroes");
+        assertArrayEquals(java.util.Arrays.copyOfRange(BackendTest.random((int) (4 * MIB), 2).array(), (int) (2 * MIB),
+                (int) (4 * MIB)), BackendTest.read(r, 2 * MIB, (int) (2 * MIB)), "the other chunk is untouched");
+        r.deallocate(2 * MIB + 4096, 4096);
+        assertEquals(2 * MIB, r.allocatedBytes(), "part of a chunk is zeroed, not given back");
+        r.write(0, ByteBuffer.wrap(new byte[] {7}));
+        assertEquals(7, BackendTest.read(r, 0, 1)[0], "a given-back chunk takes writes again");
+        assertThrows(IllegalArgumentException.class, () -> new RamBackend(0, true));
+    }
+
+    private static byte[] region(RamBackend r, long offset, int n) {
+        ByteBuffer region = r.pinnedRegion(offset, n);
+        byte[] seen = new byte[n];
+        region.get(r.pinnedRegionOffset(offset), seen);
+        return seen;
+    }
+
+    @ParameterizedTest(name = "mapped={0}")
+    @ValueSource(booleans = {true, false})
+    void sparseRegionsHandedOutForZeroCopyStayPinned(boolean mapped) throws Exception {
+        RamBackend r = ram(8 * MIB, true, mapped);
+        assertNull(r.pinnedRegion(4096, 4096), "never-written memory has no region");
+        byte[] data = new byte[8192];
+        new Random(9).nextBytes(data);
+        r.write(2 * MIB + 4096, ByteBuffer.wrap(data));
+        assertNull(r.pinnedRegion(4 * MIB - 4096, 8192), "a range across two chunks has no single region");
+        ByteBuffer region = r.pinnedRegion(2 * MIB + 4096, 8192);
+        assertNotNull(region);
+        assertEquals(4096, r.pinnedRegionOffset(2 * MIB + 4096));
+        assertArrayEquals(data, region(r, 2 * MIB + 4096, 8192), "the region holds the namespace's bytes");
+        assertEquals(1, r.pinnedRegions().size());
+        // Deallocating a pinned chunk zeroes it in place (the NIC may be registered on it) rather than freeing it.
+        r.deallocate(2 * MIB, 2 * MIB);
+        assertSame(region, r.pinnedRegion(2 * MIB + 4096, 8192));
+        assertEquals(0, region.get(4096 + 100));
+        assertArrayEquals(new byte[8192], BackendTest.read(r, 2 * MIB + 4096, 8192));
+        assertEquals(2 * MIB, r.allocatedBytes(), "the pinned chunk keeps its memory");
+        // An unpinned chunk is still given back.
+        r.write(0, ByteBuffer.wrap(data));
+        long before = r.allocatedBytes();
+        r.deallocate(0, 2 * MIB);
+        assertEquals(before - 2 * MIB, r.allocatedBytes());
+    }
+
+    /** Resident memory of this process, from /proc (what the admin's memory budget is about). */
+    private static long residentBytes() throws Exception {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("\\D+", "")) * 1024;
+            }
+        }
+        throw new IllegalStateException("no VmRSS");
+    }
+
+    @Test
+    void upFrontMemoryIsResidentBeforeTheFirstWriteAndSparseIsNot() throws Exception {
+        assumeTrue(AnonymousMemory.available() && Files.exists(Path.of("/proc/self/status")), "Linux /proc");
+        long before = residentBytes();
+        RamBackend sparse = new RamBackend(1L << 30, true);
+        long afterSparse = residentBytes();
+        assertTrue(afterSparse - before < 64 * MIB, "a sparse 1 GiB namespace made the process "
+                + ((afterSparse - before) >> 20) + " MiB larger");
+        RamBackend upFront = new RamBackend(256 * MIB);
+        long afterUpFront = residentBytes();
+        assertTrue(afterUpFront - afterSparse >= 240 * MIB, "a 256 MiB namespace up front made the process only "
+                + ((afterUpFront - afterSparse) >> 20) + " MiB larger: its memory was not committed");
+        upFront.close();
+        assertTrue(residentBytes() < afterUpFront - 200 * MIB, "close gives the memory back at once, not at a GC");
+        sparse.close();
+    }
+
+    @Test
+    void upFrontMemoryTheSystemDoesNotHaveIsRefusedSayingWhatToDo() {
+        long available = AnonymousMemory.availableBytes();
+        assumeTrue(available > 0, "MemAvailable is known");
+        long tooMuch = (available + (64L << 30)) & -(2L << 20);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new RamBackend(tooMuch));
+        assertTrue(e.getMessage().contains("available") && e.getMessage().contains("sparse"), e.getMessage());
+        if (AnonymousMemory.available()) {
+            RamBackend sparse = new RamBackend(tooMuch, true); // sparse may promise more than there is, as files do
+            assertEquals(0, sparse.allocatedBytes());
+            sparse.close();
+        }
+    }
+}
