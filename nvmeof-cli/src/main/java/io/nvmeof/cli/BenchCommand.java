@@ -59,6 +59,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--size", description = "Bytes of the namespace to address (default: all of it)")
     String size;
 
+    @Option(names = "--target-pid", paramLabel = "PID", description = "Also report this local target process's CPU"
+            + " time (user + system, from /proc) per I/O over the measured window")
+    Long targetPid;
+
     @Option(names = "--json", description = "Print fio-compatible JSON on stdout")
     boolean json;
 
@@ -126,7 +130,7 @@ final class BenchCommand implements Callable<Integer> {
                     submit(ns, write, random, slot, blocks, slots, inflight, buffers, started, sequential, submitted, self[0]);
                 }
             };
-            double cpuBefore = cpuSeconds();
+            ProcessCpu targetCpu = targetPid != null ? ProcessCpu.of(targetPid) : null;
             for (int i = 0; i < inflight; i++) {
                 submit(ns, write, random, i, blocks, slots, inflight, buffers, started, sequential, submitted, self[0]);
             }
@@ -135,6 +139,7 @@ final class BenchCommand implements Callable<Integer> {
             measuring = true;
             long t0 = System.nanoTime();
             double cpu0 = cpuSeconds();
+            double target0 = targetCpu != null ? targetCpu.seconds() : Double.NaN;
             Histogram total = new Histogram(3);
             for (int s = 1; s <= seconds && failure.get() == null; s++) {
                 Thread.sleep(1000);
@@ -149,6 +154,7 @@ final class BenchCommand implements Callable<Integer> {
             measuring = false;
             long elapsedNs = System.nanoTime() - t0;
             double cpu = cpuSeconds() - cpu0;
+            double target = targetCpu != null ? targetCpu.seconds() - target0 : Double.NaN;
             total.add(recorder.getIntervalHistogram());
             stop = true;
             long deadline = System.currentTimeMillis() + 10_000;
@@ -159,7 +165,7 @@ final class BenchCommand implements Callable<Integer> {
             if (failure.get() != null) {
                 throw new IllegalStateException("an I/O failed during the benchmark: " + failure.get());
             }
-            report(total, elapsedNs, ioBytes, write, cpu, cpuBefore, c);
+            report(total, elapsedNs, ioBytes, write, new CpuTimes(cpu, target), c);
             return 0;
         }
     }
@@ -191,13 +197,19 @@ final class BenchCommand implements Callable<Integer> {
         return Double.NaN;
     }
 
-    private void report(Histogram h, long elapsedNs, long ioBytes, boolean write, double cpu, double cpuBefore,
+    /** CPU seconds over the measured window: this process's, and the target's (NaN without --target-pid). */
+    private record CpuTimes(double initiator, double target) {
+    }
+
+    private void report(Histogram h, long elapsedNs, long ioBytes, boolean write, CpuTimes cpuTimes,
             NvmeofController c) throws Exception {
         long ios = h.getTotalCount();
         double secs = elapsedNs / 1e9;
         double iops = ios / secs;
         double mibs = ios * ioBytes / 1048576.0 / secs;
+        double cpu = cpuTimes.initiator();
         double cpuPerMillion = ios > 0 ? cpu / (ios / 1e6) : Double.NaN;
+        double targetPerMillion = ios > 0 ? cpuTimes.target() / (ios / 1e6) : Double.NaN;
         if (json) {
             Map<String, Object> pct = new LinkedHashMap<>();
             for (double p : new double[] {1, 5, 10, 50, 90, 95, 99, 99.5, 99.9, 99.99}) {
@@ -231,6 +243,11 @@ final class BenchCommand implements Callable<Integer> {
             job.put("write", write ? active : idle);
             job.put("cpu_seconds", cpu);
             job.put("cpu_seconds_per_million_ios", cpuPerMillion);
+            if (targetPid != null) {
+                job.put("target_pid", targetPid);
+                job.put("target_cpu_seconds", cpuTimes.target());
+                job.put("target_cpu_seconds_per_million_ios", targetPerMillion);
+            }
             job.put("transport_statistics", c.transportStatistics());
             Map<String, Object> root = new LinkedHashMap<>();
             root.put("fio version", "nvmeof-java-0.1.0");
@@ -246,6 +263,9 @@ final class BenchCommand implements Callable<Integer> {
                 h.getMean() / 1000, h.getValueAtPercentile(50) / 1000.0, h.getValueAtPercentile(99) / 1000.0,
                 h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0);
         System.out.printf(Locale.ROOT, "  initiator CPU %.2f s per million I/Os%n", cpuPerMillion);
+        if (targetPid != null) {
+            System.out.printf(Locale.ROOT, "  target CPU    %.2f s per million I/Os (PID %d)%n", targetPerMillion, targetPid);
+        }
         String stats = c.transportStatistics();
         if (!stats.isEmpty()) {
             System.out.printf(Locale.ROOT, "  %s%n", stats);

@@ -104,6 +104,26 @@ class CliTest {
         assertEquals(0, job.at("/read/total_ios").asLong());
     }
 
+    /** The target's CPU per I/O next to the initiator's; the target is in this process here, so it includes both. */
+    @Test
+    void benchReportsTheTargetProcessesCpuPerIo() throws Exception {
+        long self = ProcessHandle.current().pid();
+        String out = run(0, "bench", "-s", port, "-n", NQN, "--qd", "8", "--time", "2", "--ramp", "0", "--json",
+                "--target-pid", Long.toString(self))[0];
+        JsonNode job = new ObjectMapper().readTree(out).at("/jobs/0");
+        assertEquals(self, job.at("/target_pid").asLong(), out);
+        double target = job.at("/target_cpu_seconds").asDouble();
+        double mine = job.at("/cpu_seconds").asDouble();
+        assertTrue(target > 0.5 * mine, "the same process, measured from /proc: " + out);
+        assertEquals(target / (job.at("/read/total_ios").asLong() / 1e6),
+                job.at("/target_cpu_seconds_per_million_ios").asDouble(), 1e-6, out);
+        String text = run(0, "bench", "-s", port, "-n", NQN, "--qd", "4", "--time", "1", "--ramp", "0",
+                "--target-pid", Long.toString(self))[0];
+        assertTrue(text.contains("target CPU") && text.contains("PID " + self), text);
+        String err = run(1, "bench", "-s", port, "-n", NQN, "--time", "1", "--target-pid", "999999999")[1];
+        assertTrue(err.contains("--target-pid 999999999: no such process"), err);
+    }
+
     @Test
     void failuresAreOneClearLineAndNonZeroExit() {
         String err = run(2, "read", "-s", port, "-n", "nqn.2026-11.io.nvmeof:missing", "-c", "1", "-o", "-")[1];
