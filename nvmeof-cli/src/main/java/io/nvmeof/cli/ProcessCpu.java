@@ -30,10 +30,6 @@ final class ProcessCpu {
         return p;
     }
 
-    long pid() {
-        return pid;
-    }
-
     /** CPU seconds the process has used so far. */
     double seconds() {
         String text;

@@ -127,7 +127,7 @@ final class AnonymousMemory {
     }
 
     /** Writes a zero into each page, which commits it (memory already zero stays zero). */
-    static void touch(ByteBuffer buffer) {
+    private static void touch(ByteBuffer buffer) {
         for (int at = 0; at < buffer.capacity(); at += PAGE) {
             buffer.put(at, (byte) 0);
         }
