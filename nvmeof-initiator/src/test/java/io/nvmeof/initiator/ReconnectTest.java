@@ -108,6 +108,25 @@ class ReconnectTest extends FakeTargetCase {
     }
 
     /**
+     * A caller told its command failed sees the controller's side of it at once: when its future completes, the
+     * controller is no longer CONNECTED and {@code lastFailure()} says why. Before, the queue failed its commands
+     * before telling the controller, so a caller (and CI) could read a null lastFailure after a timeout.
+     */
+    @Test
+    void theControllerKnowsOfAFailureBeforeTheCallerIsTold() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().commandTimeout(Duration.ofMillis(300)).build())) {
+            NamespaceHandle ns = c.namespace(1);
+            CompletableFuture<String> seen = new CompletableFuture<>();
+            ns.read(FakeTarget.BLACKHOLE_LBA, 1, ByteBuffer.allocate(512))
+                    .whenComplete((v, e) -> seen.complete(c.state() + " / " + c.lastFailure()));
+            String atCompletion = seen.get(5, TimeUnit.SECONDS);
+            assertFalse(atCompletion.startsWith("CONNECTED"), atCompletion);
+            assertTrue(atCompletion.contains("timed out"), atCompletion);
+            waitFor(c::isConnected, 5000, "reconnected after the timeout");
+        }
+    }
+
+    /**
      * Defect 3: a controller that stops answering (as a SIGSTOPped target: connections open, nothing answered) is
      * detected by the keep alive within KATO, and close() is bounded.
      */

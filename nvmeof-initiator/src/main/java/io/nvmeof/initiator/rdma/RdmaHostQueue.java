@@ -475,8 +475,10 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         failure = reason;
         LOG.warn("{}: failed: {}", label, reason);
         stopQueuePair();
-        failAll(code);
+        // The controller learns first (state, lastFailure), so a caller told its command failed sees why; its
+        // release of this queue runs on this poller, after this.
         notifyFailure();
+        failAll(code);
     }
 
     /** Moves the queue pair to error (outstanding work flushes, no more remote access) and starts the disconnect. */

@@ -711,8 +711,9 @@ public final class TcpQueue extends SlotQueue<Request> {
             if (channel != null && !closeAfterTermReq) {
                 channel.close();
             }
-            failAll(code);
+            // The controller learns first (state, lastFailure), so a caller told its command failed sees why.
             notifyFailure();
+            failAll(code);
         } else {
             failAll(code);
         }
