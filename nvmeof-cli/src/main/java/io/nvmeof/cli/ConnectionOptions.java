@@ -44,6 +44,11 @@ final class ConnectionOptions {
     @Option(names = "--fast_io_fail_tmo", defaultValue = "-1", description = "Seconds I/O waits for a reconnect before failing; -1 = until --ctrl-loss-tmo. Default: ${DEFAULT-VALUE}")
     int fastIoFailSeconds;
 
+    @Option(names = "--busy-poll-us", paramLabel = "US", defaultValue = "0", description = "NVMe/TCP: keep the"
+            + " queues' event loop polling for US microseconds after its last work before it blocks (no wake-up per"
+            + " round trip, at up to a core while busy); pair with target --busy-poll-us. Default: ${DEFAULT-VALUE}")
+    int busyPollUs;
+
     ConnectOptions.Builder builder() {
         if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
             throw new IllegalArgumentException("transport '" + transport + "' is unknown; use -t tcp or -t rdma");
@@ -62,6 +67,10 @@ final class ConnectionOptions {
         if (reconnectDelaySeconds < 1) {
             throw new IllegalArgumentException("--reconnect-delay must be at least 1 second, got " + reconnectDelaySeconds);
         }
+        if (busyPollUs < 0 || busyPollUs > 1_000_000) {
+            throw new IllegalArgumentException("--busy-poll-us must be 0 (off) to 1000000 (a second), got " + busyPollUs);
+        }
+        b.busyPoll(Duration.ofNanos(busyPollUs * 1000L));
         b.reconnectDelay(Duration.ofSeconds(reconnectDelaySeconds))
                 .ctrlLossTimeout(ctrlLossSeconds < 0 ? ConnectOptions.OFF : Duration.ofSeconds(ctrlLossSeconds))
                 .fastIoFailTimeout(fastIoFailSeconds < 0 ? ConnectOptions.OFF : Duration.ofSeconds(fastIoFailSeconds));

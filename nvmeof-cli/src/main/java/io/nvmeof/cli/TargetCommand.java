@@ -48,6 +48,11 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = "--poll-groups", description = "Poll-group threads (default: one per core)")
     Integer pollGroups;
 
+    @Option(names = "--busy-poll-us", paramLabel = "US", description = "Keep each NVMe/TCP poll group polling its"
+            + " connections for US microseconds after its last work before it blocks (as SPDK's poll groups poll):"
+            + " lower latency, at up to a core per busy poll group. 0, the default, blocks at once")
+    Integer busyPollUs;
+
     @Option(names = "--print-config", description = "Print the effective configuration as JSON and exit")
     boolean printConfig;
 
@@ -113,10 +118,6 @@ final class TargetCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--sparse sets up the namespace --size makes; in a configuration, give a"
                     + " RAM namespace \"sparse\": true");
         }
-        if (pollGroups != null) {
-            cfg = new TargetConfig(pollGroups, cfg.maxIoQueues(), cfg.maxQueueSize(), cfg.maxTransferSize(), cfg.listeners(),
-                    cfg.subsystems());
-        }
         StateFile state = noAdmin ? null : new StateFile(stateDirectory(stateDir));
         if (state != null && state.exists()) {
             // What the admin API made live last time wins over the command line: that is what restarting restores.
@@ -124,6 +125,14 @@ final class TargetCommand implements Callable<Integer> {
             System.err.println("restored the configuration saved by the admin API in " + state.path()
                     + (sources > 0 ? " (the configuration given on the command line is ignored)" : "")
                     + "; remove that file to start from the command line's configuration");
+        }
+        // How the poll groups run is this start's choice, so it applies over a configuration and a restored state.
+        if (pollGroups != null) {
+            cfg = new TargetConfig(pollGroups, cfg.maxIoQueues(), cfg.maxQueueSize(), cfg.maxTransferSize(), cfg.listeners(),
+                    cfg.subsystems(), cfg.busyPollUs());
+        }
+        if (busyPollUs != null) {
+            cfg = cfg.withBusyPollUs(busyPollUs);
         }
         if (printConfig) {
             System.out.println(cfg.toJson());

@@ -124,6 +124,21 @@ class CliTest {
         assertTrue(err.contains("--target-pid 999999999: no such process"), err);
     }
 
+    /** --busy-poll-us on both commands: the target's goes into its configuration, the bench's into its queues. */
+    @Test
+    void busyPollIsAnOptionOfTheTargetAndOfTheClientCommands() throws Exception {
+        String cfg = run(0, "target", "--no-admin", "--busy-poll-us", "50", "--poll-groups", "1", "--print-config")[0];
+        JsonNode doc = new ObjectMapper().readTree(cfg);
+        assertEquals(50, doc.at("/busyPollUs").asInt(), cfg);
+        assertEquals(1, doc.at("/pollGroups").asInt(), cfg);
+        String out = run(0, "bench", "-s", port, "-n", NQN, "--qd", "1", "--time", "1", "--ramp", "0", "--json",
+                "--busy-poll-us", "100")[0];
+        JsonNode job = new ObjectMapper().readTree(out).at("/jobs/0");
+        assertTrue(job.at("/read/total_ios").asLong() > 0, out);
+        String err = run(1, "bench", "-s", port, "-n", NQN, "--time", "1", "--busy-poll-us", "-3")[1];
+        assertTrue(err.contains("--busy-poll-us must be 0 (off) to 1000000"), err);
+    }
+
     @Test
     void failuresAreOneClearLineAndNonZeroExit() {
         String err = run(2, "read", "-s", port, "-n", "nqn.2026-11.io.nvmeof:missing", "-c", "1", "-o", "-")[1];

@@ -1,5 +1,6 @@
 package io.nvmeof.initiator;
 
+import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.fabrics.Nqn;
 import java.time.Duration;
 import java.util.Objects;
@@ -39,6 +40,7 @@ public final class ConnectOptions {
     private final Duration connectTimeout;
     private final Duration cmEventTimeout;
     private final int eventLoopThreads;
+    private final Duration busyPoll;
     private final int maxInlineData;
     private final Duration reconnectDelay;
     private final Duration ctrlLossTimeout;
@@ -57,6 +59,7 @@ public final class ConnectOptions {
         this.connectTimeout = b.connectTimeout;
         this.cmEventTimeout = b.cmEventTimeout;
         this.eventLoopThreads = b.eventLoopThreads;
+        this.busyPoll = b.busyPoll;
         this.maxInlineData = b.maxInlineData;
         this.reconnectDelay = b.reconnectDelay;
         this.ctrlLossTimeout = b.ctrlLossTimeout;
@@ -89,6 +92,7 @@ public final class ConnectOptions {
         b.connectTimeout = connectTimeout;
         b.cmEventTimeout = cmEventTimeout;
         b.eventLoopThreads = eventLoopThreads;
+        b.busyPoll = busyPoll;
         b.maxInlineData = maxInlineData;
         b.reconnectDelay = reconnectDelay;
         b.ctrlLossTimeout = ctrlLossTimeout;
@@ -119,6 +123,8 @@ public final class ConnectOptions {
     public Duration commandTimeout() { return commandTimeout; }
     public Duration connectTimeout() { return connectTimeout; }
     public int eventLoopThreads() { return eventLoopThreads; }
+    /** NVMe/TCP: how long the queues' event loops poll without blocking after their last work (zero: not at all). */
+    public Duration busyPoll() { return busyPoll; }
     /**
      * The cap set on in-capsule write data (the controller's IOCCSZ may lower it further; 0 disables in-capsule
      * writes), or -1: the transport's default (see {@link Builder#maxInlineData}).
@@ -138,7 +144,7 @@ public final class ConnectOptions {
         return "ConnectOptions[hostNqn=" + hostNqn + ", hostId=" + hostId + ", ioQueues=" + ioQueues + ", queueDepth="
                 + queueDepth + ", kato=" + keepAliveTimeoutMs + ", hdgst=" + headerDigest + ", ddgst=" + dataDigest
                 + ", commandTimeout=" + commandTimeout + ", connectTimeout=" + connectTimeout + ", cmEventTimeout=" + cmEventTimeout + ", eventLoopThreads="
-                + eventLoopThreads + ", maxInlineData=" + maxInlineData + ", reconnectDelay=" + reconnectDelay
+                + eventLoopThreads + ", busyPoll=" + busyPoll + ", maxInlineData=" + maxInlineData + ", reconnectDelay=" + reconnectDelay
                 + ", ctrlLossTimeout=" + ctrlLossTimeout + ", fastIoFailTimeout=" + fastIoFailTimeout + "]";
     }
 
@@ -154,6 +160,7 @@ public final class ConnectOptions {
         private Duration connectTimeout = Duration.ofSeconds(10);
         private Duration cmEventTimeout;
         private int eventLoopThreads = 1;
+        private Duration busyPoll = Duration.ZERO;
         private int maxInlineData = -1;
         private Duration reconnectDelay = DEFAULT_RECONNECT_DELAY;
         private Duration ctrlLossTimeout = DEFAULT_CTRL_LOSS_TIMEOUT;
@@ -186,6 +193,13 @@ public final class ConnectOptions {
          */
         public Builder cmEventTimeout(Duration v) { this.cmEventTimeout = positive(v, "cmEventTimeout"); return this; }
         public Builder eventLoopThreads(int v) { this.eventLoopThreads = check(v, 1, 1024, "eventLoopThreads"); return this; }
+        /**
+         * NVMe/TCP: keep each event loop polling its connections (and the requests handed to it) for this long after
+         * its last work before it blocks. A queue-depth-1 round trip then pays no thread wake-up, on either side of
+         * the socket when the target polls too ({@code target --busy-poll-us}); a busy loop costs a core. Default
+         * zero: block at once. At most {@link EventLoops#MAX_BUSY_POLL}. (NVMe/RDMA queues always poll while busy.)
+         */
+        public Builder busyPoll(Duration v) { this.busyPoll = EventLoops.check(v); return this; }
         /**
          * The most write data sent in the command capsule (never more than the controller advertises in IOCCSZ).
          * Default: over NVMe/TCP, all the controller advertises, as the Linux host does (Linux nvmet-tcp never sends

@@ -146,6 +146,7 @@ final class ConfigurationImport {
     private void globals(TargetConfig doc) {
         TargetConfig now = live.export();
         differs("pollGroups", doc.pollGroups(), now.pollGroups());
+        differs("busyPollUs", doc.busyPollUs(), now.busyPollUs());
         differs("maxIoQueues", doc.maxIoQueues(), now.maxIoQueues());
         differs("maxQueueSize", doc.maxQueueSize(), now.maxQueueSize());
         differs("maxTransferSize", doc.maxTransferSize(), now.maxTransferSize());

@@ -1,9 +1,7 @@
 package io.nvmeof.target;
 
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.util.concurrent.DefaultThreadFactory;
+import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.target.backend.BlockBackend;
 import io.nvmeof.target.backend.FileBackend;
@@ -22,6 +20,7 @@ import io.nvmeof.target.tcp.TcpTransport;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -50,6 +49,17 @@ public final class NvmeTarget implements AutoCloseable {
         this.pollGroups = pollGroups;
     }
 
+    /** The configuration's busy-poll time, checked before anything starts. */
+    private static Duration busyPoll(TargetConfig config) {
+        Integer us = config.busyPollUs();
+        long max = EventLoops.MAX_BUSY_POLL.toNanos() / 1000;
+        if (us != null && (us < 0 || us > max)) {
+            throw new IllegalArgumentException("busyPollUs " + us + " is not from 0 (poll groups block when idle) to "
+                    + max + " (a second)");
+        }
+        return Duration.ofNanos(us == null ? 0 : us * 1000L);
+    }
+
     /** Builds the target described by {@code config} and starts listening. */
     public static NvmeTarget start(TargetConfig config) throws IOException {
         TargetLimits d = TargetLimits.defaults();
@@ -60,8 +70,7 @@ public final class NvmeTarget implements AutoCloseable {
         int threads = config.pollGroups() != null && config.pollGroups() > 0 ? config.pollGroups()
                 : Runtime.getRuntime().availableProcessors();
         TargetCore core = new TargetCore(limits);
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("nvmeof-poll", true),
-                NioIoHandler.newFactory());
+        EventLoopGroup group = EventLoops.create(threads, "nvmeof-poll", busyPoll(config));
         NvmeTarget target = new NvmeTarget(core, group);
         target.pollGroupCount = threads;
         try {
@@ -85,7 +94,9 @@ public final class NvmeTarget implements AutoCloseable {
         target.live = new LiveConfiguration(target, config);
         group.next().scheduleAtFixedRate(core::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
                 TargetCore.KEEP_ALIVE_CHECK_NANOS, TimeUnit.NANOSECONDS);
-        LOG.info("target started: {} poll group(s), {} subsystem(s)", threads, core.subsystems().size() - 1);
+        LOG.info("target started: {} poll group(s){}, {} subsystem(s)", threads, config.busyPollUs() != null
+                && config.busyPollUs() > 0 ? " busy-polling " + config.busyPollUs() + " us when idle" : "",
+                core.subsystems().size() - 1);
         return target;
     }
 

@@ -198,8 +198,10 @@ class ConfigurationImportTest {
         assertEquals("NEWSERIAL", live.subsystem(A).serial());
 
         ImportResult settings = live.importConfiguration(new TargetConfig(4, null, 64, null, want.listeners(),
-                List.of()), ImportMode.MERGE, false, n -> { });
-        assertEquals(2, settings.notApplied().size(), settings.notApplied().toString());
+                List.of(), 50), ImportMode.MERGE, false, n -> { });
+        assertEquals(3, settings.notApplied().size(), settings.notApplied().toString());
         assertTrue(settings.notApplied().get(0).startsWith("pollGroups 4: fixed while the target runs"));
+        assertTrue(settings.notApplied().get(1).startsWith("busyPollUs 50: fixed while the target runs"),
+                settings.notApplied().toString());
     }
 }

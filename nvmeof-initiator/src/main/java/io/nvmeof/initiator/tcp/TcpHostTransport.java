@@ -1,13 +1,11 @@
 package io.nvmeof.initiator.tcp;
 
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.util.concurrent.DefaultThreadFactory;
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.TransportId;
 import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.initiator.transport.HostTransport;
+import io.nvmeof.netty.EventLoops;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -25,8 +23,7 @@ public final class TcpHostTransport implements HostTransport {
         this.id = id;
         this.options = options;
         // Daemon threads: a forgotten close() must not keep the JVM alive.
-        this.group = new MultiThreadIoEventLoopGroup(options.eventLoopThreads(),
-                new DefaultThreadFactory("nvmeof-initiator", true), NioIoHandler.newFactory());
+        this.group = EventLoops.create(options.eventLoopThreads(), "nvmeof-initiator", options.busyPoll());
     }
 
     @Override

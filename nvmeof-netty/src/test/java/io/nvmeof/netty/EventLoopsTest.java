@@ -1,0 +1,134 @@
+package io.nvmeof.netty;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SelectStrategy;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.agrona.concurrent.NoOpIdleStrategy;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(60)
+class EventLoopsTest {
+    /** The strategy's decisions, driven by hand: poll while work is recent, block once idle for the busy-poll time. */
+    @Test
+    void pollsWithoutBlockingWhileWorkIsRecentThenBlocks() throws Exception {
+        AtomicInteger ready = new AtomicInteger();
+        AtomicInteger selectNows = new AtomicInteger();
+        io.netty.util.IntSupplier selectNow = () -> {
+            selectNows.incrementAndGet();
+            return ready.get();
+        };
+        BusyPollSelectStrategy s = new BusyPollSelectStrategy(TimeUnit.MILLISECONDS.toNanos(200), NoOpIdleStrategy.INSTANCE);
+        ready.set(3);
+        assertEquals(3, s.calculateStrategy(selectNow, false), "ready sockets are handled at once");
+        ready.set(0);
+        assertEquals(0, s.calculateStrategy(selectNow, false), "just after work: poll again, do not block");
+        assertEquals(0, s.calculateStrategy(selectNow, true), "tasks waiting: run them, do not block");
+        assertEquals(3, selectNows.get(), "every decision looked at the sockets without blocking first");
+        Thread.sleep(300);
+        assertEquals(SelectStrategy.SELECT, s.calculateStrategy(selectNow, false), "idle past the busy-poll time: block");
+        assertEquals(0, s.calculateStrategy(selectNow, true), "a task is work: polling starts again");
+        assertEquals(0, s.calculateStrategy(selectNow, false));
+        assertThrows(IllegalArgumentException.class, () -> new BusyPollSelectStrategy(0, NoOpIdleStrategy.INSTANCE));
+    }
+
+    @Test
+    void busyPollTimesOutsideZeroToOneSecondAreRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> EventLoops.create(1, "t", Duration.ofMillis(-1)));
+        assertTrue(e.getMessage().contains("from 0 (off) to 1000 ms"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> EventLoops.check(Duration.ofMillis(1001)));
+        assertThrows(IllegalArgumentException.class, () -> EventLoops.check(null));
+        assertEquals(Duration.ZERO, EventLoops.check(Duration.ZERO));
+    }
+
+    /** A busy-polling loop serves sockets as a blocking one does: an echo round trip, both ends on polling loops. */
+    @Test
+    void aBusyPollingLoopServesSockets() throws Exception {
+        EventLoopGroup group = EventLoops.create(2, "echo", Duration.ofMillis(5));
+        try {
+            Channel server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+                    .childHandler(new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                            ctx.writeAndFlush(msg);
+                        }
+                    }).bind("127.0.0.1", 0).sync().channel();
+            int port = ((InetSocketAddress) server.localAddress()).getPort();
+            StringBuilder got = new StringBuilder();
+            CompletableFuture<String> done = new CompletableFuture<>();
+            Channel client = new Bootstrap().group(group).channel(NioSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                            ByteBuf b = (ByteBuf) msg;
+                            got.append(b.toString(StandardCharsets.US_ASCII));
+                            b.release();
+                            if (got.length() >= 1000) {
+                                done.complete(got.toString());
+                            }
+                        }
+                    }).connect("127.0.0.1", port).sync().channel();
+            for (int i = 0; i < 100; i++) {
+                client.writeAndFlush(Unpooled.copiedBuffer(String.format("%09d\n", i), StandardCharsets.US_ASCII));
+                Thread.sleep(i % 10 == 0 ? 20 : 0); // some writes find the loops blocked, most find them polling
+            }
+            String echoed = done.get(20, TimeUnit.SECONDS);
+            assertTrue(echoed.startsWith("000000000\n000000001\n") && echoed.endsWith("000000099\n"), echoed);
+            client.close().sync();
+            server.close().sync();
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    /**
+     * An idle process does not burn a core: a loop that polls 2 ms after its last work then blocks uses next to no
+     * CPU over the following 400 ms, where one that polls for a second uses a good part of that window.
+     */
+    @Test
+    void anIdleLoopFallsBackToBlocking() throws Exception {
+        long shortPoll = idleCpuNanos(Duration.ofMillis(2));
+        long longPoll = idleCpuNanos(Duration.ofSeconds(1));
+        assertTrue(shortPoll < TimeUnit.MILLISECONDS.toNanos(40), "2 ms busy poll, then 400 ms idle: "
+                + shortPoll / 1000 + " us of CPU");
+        assertTrue(longPoll > TimeUnit.MILLISECONDS.toNanos(40) && longPoll > 3 * shortPoll,
+                "1 s busy poll keeps polling through 400 ms idle: " + longPoll / 1000 + " us of CPU (2 ms: "
+                        + shortPoll / 1000 + " us)");
+    }
+
+    /** The CPU time a loop's thread uses in the 400 ms after its last task. */
+    private static long idleCpuNanos(Duration busyPoll) throws Exception {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        EventLoopGroup group = EventLoops.create(1, "idle", busyPoll);
+        try {
+            long tid = group.next().submit(() -> Thread.currentThread().getId()).get(5, TimeUnit.SECONDS);
+            Thread.sleep(50); // past the 2 ms loop's poll: from here on it blocks, the 1 s one keeps polling
+            long before = mx.getThreadCpuTime(tid);
+            Thread.sleep(400);
+            return mx.getThreadCpuTime(tid) - before;
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+}
