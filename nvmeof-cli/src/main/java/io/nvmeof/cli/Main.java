@@ -1,5 +1,6 @@
 package io.nvmeof.cli;
 
+import io.netty.util.ResourceLeakDetector;
 import io.nvmeof.initiator.NvmeStatusException;
 import io.nvmeof.initiator.NvmeofException;
 import picocli.CommandLine;
@@ -13,6 +14,11 @@ import picocli.CommandLine.Command;
                 CommandLine.HelpCommand.class})
 public final class Main {
     public static void main(String[] args) {
+        // Netty samples buffers for leak reports by default, which records a stack trace now and then on the data
+        // path: garbage per I/O that a storage process should not make. Asked for explicitly, it stays on.
+        if (System.getProperty("io.netty.leakDetection.level") == null) {
+            ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED);
+        }
         System.exit(run(args));
     }
 

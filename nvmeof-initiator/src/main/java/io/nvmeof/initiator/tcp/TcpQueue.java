@@ -18,6 +18,7 @@ import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.NvmeofTimeoutException;
 import io.nvmeof.initiator.transport.SlotQueue;
+import io.nvmeof.netty.Allocators;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
@@ -40,6 +41,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.zip.CRC32C;
+import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -95,6 +97,9 @@ public final class TcpQueue extends SlotQueue<Request> {
     // Event-loop confined scratch.
     private final CRC32C txCrc = new CRC32C();
     private final CRC32C rxCrc = new CRC32C();
+    /** Flyweights for {@link #copyFromByteBuf} (event loop only). */
+    private final UnsafeBuffer copySrc = new UnsafeBuffer(0, 0);
+    private final UnsafeBuffer copyDst = new UnsafeBuffer(0, 0);
 
     /**
      * @param slotCount           commands outstanding at most (queue depth minus the slot NVMe keeps empty)
@@ -126,6 +131,7 @@ public final class TcpQueue extends SlotQueue<Request> {
                 .group(group)
                 .channel(NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.ALLOCATOR, Allocators.dataPath())
                 .option(ChannelOption.SO_KEEPALIVE, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeoutMs))
                 .handler(new ChannelInitializer<SocketChannel>() {
@@ -762,8 +768,22 @@ public final class TcpQueue extends SlotQueue<Request> {
         dst.writerIndex(at + len);
     }
 
-    /** Copies into the caller's buffer at an absolute index; its position and limit are not touched. */
-    private static void copyFromByteBuf(ByteBuf src, int srcIndex, ByteBuffer dst, int dstIndex, int len) {
+    /**
+     * Event loop: copies into the caller's buffer at an absolute index; its position and limit are not touched. By
+     * address where both sides have one (the data path: a pooled direct PDU and a direct caller buffer), since a NIO
+     * view of the PDU's slice would be a new {@code ByteBuffer} per call.
+     */
+    private void copyFromByteBuf(ByteBuf src, int srcIndex, ByteBuffer dst, int dstIndex, int len) {
+        if (src.hasMemoryAddress() && dst.isDirect()) {
+            copySrc.wrap(src.memoryAddress() + srcIndex, len);
+            copyDst.wrap(BufferUtil.address(dst), dst.capacity()); // bounds-checked against the caller's buffer
+            copyDst.putBytes(dstIndex, copySrc, 0, len);
+            return;
+        }
+        if (dst.hasArray()) {
+            src.getBytes(srcIndex, dst.array(), dst.arrayOffset() + dstIndex, len);
+            return;
+        }
         if (src.nioBufferCount() == 1) {
             ByteBuffer s = src.internalNioBuffer(srcIndex, len);
             dst.put(dstIndex, s, s.position(), len);

@@ -8,6 +8,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.nvmeof.netty.Allocators;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.target.core.ListenerInfo;
 import io.nvmeof.target.core.TargetCore;
@@ -53,6 +54,7 @@ public final class TcpTransport implements AutoCloseable {
                 .channel(NioServerSocketChannel.class)
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.ALLOCATOR, Allocators.dataPath())
                 .childOption(ChannelOption.SO_KEEPALIVE, true)
                 // A queue stops taking commands above the high mark until its host has read down to the low one.
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(WRITE_LOW_MARK, WRITE_HIGH_MARK))
