@@ -20,6 +20,8 @@ final class BusyPollSelectStrategy implements SelectStrategy {
     private final long spinNanos;
     private final IdleStrategy idle;
     private long lastWork = System.nanoTime();
+    /** The last call handed the loop work: it is handling it until the next call, which is when the wait starts. */
+    private boolean handling;
 
     BusyPollSelectStrategy(long spinNanos, IdleStrategy idle) {
         if (spinNanos <= 0) {
@@ -31,10 +33,15 @@ final class BusyPollSelectStrategy implements SelectStrategy {
 
     @Override
     public int calculateStrategy(IntSupplier selectNow, boolean hasTasks) throws Exception {
-        int ready = selectNow.get();
         long now = System.nanoTime();
-        if (ready > 0 || hasTasks) {
+        if (handling) {
+            // Counted from the end of the work, not its start: a loop that spent most of the busy-poll time on a
+            // batch (a target answering 32 commands) must still wait the whole time for the next one.
             lastWork = now;
+        }
+        int ready = selectNow.get();
+        handling = ready > 0 || hasTasks;
+        if (handling) {
             idle.reset();
             return ready; // the loop handles the ready keys, runs its tasks and comes back here
         }
