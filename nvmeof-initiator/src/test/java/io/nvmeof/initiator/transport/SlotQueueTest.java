@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Opcodes;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -260,6 +261,32 @@ class SlotQueueTest {
     }
 
     /** An Error thrown by a callback is not swallowed: the queue fails, so nothing else on it waits forever. */
+    /**
+     * A request that reaches a queue just after its connection failed goes to the controller to be sent again after
+     * the reconnect, as the requests in flight on it do; before, it failed at once with a transport error (the
+     * controller had picked the queue while it was still open).
+     */
+    @Test
+    void aSubmissionToAFailedQueueIsHandedBackLikeTheOnesInFlight() {
+        FakeQueue q = new FakeQueue(2);
+        List<String> log = new ArrayList<>();
+        List<PendingRequest> handedBack = new ArrayList<>();
+        q.requeueTo(handedBack::add);
+        submit(q, 1, log);
+        q.runIoThread();
+        q.fail("connection lost", IoCallback.ERR_TRANSPORT);
+        submit(q, 2, log); // picked while the queue was open, submitted after it failed
+        q.runTasks();
+        assertEquals(List.of(), log, "nothing failed: both wait for the reconnect");
+        assertEquals(2, handedBack.size());
+        assertEquals(2, new Command().<Command>wrap(new UnsafeBuffer(handedBack.get(1).sqe()), 0).cdw10(),
+                "the late one is handed back whole");
+        q.close();
+        submit(q, 3, log);
+        q.runTasks();
+        assertEquals(List.of("3:" + IoCallback.ERR_CLOSED), log, "a queue closed by the host still refuses");
+    }
+
     @Test
     void anErrorThrownByACallbackFailsTheQueue() {
         FakeQueue q = new FakeQueue(2);
