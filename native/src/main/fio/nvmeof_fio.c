@@ -78,6 +78,7 @@ struct nvmeof_options {
 	unsigned int nsid;
 	char *hostnqn;
 	unsigned int io_queues;
+	unsigned int busy_poll_us;
 	unsigned int hdr_digest;
 	unsigned int data_digest;
 	char *digest_enable;
@@ -108,6 +109,10 @@ static struct fio_option options[] = {
 	{ .name = "io_queues", .lname = "I/O queues", .type = FIO_OPT_INT,
 	  .off1 = offsetof(struct nvmeof_options, io_queues), .def = "1", .minval = 1, .maxval = 64,
 	  .help = "I/O queues (connections) per job", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "busy_poll_us", .lname = "Busy-poll time", .type = FIO_OPT_INT,
+	  .off1 = offsetof(struct nvmeof_options, busy_poll_us), .def = "0", .minval = 0, .maxval = 1000000,
+	  .help = "NVMe/TCP: microseconds the initiator's event loop keeps polling after its last work (0: block)",
+	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
 	{ .name = "hdr_digest", .lname = "Header digest", .type = FIO_OPT_BOOL,
 	  .off1 = offsetof(struct nvmeof_options, hdr_digest), .def = "0",
 	  .help = "NVMe/TCP header digest", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
@@ -395,7 +400,7 @@ static JNIEnv *java_env(struct thread_data *td, int *attached)
 			return NULL;
 		}
 		m_open = (*env)->GetStaticMethodID(env, job_class, "open",
-			"(Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;JLjava/lang/String;IIZZLjava/nio/ByteBuffer;I)Lio/nvmeof/fio/FioJob;");
+			"(Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;JLjava/lang/String;IIZZILjava/nio/ByteBuffer;I)Lio/nvmeof/fio/FioJob;");
 		m_memory = (*env)->GetMethodID(env, job_class, "memory", "(Ljava/nio/ByteBuffer;)V");
 		m_submit = (*env)->GetMethodID(env, job_class, "submit", "(I)V");
 		m_close = (*env)->GetMethodID(env, job_class, "close", "()V");
@@ -656,7 +661,8 @@ static int nvmeof_init(struct thread_data *td)
 		/* Queue depth: fio's iodepth, and room for I/O split at the transfer limit. */
 		local = (*env)->CallStaticObjectMethod(env, job_class, m_open, trtype, traddr, (jint) port, subnqn,
 						       (jlong) o->nsid, hostnqn, (jint) o->io_queues, (jint) (depth + 1),
-						       (jboolean) hdgst, (jboolean) ddgst, shared, (jint) j->index_capacity);
+						       (jboolean) hdgst, (jboolean) ddgst, (jint) o->busy_poll_us, shared,
+						       (jint) j->index_capacity);
 		(*env)->DeleteLocalRef(env, trtype);
 		(*env)->DeleteLocalRef(env, traddr);
 		(*env)->DeleteLocalRef(env, subnqn);

@@ -102,6 +102,20 @@ class FioEngineTest {
         assertTrue(job.get("write").get("clat_ns").get("percentile").has("99.000000"), "latency percentiles");
     }
 
+    /** busy_poll_us reaches the initiator: the same verified data at queue depth 1 and 8; out of range, fio refuses. */
+    @Test
+    void busyPollingIsAnEngineOption() throws Exception {
+        Run r = fio(global("thread=1\nbusy_poll_us=200\n")
+                + "[qd1]\nrw=randwrite\nbs=4k\niodepth=1\nsize=4m\nverify=crc32c\ndo_verify=1\nverify_fatal=1\n"
+                + "[qd8]\nrw=randwrite\nbs=8k\niodepth=8\nsize=8m\noffset=16m\nverify=crc32c\ndo_verify=1\n"
+                + "verify_fatal=1\n");
+        noErrors(r, 2);
+        assertEquals(4 << 20, r.json().get("jobs").get(0).get("read").get("io_bytes").asLong(), "all read back");
+        Run bad = fio(global("busy_poll_us=2000000\n") + "[x]\nrw=read\nsize=1m\n");
+        assertTrue(bad.exit() != 0, "out of range accepted: " + bad.out());
+        assertTrue(bad.err().contains("busy_poll_us"), bad.err());
+    }
+
     @Test
     void aMixedWorkloadFrom512BytesTo1MiBIsVerifiedWithMd5() throws Exception {
         Run r = fio(global("") + "[mixed]\nrw=randrw\nbssplit=512/20:4k/30:64k/20:256k/20:1m/10\niodepth=8\nsize=48m\n"

@@ -49,17 +49,19 @@ public final class FioJob implements BatchedIoCallback, AutoCloseable {
     /**
      * Connects (called by the engine's init).
      *
+     * @param busyPollUs the engine's {@code busy_poll_us}: NVMe/TCP event-loop busy polling, 0 for none
      * @param shared   the engine's {@link SharedRing} memory
      * @param maxIndex one more than the largest io_u index fio will use
      * @throws IllegalArgumentException or {@link NvmeofException} with a message the engine shows as fio's error
      */
     public static FioJob open(String trtype, String traddr, int trsvcid, String subnqn, long nsid, String hostnqn,
-                              int ioQueues, int queueDepth, boolean headerDigest, boolean dataDigest, ByteBuffer shared,
-                              int maxIndex) {
+                              int ioQueues, int queueDepth, boolean headerDigest, boolean dataDigest, int busyPollUs,
+                              ByteBuffer shared, int maxIndex) {
         TransportId id = new TransportId(trtype, traddr, trsvcid, subnqn);
         ConnectOptions.Builder b = ConnectOptions.builder().ioQueues(Math.max(1, ioQueues))
                 .queueDepth(Math.max(2, Math.min(queueDepth, ConnectOptions.MAX_QUEUE_DEPTH)))
-                .headerDigest(headerDigest).dataDigest(dataDigest);
+                .headerDigest(headerDigest).dataDigest(dataDigest)
+                .busyPoll(java.time.Duration.ofNanos(busyPollUs * 1000L));
         if (hostnqn != null) {
             b.hostNqn(hostnqn);
         }
