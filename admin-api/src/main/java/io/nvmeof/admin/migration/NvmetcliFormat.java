@@ -451,6 +451,10 @@ public final class NvmetcliFormat {
         if (c.pollGroups() != null) {
             notMapped.add("pollGroups=" + c.pollGroups() + ": nvmet runs in the kernel's own threads; not exported");
         }
+        if (c.busyPollUs() != null) {
+            notMapped.add("busyPollUs=" + c.busyPollUs() + ": nvmet-tcp's queues are driven by the kernel"
+                    + " (net.core.busy_poll is the host's knob); not exported");
+        }
         if (c.maxIoQueues() != null) {
             notMapped.add("maxIoQueues=" + c.maxIoQueues() + ": nvmet sets it per subsystem (attr_qid_max); "
                     + "not exported");

@@ -688,6 +688,10 @@ public final class SpdkFormat {
                 notMapped.add("pollGroups=" + c.pollGroups() + ": SPDK runs a poll group per reactor (choose its "
                         + "cores with spdk_tgt -m); not exported");
             }
+            if (c.busyPollUs() != null) {
+                notMapped.add("busyPollUs=" + c.busyPollUs() + ": SPDK's poll groups always poll (its interrupt mode"
+                        + " is spdk_tgt --interrupt-mode); not exported");
+            }
             List<SubsystemConfig> subsystems = orEmpty(c.subsystems());
             for (int i = 0; i < subsystems.size(); i++) {
                 SubsystemConfig s = subsystems.get(i);

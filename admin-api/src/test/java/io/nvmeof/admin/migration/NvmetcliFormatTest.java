@@ -238,10 +238,12 @@ class NvmetcliFormatTest {
                         List.of(new NamespaceConfig(null, "ram", "1GiB", 512, null, null),
                                 new NamespaceConfig(null, "file", "10GiB", 4096, "/data/n1.img", null),
                                 new NamespaceConfig(null, null, null, null, "/dev/nvme1n1", null)))));
-        Exported exported = NvmetcliFormat.write(ours);
+        Exported exported = NvmetcliFormat.write(ours.withBusyPollUs(50));
 
         assertEquals(List.of(
                 "pollGroups=4: nvmet runs in the kernel's own threads; not exported",
+                "busyPollUs=50: nvmet-tcp's queues are driven by the kernel (net.core.busy_poll is the host's knob);"
+                        + " not exported",
                 "maxIoQueues=16: nvmet sets it per subsystem (attr_qid_max); not exported",
                 "maxQueueSize=256: nvmet sets it per port (param_max_queue_size, recent kernels); not exported",
                 "maxTransferSize=1048576: nvmet derives it from the transport; not exported",

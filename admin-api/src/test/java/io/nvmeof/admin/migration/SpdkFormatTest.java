@@ -317,10 +317,12 @@ class SpdkFormatTest {
                         List.of(new NamespaceConfig(null, null, null, null, null, null),
                                 new NamespaceConfig(null, "file", "1GiB", null, "/data/n1.img", null),
                                 new NamespaceConfig(null, "ram", "1000", 512, null, null)))));
-        Exported exported = SpdkFormat.write(ours);
+        Exported exported = SpdkFormat.write(ours.withBusyPollUs(50));
 
         assertEquals(List.of(
                 "pollGroups=8: SPDK runs a poll group per reactor (choose its cores with spdk_tgt -m); not exported",
+                "busyPollUs=50: SPDK's poll groups always poll (its interrupt mode is spdk_tgt --interrupt-mode);"
+                        + " not exported",
                 "listeners[0].inlineDataSize=(unset): SPDK has one in_capsule_data_size per transport; TCP uses 16384 "
                         + "(from listeners[1])",
                 "listeners[2].inlineDataSize=(unset): SPDK has one in_capsule_data_size per transport; TCP uses 16384 "
