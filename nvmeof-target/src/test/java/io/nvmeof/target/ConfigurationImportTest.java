@@ -203,5 +203,9 @@ class ConfigurationImportTest {
         assertTrue(settings.notApplied().get(0).startsWith("pollGroups 4: fixed while the target runs"));
         assertTrue(settings.notApplied().get(1).startsWith("busyPollUs 50: fixed while the target runs"),
                 settings.notApplied().toString());
+        // 0 is the default spelled out: not a change.
+        ImportResult zero = live.importConfiguration(new TargetConfig(null, null, null, null, want.listeners(),
+                List.of(), 0), ImportMode.MERGE, false, n -> { });
+        assertEquals(List.of(), zero.notApplied());
     }
 }

@@ -36,6 +36,13 @@ import java.util.regex.Pattern;
 public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
         List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs) {
 
+    public TargetConfig {
+        // 0 is the default (block at once): one spelling, so an export, an import and a comparison agree.
+        if (busyPollUs != null && busyPollUs == 0) {
+            busyPollUs = null;
+        }
+    }
+
     public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
             List<ListenerConfig> listeners, List<SubsystemConfig> subsystems) {
         this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, null);
@@ -43,8 +50,7 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
 
     /** This configuration with {@code us} microseconds of busy polling (0: none). */
     public TargetConfig withBusyPollUs(int us) {
-        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                us == 0 ? null : us);
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us);
     }
 
     public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";
