@@ -249,6 +249,7 @@ public final class RdmaTransport implements AutoCloseable {
 
     private void connectRequest(CmEvent ev) {
         long received = System.nanoTime();
+        long cmCpu = AcceptTimes.threadCpuNanos();
         CmId id = ev.id();
         byte[] pdata = ev.privateData();
         TargetLimits limits = core.limits();
@@ -284,7 +285,9 @@ public final class RdmaTransport implements AutoCloseable {
             int responderResources = Math.min(ev.responderResources(), attributes.maxQpRdAtom());
             VerbsRdmaChannel channel = new VerbsRdmaChannel(id, qp, g.counters, this);
             String peer = "rdma qid " + p.qid();
+            long cmCpuUsed = cmCpu < 0 ? -1 : AcceptTimes.threadCpuNanos() - cmCpu;
             g.group.execute(() -> {
+                long groupCpu = AcceptTimes.threadCpuNanos();
                 try {
                     // Admin capsules carry no data; I/O capsules up to the advertised in-capsule size.
                     RdmaQueue queue = new RdmaQueue(core, channel, g.pool, registrar, g.group,
@@ -295,7 +298,9 @@ public final class RdmaTransport implements AutoCloseable {
                     byte[] accept = new byte[RdmaCmAccept.LENGTH];
                     new RdmaCmAccept().<RdmaCmAccept>wrap(new UnsafeBuffer(accept), 0).recfmt(0).crqsize(depth);
                     id.accept(ConnectionParameters.forAccept(accept, responderResources, initiatorDepth));
-                    acceptTimes.record(p.qid(), System.nanoTime() - received, rehearsing);
+                    long cpu = cmCpuUsed < 0 || groupCpu < 0 ? -1
+                            : cmCpuUsed + AcceptTimes.threadCpuNanos() - groupCpu;
+                    acceptTimes.record(p.qid(), System.nanoTime() - received, cpu, rehearsing);
                 } catch (Exception e) {
                     LOG.warn("accepting NVMe/RDMA qid {}: {}", p.qid(), e.toString());
                     Connection c = connections.remove(id);
