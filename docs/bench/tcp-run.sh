@@ -2,7 +2,7 @@
 # One NVMe/TCP run as in docs/performance.md, "Busy polling and no garbage per I/O": a fresh target on core 0 (one
 # poll group, 1 GiB RAM namespace of 4 KiB blocks), the bench on core 1, 4 KiB I/O. Prints one line: IOPS, latency
 # mean / p50 / p99 / p99.9 / max, and the initiator's and the target's CPU time per I/O (user + system from /proc).
-#   JAR=path/to/nvmeof.jar T=8 RAMP=2 docs/bench/tcp-run.sh LABEL TARGET_BUSY_POLL_US HOST_BUSY_POLL_US RW QD
+#   JAR=path/to/nvmeof.jar T=8 RAMP=2 BS=4k docs/bench/tcp-run.sh LABEL TARGET_BUSY_POLL_US HOST_BUSY_POLL_US RW QD
 # A busy-poll time of 0 passes no --busy-poll-us (so builds without the option run too).
 JAR=${JAR:-$(dirname "$0")/../../nvmeof-cli/target/nvmeof.jar}
 J="java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED"
@@ -13,7 +13,7 @@ taskset -c 0 $J -jar "$JAR" target --no-admin $([ "$TBP" != 0 ] && echo --busy-p
 TP=$!
 for i in $(seq 100); do grep -q "istening" "$OUT/target.log" && break; sleep 0.2; done
 taskset -c 1 $J -jar "$JAR" bench $([ "$HBP" != 0 ] && echo --busy-poll-us "$HBP") -a 127.0.0.1 -s 4420 \
-    -n nqn.2026-11.io.nvmeof:default --time "${T:-8}" --ramp "${RAMP:-2}" --rw "$RW" --bs 4k --qd "$QD" \
+    -n nqn.2026-11.io.nvmeof:default --time "${T:-8}" --ramp "${RAMP:-2}" --rw "$RW" --bs "${BS:-4k}" --qd "$QD" \
     --target-pid $TP --json > "$OUT/$LABEL.json" 2> "$OUT/$LABEL.err"
 kill $TP; wait $TP 2>/dev/null
 python3 - "$OUT/$LABEL.json" "$LABEL" <<'PY'

@@ -36,12 +36,26 @@ public interface BlockBackend extends AutoCloseable {
         return null;
     }
 
+    /**
+     * For zero-copy sends that end within a short time: the backend's own memory holding {@code length} bytes at
+     * {@code offset} in one piece, or null when it has none (as {@link #pinnedRegion}). Unlike a pinned region it stays
+     * free to be given back by a deallocation (it then reads as zeroes), but its memory stays mapped for as long as the
+     * caller holds the returned buffer, so a send from it never reads freed memory. The bytes begin {@link
+     * #pinnedRegionOffset} bytes into the region.
+     */
+    default ByteBuffer readableRegion(long offset, int length) {
+        return null;
+    }
+
     /** Every region {@link #pinnedRegion} has handed out, so a transport can drop its registrations of them. */
     default java.util.List<ByteBuffer> pinnedRegions() {
         return java.util.List.of();
     }
 
-    /** Where the bytes at {@code offset} begin inside the region {@link #pinnedRegion} returned for it. */
+    /**
+     * Where the bytes at {@code offset} begin inside the region {@link #pinnedRegion} or {@link #readableRegion}
+     * returned for it.
+     */
     default int pinnedRegionOffset(long offset) {
         return 0;
     }

@@ -212,11 +212,19 @@ public final class RamBackend implements BlockBackend {
         src.position(pos);
     }
 
-    @Override
-    public ByteBuffer pinnedRegion(long offset, int length) {
-        int index = (int) (offset >>> CHUNK_SHIFT);
+    /** The chunk that holds {@code length} bytes at {@code offset} in one piece, or -1 when none does. */
+    private int chunkHolding(long offset, int length) {
         int within = (int) (offset & (CHUNK_SIZE - 1));
         if (length <= 0 || within + length > CHUNK_SIZE || offset + length > size) {
+            return -1;
+        }
+        return (int) (offset >>> CHUNK_SHIFT);
+    }
+
+    @Override
+    public ByteBuffer pinnedRegion(long offset, int length) {
+        int index = chunkHolding(offset, length);
+        if (index < 0) {
             return null;
         }
         // Pinned only while it holds data; from then on a deallocation zeroes it rather than giving its memory
@@ -231,6 +239,21 @@ public final class RamBackend implements BlockBackend {
             }
             s = state.get(index);
         }
+        return chunks.get(index);
+    }
+
+    @Override
+    public ByteBuffer readableRegion(long offset, int length) {
+        int index = chunkHolding(offset, length);
+        if (index < 0) {
+            return null;
+        }
+        int s = state.get(index);
+        if (sparse && (s & WRITTEN) == 0 || (s & RELEASING) != 0) {
+            return null; // never written (reads as zeroes: the copy path has them), or being given back
+        }
+        // A chunk is a view of its slab, which stays mapped while any view of it is reachable: the caller's reference
+        // keeps the memory valid even if a deallocation or close gives it back meanwhile.
         return chunks.get(index);
     }
 

@@ -169,14 +169,17 @@ public final class SubmissionQueue {
         free[freeCount++] = r.slot();
     }
 
-    /** Whether a request in flight here still uses {@code ns}. Only on this queue's thread. */
+    /**
+     * Whether a request in flight here still uses {@code ns}, or its transport still sends read data from the
+     * namespace's memory. Only on this queue's thread.
+     */
     boolean holds(Namespace ns) {
         for (Request r : requests) {
             if (r.inUse && r.ns == ns) {
                 return true;
             }
         }
-        return false;
+        return transport.sendsFrom(ns);
     }
 
     public int inUse() {

@@ -6,7 +6,9 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
+import io.nvmeof.netty.BorrowedMemoryBuf;
 import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.SglDescriptor;
 import io.nvmeof.protocol.Status;
@@ -22,12 +24,18 @@ import io.nvmeof.protocol.tcp.TermReqPdu;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.target.core.Controller;
 import io.nvmeof.target.core.ListenerInfo;
+import io.nvmeof.target.core.Namespace;
 import io.nvmeof.target.core.Request;
 import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.TargetCore;
 import io.nvmeof.target.transport.TransportQueue;
 import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
+import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -72,6 +80,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private final TermReqPdu termReq = new TermReqPdu();
     private final CapsuleResponsePdu capsuleResp = new CapsuleResponsePdu();
     private final Crc32c crc = new Crc32c();
+    /** Views of RAM-namespace memory that read data is sent from (zero copy), reused once written; all made so far. */
+    private final ArrayDeque<BorrowedMemoryBuf> freeViews = new ArrayDeque<>();
+    private final List<BorrowedMemoryBuf> views = new ArrayList<>();
+    private final Consumer<BorrowedMemoryBuf> recycleView = this::recycleView;
+    private long zeroCopyReads;
 
     public TcpQueue(TargetCore core, TcpOptions options) {
         this.core = core;
@@ -488,6 +501,18 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
 
     @Override
     public boolean allocateReadData(Request req) {
+        if (!dataDigest && req.ns != null && !req.isAdminQueue() && req.cmd.opcode() == Opcodes.IO_READ) {
+            // A RAM namespace's own memory: the socket sends the data from there, with no copy into a buffer of ours.
+            // Not under a data digest: it is taken before the socket copies the bytes, and a write landing in between
+            // would make it wrong (the copy below is a consistent snapshot).
+            long offset = req.cmd.slba() << req.ns.blockShift();
+            ByteBuffer region = req.ns.backend().readableRegion(offset, req.transferLength);
+            if (region != null) {
+                req.sourceRegion = region;
+                req.sourceAddress = BufferUtil.address(region) + req.ns.backend().pinnedRegionOffset(offset);
+                return true;
+            }
+        }
         req.data = ctx.alloc().directBuffer(req.transferLength, req.transferLength);
         req.data.writerIndex(req.transferLength);
         return true;
@@ -526,7 +551,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             return;
         }
         boolean hasData = Status.isSuccess(req.status) && req.direction == Request.DIR_CONTROLLER_TO_HOST
-                && req.data != null && req.transferLength > 0;
+                && (req.data != null || req.sourceRegion != null) && req.transferLength > 0;
         if (hasData) {
             // With SQ flow control off, the C2HData SUCCESS flag replaces the response capsule (Linux does the same).
             boolean success = sq.flowControlDisabled() && !req.closeQueueAfterResponse;
@@ -569,7 +594,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         }
         h.writerIndex(pdo);
         ctx.write(h, ctx.voidPromise());
-        ByteBuf data = req.data;
+        ByteBuf data = req.sourceRegion != null ? borrowView(req) : req.data;
         int digest = 0;
         if (dataDigest) {
             crc.reset();
@@ -583,6 +608,45 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             d.writeIntLE(digest);
             ctx.write(d, ctx.voidPromise());
         }
+    }
+
+    /** A view of the read's bytes in the namespace's memory; the channel releases it (back to us) once written. */
+    private ByteBuf borrowView(Request req) {
+        BorrowedMemoryBuf v = freeViews.pollFirst();
+        if (v == null) {
+            v = new BorrowedMemoryBuf(recycleView);
+            views.add(v);
+        }
+        zeroCopyReads++;
+        int offset = (int) (req.sourceAddress - BufferUtil.address(req.sourceRegion));
+        return v.borrow(req.ns, req.sourceRegion, offset, req.transferLength);
+    }
+
+    private void recycleView(BorrowedMemoryBuf v) {
+        if (ctx == null || ctx.executor().inEventLoop()) {
+            freeViews.addFirst(v);
+            return;
+        }
+        try {
+            ctx.executor().execute(() -> freeViews.addFirst(v)); // released off the loop (not by Netty's writes)
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the loop has ended: the queue with it
+        }
+    }
+
+    @Override
+    public boolean sendsFrom(Namespace ns) {
+        for (BorrowedMemoryBuf v : views) {
+            if (v.holder() == ns) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Read responses sent straight from namespace memory so far, for tests and statistics. */
+    public long zeroCopyReads() {
+        return zeroCopyReads;
     }
 
     private void writeCapsuleResponse(Request req) {

@@ -49,6 +49,14 @@ public interface TransportQueue {
     /** The peer's address, for logs. */
     String peer();
 
+    /**
+     * Whether data of {@code ns} still waits here to be sent from the namespace's own memory (zero-copy reads, after
+     * their requests were released): a removed namespace is not closed under it. Only on this queue's thread.
+     */
+    default boolean sendsFrom(io.nvmeof.target.core.Namespace ns) {
+        return false;
+    }
+
     /** The listener this connection came through (which subsystems it exposes), or null when not known. */
     default io.nvmeof.target.core.ListenerInfo listener() {
         return null;

@@ -1,0 +1,183 @@
+package io.nvmeof.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.backend.RamBackend;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Controller;
+import io.nvmeof.target.core.Namespace;
+import io.nvmeof.target.core.SubmissionQueue;
+import io.nvmeof.target.tcp.TcpQueue;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+
+/**
+ * NVMe/TCP read responses of a RAM namespace are sent from the namespace's own memory, not copied into a buffer first
+ * (issue 14): the data is right, the copy is gone, and a namespace removed while such data still waits in the socket
+ * is not closed (its memory given back) under it.
+ */
+class ZeroCopyReadTest {
+    private static final String NQN = "nqn.2026-12.io.nvmeof:zero-copy";
+    private static final int CHUNK = 2 << 20; // the RAM namespace's chunk: a read across two is copied
+
+    private static NvmeTarget start() throws Exception {
+        return NvmeTarget.start(new TargetConfig(1, 4, 128, 1 << 20,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
+                List.of(new SubsystemConfig(NQN, "SN-ZC-1", "zero copy", 8, true, null,
+                        List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null),
+                                new NamespaceConfig(2L, "ram", "16MiB", 512, null, null, null, true))))));
+    }
+
+    /** Runs {@code f} on each I/O queue's own thread and sums what it returns. */
+    private static long sumOverIoQueues(NvmeTarget target, Function<TcpQueue, Long> f) throws Exception {
+        long sum = 0;
+        for (Controller c : target.core().controllers()) {
+            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
+                SubmissionQueue q = c.queue(qid);
+                if (q != null && q.transport() instanceof TcpQueue t) {
+                    CompletableFuture<Long> v = new CompletableFuture<>();
+                    t.execute(() -> v.complete(f.apply(t)));
+                    sum += v.get(5, TimeUnit.SECONDS);
+                }
+            }
+        }
+        return sum;
+    }
+
+    @Test
+    void readsOfARamNamespaceAreSentFromItsMemoryAndReadBackWhatWasWritten() throws Exception {
+        try (NvmeTarget target = start()) {
+            int port = target.tcpPort(0);
+            Random random = new Random(14);
+            long[] lbas = {0, 8, 3000, (CHUNK / 512) - 4, 20_000}; // the fourth crosses a chunk boundary
+            int blocks = 8;
+            byte[][] written = new byte[lbas.length][blocks * 512];
+            ConnectOptions plain = ConnectOptions.builder().build();
+            try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, NQN), plain)) {
+                NamespaceHandle ns = c.namespace(1);
+                for (int i = 0; i < lbas.length; i++) {
+                    random.nextBytes(written[i]);
+                    ns.write(lbas[i], blocks, ByteBuffer.allocateDirect(blocks * 512).put(written[i]).flip())
+                            .get(10, TimeUnit.SECONDS);
+                }
+                long before = sumOverIoQueues(target, TcpQueue::zeroCopyReads);
+                for (int round = 0; round < 3; round++) {
+                    for (int i = 0; i < lbas.length; i++) {
+                        ByteBuffer dst = ByteBuffer.allocateDirect(blocks * 512);
+                        ns.read(lbas[i], blocks, dst).get(10, TimeUnit.SECONDS);
+                        byte[] got = new byte[blocks * 512];
+                        dst.get(0, got);
+                        assertArrayEquals(written[i], got, "LBA " + lbas[i] + ", round " + round);
+                    }
+                }
+                long sent = sumOverIoQueues(target, TcpQueue::zeroCopyReads) - before;
+                assertEquals(3 * (lbas.length - 1), sent, "every read within one chunk sent from the namespace's "
+                        + "memory; the one across chunks copied");
+                // A sparse namespace's never-written range has no memory to send from: zeroes, through the copy.
+                ByteBuffer dst = ByteBuffer.allocateDirect(4096);
+                c.namespace(2).read(100, 8, dst).get(10, TimeUnit.SECONDS);
+                assertArrayEquals(new byte[4096], bytesOf(dst));
+                assertEquals(sent + before, sumOverIoQueues(target, TcpQueue::zeroCopyReads));
+            }
+            // Under a data digest the data is copied (a consistent snapshot for the digest) and still right.
+            ConnectOptions digests = ConnectOptions.builder().headerDigest(true).dataDigest(true).build();
+            try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, NQN),
+                    digests)) {
+                assertTrue(TestTargets.eventually(() -> target.core().controllers().size() == 1, 10_000));
+                ByteBuffer dst = ByteBuffer.allocateDirect(blocks * 512);
+                c.namespace(1).read(lbas[1], blocks, dst).get(10, TimeUnit.SECONDS);
+                assertArrayEquals(written[1], bytesOf(dst));
+                assertEquals(0, sumOverIoQueues(target, TcpQueue::zeroCopyReads), "no zero-copy read under a digest");
+            }
+        }
+    }
+
+    /**
+     * A host that stops reading while 128 KiB read responses of namespace 1 wait in the target's socket to be sent
+     * from the namespace's memory; the namespace is removed meanwhile. Its memory must stay until they are sent: every
+     * successful read returns what was written (given back early, it read as zeroes), and the backend closes after.
+     */
+    @Test
+    void aRemovedNamespaceIsNotClosedUnderReadDataStillWaitingToBeSent() throws Exception {
+        try (NvmeTarget target = start()) {
+            Namespace ns = target.core().subsystem(NQN).namespace(1);
+            RamBackend backend = (RamBackend) ns.backend();
+            int length = 128 << 10;
+            byte[] pattern = new byte[length];
+            new Random(15).nextBytes(pattern);
+            for (int i = 0; i < 16; i++) {
+                backend.write((long) i * length, ByteBuffer.wrap(pattern));
+            }
+            int reads = 96;
+            try (RawTcpHost admin = new RawTcpHost(target.tcpPort(0));
+                 RawTcpHost io = new RawTcpHost(target.tcpPort(0), 16 << 10)) {
+                admin.initialize(0);
+                Completion c = admin.connect(0, 31, 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0);
+                assertEquals(Status.SUCCESS, c.status());
+                assertEquals(Status.SUCCESS, admin.propertySet(ControllerRegisters.CC,
+                        ControllerRegisters.CC_ENABLE_DEFAULT).status());
+                io.initialize(0);
+                assertEquals(Status.SUCCESS, io.connect(1, 127, c.dw0() & 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0).status());
+                for (int i = 0; i < reads; i++) {
+                    byte[] sqe = RawTcpHost.rwSqe(Opcodes.IO_READ, 1, (long) (i % 16) * (length / 512), length / 512,
+                            length, false);
+                    RawTcpHost.cmd(sqe).cid(100 + i);
+                    io.send(io.capsule(sqe, null));
+                }
+                assertTrue(TestTargets.eventually(() -> waiting(target, ns), 10_000),
+                        "read data waits in the target to be sent from the namespace's memory");
+                target.live().removeNamespace(NQN, 1);
+                Thread.sleep(600); // the drain asks every 50 ms: without a hold it would have closed by now
+                assertTrue(backend.allocatedBytes() > 0, "the namespace was closed under data still to be sent");
+                int succeeded = 0;
+                for (int i = 0; i < reads; i++) {
+                    RawTcpHost.Reply r = io.readReply(length);
+                    assertEquals(100 + i, r.cqe().cid());
+                    if (Status.isSuccess(r.cqe().status())) {
+                        assertArrayEquals(pattern, r.data(), "read " + i + " after the removal");
+                        succeeded++;
+                    } else {
+                        // Commands the target had not taken before the removal find no namespace.
+                        assertEquals(Status.INVALID_NAMESPACE, Status.code(r.cqe().status()), "read " + i);
+                    }
+                }
+                assertTrue(succeeded > 0, "some reads were in flight at the removal");
+                assertTrue(TestTargets.eventually(() -> backend.allocatedBytes() == 0, 10_000),
+                        "closed once everything was sent");
+            }
+        }
+    }
+
+    private static boolean waiting(NvmeTarget target, Namespace ns) {
+        try {
+            return sumOverIoQueues(target, t -> t.sendsFrom(ns) ? 1L : 0L) > 0;
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static byte[] bytesOf(ByteBuffer b) {
+        byte[] out = new byte[b.capacity()];
+        b.get(0, out);
+        return out;
+    }
+}
