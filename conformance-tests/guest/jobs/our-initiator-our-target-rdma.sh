@@ -1,7 +1,8 @@
 #!/bin/bash
 # Our initiator against our target over Soft-RoCE (rxe0) in one JVM: data patterns, zero copy proven by where the
 # target's RDMA WRITEs land, every kind of caller buffer, concurrent I/O on many queues, connect cycles, and a peer
-# vanishing mid-transfer on either side (OurRdmaInterop); then the training-data loader over RDMA (LoaderRdmaInterop).
+# vanishing mid-transfer on either side (OurRdmaInterop); no allocation per I/O (RdmaAllocationCheck); then the
+# training-data loader over RDMA (LoaderRdmaInterop).
 JOB=our-initiator-our-target-rdma
 . "$(dirname "$0")/lib.sh"
 REPO="${REPO:?REPO must name the checkout}"
@@ -15,6 +16,15 @@ rc=$?
 grep -E "^(PASS|FAIL) " "$RESULTS/$JOB.out" >> "$SUMMARY"
 grep -vE "^\s+at " "$RESULTS/$JOB.out" | tail -40
 [ $rc = 0 ] || [ "$(grep -c '^FAIL' "$SUMMARY")" -gt 0 ] || fail "the interop program exited $rc: $(tail -3 "$RESULTS/$JOB.out" | tr '\n' ' ')"
+
+# No allocation per I/O over RDMA on either side (RdmaAllocationCheck), with the JIT's full tiers: C1 alone does no
+# scalar replacement, which the data path is meant to run with.
+java -XX:+UseSerialGC -Xmx512m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+  -cp "$CP" io.nvmeof.conformance.interop.RdmaAllocationCheck $GUEST_IP > "$RESULTS/$JOB-allocation.out" 2>&1
+rc=$?
+grep -E "^(PASS|FAIL) " "$RESULTS/$JOB-allocation.out" >> "$SUMMARY"
+grep -vE "^\s+at " "$RESULTS/$JOB-allocation.out" | grep -E "^(PASS|FAIL|NOTE)"
+[ $rc = 0 ] || grep -q '^FAIL no allocation' "$SUMMARY" || fail "the allocation check exited $rc: $(tail -3 "$RESULTS/$JOB-allocation.out" | tr '\n' ' ')"
 
 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx1g --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
   -cp "$CP" io.nvmeof.conformance.interop.LoaderRdmaInterop $GUEST_IP > "$RESULTS/$JOB-loader.out" 2>&1

@@ -715,6 +715,8 @@ NVR_EXPORT int nvr_resolve_route(void *id, int timeout_ms) {
 
 /* Host-order local port of a bound id (rdma_get_src_port gives network order). */
 NVR_EXPORT int nvr_id_src_port(void *id) { return ntohs(rdma_get_src_port((struct rdma_cm_id *)id)); }
+/* Host-order peer port of a connected or connecting id (a connect request's id: the host's source port). */
+NVR_EXPORT int nvr_id_dst_port(void *id) { return ntohs(rdma_get_dst_port((struct rdma_cm_id *)id)); }
 NVR_EXPORT void *nvr_id_verbs(void *id) { return ((struct rdma_cm_id *)id)->verbs; }
 NVR_EXPORT void *nvr_id_qp(void *id) { return ((struct rdma_cm_id *)id)->qp; }
 NVR_EXPORT void *nvr_id_pd(void *id) { return ((struct rdma_cm_id *)id)->pd; }

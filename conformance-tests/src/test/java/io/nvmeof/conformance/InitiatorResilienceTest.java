@@ -73,6 +73,13 @@ class InitiatorResilienceTest {
             Thread chaos = new Thread(() -> {
                 try {
                     for (int i = 0; i < 2; i++) {
+                        // Each restart finds the controller connected again and I/O flowing: otherwise a second loss
+                        // during the reconnect would count as one RECONNECTING (a slow machine reconnected in 600-800
+                        // ms, against the 400 ms this waited).
+                        if (!TestTargets.eventually(c::isConnected, 30_000)) {
+                            problems.add("not reconnected within 30 s before restart " + (i + 1));
+                            return;
+                        }
                         Thread.sleep(400);
                         target.get().close();
                         Thread.sleep(600);

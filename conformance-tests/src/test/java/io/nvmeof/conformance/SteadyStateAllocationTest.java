@@ -1,22 +1,13 @@
 package io.nvmeof.conformance;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.util.ResourceLeakDetector;
 import io.nvmeof.initiator.ConnectOptions;
-import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.TransportId;
-import io.nvmeof.protocol.Status;
 import io.nvmeof.target.NvmeTarget;
-import java.lang.management.ManagementFactory;
-import java.nio.ByteBuffer;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
@@ -59,10 +50,10 @@ class SteadyStateAllocationTest {
                      new TransportId("tcp", "127.0.0.1", target.tcpPort(0), TestTargets.NQN),
                      ConnectOptions.builder().queueDepth(DEPTH * 2).build())) {
             NamespaceHandle ns = c.namespace(2); // 4 KiB blocks
-            Loop loop = new Loop(ns, c, write);
-            loop.run(WARM_UP); // compiled, pools and caches filled
+            AllocationProbe.Loop loop = new AllocationProbe.Loop(c, ns, write, DEPTH);
+            loop.run(WARM_UP, 120); // compiled, pools and caches filled
             long[] before = allocated();
-            loop.run(MEASURED);
+            loop.run(MEASURED, 120);
             long[] after = allocated();
             double perIo = (double) (after[0] - before[0]) / MEASURED;
             String where = "bytes allocated per " + (write ? "write" : "read") + " by the target's poll groups and the"
@@ -73,67 +64,10 @@ class SteadyStateAllocationTest {
         }
     }
 
-    /** A closed loop of DEPTH commands, each resubmitted from its completion callback, as the bench runs. */
-    private static final class Loop {
-        final NamespaceHandle ns;
-        final boolean write;
-        final ByteBuffer[] buffers = new ByteBuffer[DEPTH];
-        final AtomicLong remaining = new AtomicLong();
-        final AtomicInteger failed = new AtomicInteger();
-        volatile CountDownLatch done;
-        final IoCallback callback;
-
-        Loop(NamespaceHandle ns, NvmeofController c, boolean write) {
-            this.ns = ns;
-            this.write = write;
-            for (int i = 0; i < DEPTH; i++) {
-                buffers[i] = c.allocateBuffer(4096);
-            }
-            callback = (context, status) -> {
-                if (status != Status.SUCCESS) {
-                    failed.incrementAndGet();
-                }
-                if (remaining.decrementAndGet() >= DEPTH) {
-                    submit((int) context);
-                } else {
-                    done.countDown();
-                }
-            };
-        }
-
-        void submit(int slot) {
-            long lba = (slot * 7919L + remaining.get() * 31) % 16_000;
-            if (write) {
-                ns.write(lba, 1, buffers[slot], callback, slot);
-            } else {
-                ns.read(lba, 1, buffers[slot], callback, slot);
-            }
-        }
-
-        void run(int ios) throws InterruptedException {
-            remaining.set(ios);
-            done = new CountDownLatch(DEPTH);
-            for (int i = 0; i < DEPTH; i++) {
-                submit(i);
-            }
-            assertTrue(done.await(120, TimeUnit.SECONDS), "the loop finished");
-            assertEquals(0, failed.get(), "I/O failed");
-        }
-    }
-
     /** {all, target, initiator}: bytes allocated so far by the data-path threads of both sides. */
     private static long[] allocated() {
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        long target = 0;
-        long initiator = 0;
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            String name = t.getName();
-            if (name.startsWith("nvmeof-poll")) {
-                target += Math.max(0, mx.getThreadAllocatedBytes(t.getId()));
-            } else if (name.startsWith("nvmeof-initiator")) {
-                initiator += Math.max(0, mx.getThreadAllocatedBytes(t.getId()));
-            }
-        }
+        long target = AllocationProbe.allocatedBy("nvmeof-poll");
+        long initiator = AllocationProbe.allocatedBy("nvmeof-initiator");
         return new long[] {target + initiator, target, initiator};
     }
 }

@@ -44,6 +44,11 @@ public final class CmId implements AutoCloseable {
         return NvrNative.nvr_id_src_port(requireOpen());
     }
 
+    /** The peer's port (host order) of a connected id, or of a connect request's id (the host's source port). */
+    public int peerPort() {
+        return NvrNative.nvr_id_dst_port(requireOpen());
+    }
+
     /** Starts address resolution; ADDR_RESOLVED (or ADDR_ERROR) follows on the channel. */
     public void resolveAddress(InetSocketAddress destination, int timeoutMillis) throws RdmaException {
         RdmaLibrary.check(NvrNative.nvr_resolve_addr(requireOpen(), null, SocketAddresses.encode(destination),

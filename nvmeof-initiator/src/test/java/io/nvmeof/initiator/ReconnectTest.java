@@ -58,8 +58,9 @@ class ReconnectTest extends FakeTargetCase {
      */
     @Test
     void aTimedOutWriteCannotLandLater() throws Exception {
-        target.r2tDelayMs = 800;
-        try (NvmeofController c = NvmeofController.connect(tid(), opts().commandTimeout(Duration.ofMillis(300)).build())) {
+        target.r2tDelayMs = 2500; // well past the 1 s command timeout
+        try (NvmeofController c = NvmeofController.connect(tid(),
+                opts().commandTimeout(Duration.ofMillis(1000)).build())) {
             NamespaceHandle ns = c.namespace(1);
             ByteBuffer buf = filled(32 * 512, 'A'); // larger than the in-capsule limit: data goes by R2T
             ExecutionException ee = assertThrows(ExecutionException.class,
@@ -69,7 +70,7 @@ class ReconnectTest extends FakeTargetCase {
             for (int i = 0; i < buf.capacity(); i++) {
                 buf.put(i, (byte) 'Z'); // the caller reuses its buffer, as it may after a failure
             }
-            Thread.sleep(1200); // past the delayed R2T
+            Thread.sleep(3000); // past the delayed R2T
             int at = (int) FakeTarget.DELAYED_R2T_LBA * FakeTarget.BLOCK;
             byte[] disk = Arrays.copyOfRange(target.disk, at, at + 32 * 512);
             assertArrayEquals(new byte[32 * 512], disk, "the timed-out write must not have landed");
@@ -86,7 +87,7 @@ class ReconnectTest extends FakeTargetCase {
     @Test
     void timedOutCommandsDoNotWedgeTheQueue() throws Exception {
         try (NvmeofController c = NvmeofController.connect(tid(),
-                opts().queueDepth(4).commandTimeout(Duration.ofMillis(300)).build())) {
+                opts().queueDepth(4).commandTimeout(Duration.ofMillis(1000)).build())) {
             NamespaceHandle ns = c.namespace(1);
             List<CompletableFuture<Void>> reads = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
@@ -114,7 +115,8 @@ class ReconnectTest extends FakeTargetCase {
      */
     @Test
     void theControllerKnowsOfAFailureBeforeTheCallerIsTold() throws Exception {
-        try (NvmeofController c = NvmeofController.connect(tid(), opts().commandTimeout(Duration.ofMillis(300)).build())) {
+        try (NvmeofController c = NvmeofController.connect(tid(),
+                opts().commandTimeout(Duration.ofMillis(1000)).build())) {
             NamespaceHandle ns = c.namespace(1);
             CompletableFuture<String> seen = new CompletableFuture<>();
             ns.read(FakeTarget.BLACKHOLE_LBA, 1, ByteBuffer.allocate(512))

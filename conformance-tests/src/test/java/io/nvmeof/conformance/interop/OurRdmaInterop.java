@@ -383,6 +383,13 @@ public final class OurRdmaInterop extends InteropChecks {
             Thread chaos = new Thread(() -> {
                 try {
                     for (int i = 0; i < 2; i++) {
+                        // Each restart finds the controller connected again (a second loss during the reconnect
+                        // would not count as a reconnect), then lets I/O run a while.
+                        waitFor(c::isConnected, 120_000);
+                        if (!c.isConnected()) {
+                            problems.add("not reconnected within 120 s before restart " + (i + 1));
+                            return;
+                        }
                         Thread.sleep(1500);
                         t.get().close();
                         Thread.sleep(1000);

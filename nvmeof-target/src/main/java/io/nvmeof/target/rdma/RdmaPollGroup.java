@@ -132,8 +132,8 @@ public final class RdmaPollGroup implements Executor {
                 dirty.add(q);
             }
         }
-        for (RdmaQueue q : dirty) {
-            q.channel().flush();
+        for (int i = 0; i < dirty.size(); i++) { // indexed: an iterator is an object per loop pass
+            dirty.get(i).channel().flush();
         }
         n += dirty.size();
         dirty.clear();

@@ -48,6 +48,8 @@ public final class RdmaQueue implements TransportQueue {
     private final int maxReads;
 
     private final ByteBuffer receives;
+    /** A view of {@link #receives} to copy in-capsule data from (one for the queue, not one per capsule). */
+    private final ByteBuffer receivesCursor;
     private final long receivesAddress;
     private final long receivesLkey;
     private final ByteBuffer responses;
@@ -91,6 +93,7 @@ public final class RdmaQueue implements TransportQueue {
         this.receives = ByteBuffer.allocateDirect(receiveDepth * capsuleSize);
         this.responses = ByteBuffer.allocateDirect(sq.poolSize() * Completion.LENGTH);
         this.receivesView = new UnsafeBuffer(receives);
+        this.receivesCursor = receives.duplicate();
         this.responsesView = new UnsafeBuffer(responses);
         this.receivesAddress = receivesView.addressOffset();
         this.responsesAddress = responsesView.addressOffset();
@@ -149,7 +152,7 @@ public final class RdmaQueue implements TransportQueue {
                 req.complete(Status.INTERNAL);
                 return;
             }
-            data.writeBytes(receives.duplicate().clear().position(at + Command.LENGTH).limit(at + byteLength));
+            data.writeBytes(receivesCursor.clear().position(at + Command.LENGTH).limit(at + byteLength));
             req.data = data;
             req.transportOffset = dataLength;
         }

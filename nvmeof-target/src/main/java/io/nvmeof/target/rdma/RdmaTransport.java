@@ -77,8 +77,12 @@ public final class RdmaTransport implements AutoCloseable {
     private volatile boolean running;
     /** Loopback connections per poll group that {@link #listen} makes to warm the accept path. */
     private static final int REHEARSALS_PER_GROUP = 3;
-    /** Set while {@link #rehearseConnection} runs: its accept is not a host's. */
+    /** Set while {@link #rehearseConnection} runs. */
     private volatile boolean rehearsing;
+    /** The rehearsal's source port once resolved: its connect request is the one from this port. */
+    private volatile int rehearsalPort = -1;
+    /** The target's id of the rehearsal's connection: the rehearsal waits for this one to go, and no other. */
+    private volatile CmId rehearsalAccepted;
     private volatile ListenerInfo info;
     private ProtectionDomain pd;
     private DeviceAttributes attributes;
@@ -251,6 +255,12 @@ public final class RdmaTransport implements AutoCloseable {
         long received = System.nanoTime();
         long cmCpu = AcceptTimes.threadCpuNanos();
         CmId id = ev.id();
+        // A host may connect while the listener rehearses (a restarted target's hosts reconnecting): only the
+        // rehearsal's own request, from its port, is the rehearsal's.
+        boolean rehearsal = rehearsing && id.peerPort() == rehearsalPort;
+        if (rehearsal) {
+            rehearsalAccepted = id;
+        }
         byte[] pdata = ev.privateData();
         TargetLimits limits = core.limits();
         RdmaConnectParameters p = RdmaConnectParameters.parse(new UnsafeBuffer(pdata), pdata.length,
@@ -300,7 +310,7 @@ public final class RdmaTransport implements AutoCloseable {
                     id.accept(ConnectionParameters.forAccept(accept, responderResources, initiatorDepth));
                     long cpu = cmCpuUsed < 0 || groupCpu < 0 ? -1
                             : cmCpuUsed + AcceptTimes.threadCpuNanos() - groupCpu;
-                    acceptTimes.record(p.qid(), System.nanoTime() - received, cpu, rehearsing);
+                    acceptTimes.record(p.qid(), System.nanoTime() - received, cpu, rehearsal);
                 } catch (Exception e) {
                     LOG.warn("accepting NVMe/RDMA qid {}: {}", p.qid(), e.toString());
                     Connection c = connections.remove(id);
@@ -357,6 +367,7 @@ public final class RdmaTransport implements AutoCloseable {
             CompletionQueue cq = null;
             try {
                 id.resolve(self, 5000);
+                rehearsalPort = id.localPort();
                 // The host side has resources of its own, as a real host would: nothing of the target's is shared.
                 hostPd = id.device().allocateProtectionDomain();
                 cq = id.device().createCompletionQueue(16, null, 0);
@@ -374,8 +385,12 @@ public final class RdmaTransport implements AutoCloseable {
                     hostPd.close();
                 }
             }
+            // Its target side gone (the next rehearsal then meets a listener without it). Only its own: waiting for every
+            // connection to go stalled a restarted target's start by 5 s per rehearsal (30 s) while its hosts
+            // reconnected.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (!connections.isEmpty() && System.nanoTime() < deadline) {
+            CmId accepted = rehearsalAccepted;
+            while (accepted != null && connections.containsKey(accepted) && System.nanoTime() < deadline) {
                 Thread.sleep(5);
             }
             LOG.debug("NVMe/RDMA connection rehearsal against {}: {} ms", self,
@@ -391,6 +406,8 @@ public final class RdmaTransport implements AutoCloseable {
             return false;
         } finally {
             rehearsing = false;
+            rehearsalPort = -1;
+            rehearsalAccepted = null;
         }
     }
 
