@@ -12,9 +12,9 @@ import java.time.Duration;
  * No allocation per I/O in steady state over NVMe/RDMA, on either side (the NVMe/TCP counterpart is the Maven test
  * {@code SteadyStateAllocationTest}): our target and our initiator in this JVM over Soft-RoCE, a closed loop of 4 KiB
  * reads, then writes, at queue depth 16; the bytes the target's poll groups ({@code nvmeof-rdma-poll-*}) and the
- * initiator's pollers ({@code nvmeof-rdma-host-*}) allocate over the measured I/Os, divided by them. Run with the
- * JIT's full tiers (not C1 only, as the other guest programs are): scalar replacement is part of how the data path is
- * meant to run. Usage: {@code RdmaAllocationCheck ADDRESS}.
+ * initiator's pollers ({@code nvmeof-rdma-host-*}) allocate over the measured I/Os, divided by them. The guest runs
+ * it with C1 only, which does no escape analysis: a count with nothing left for scalar replacement to remove. Usage:
+ * {@code RdmaAllocationCheck ADDRESS}.
  */
 public final class RdmaAllocationCheck extends InteropChecks {
     private static final int DEPTH = 16;

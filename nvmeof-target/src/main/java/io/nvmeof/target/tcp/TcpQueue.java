@@ -80,11 +80,21 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private final TermReqPdu termReq = new TermReqPdu();
     private final CapsuleResponsePdu capsuleResp = new CapsuleResponsePdu();
     private final Crc32c crc = new Crc32c();
-    /** Views of RAM-namespace memory that read data is sent from (zero copy), reused once written; all made so far. */
-    private final ArrayDeque<BorrowedMemoryBuf> freeViews = new ArrayDeque<>();
+    /**
+     * Views of memory owned elsewhere, reused once released; all made so far: RAM-namespace memory that read data is
+     * sent from (zero copy), and the receive buffer that a Write's in-capsule data is copied from into the namespace.
+     */
     private final List<BorrowedMemoryBuf> views = new ArrayList<>();
-    private final Consumer<BorrowedMemoryBuf> recycleView = this::recycleView;
+    /**
+     * Free views, one list per kind of memory: a view keeps the NIO view it made for the first region it was given
+     * and re-points it at regions of the same capacity (namespace chunks; receive-buffer chunks).
+     */
+    private final ArrayDeque<BorrowedMemoryBuf> freeReadViews = new ArrayDeque<>();
+    private final ArrayDeque<BorrowedMemoryBuf> freeWriteViews = new ArrayDeque<>();
+    private final Consumer<BorrowedMemoryBuf> recycleReadView = v -> recycleView(freeReadViews, v);
+    private final Consumer<BorrowedMemoryBuf> recycleWriteView = v -> recycleView(freeWriteViews, v);
     private long zeroCopyReads;
+    private long writesFromReceiveBuffer;
 
     public TcpQueue(TargetCore core, TcpOptions options) {
         this.core = core;
@@ -391,9 +401,14 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             return;
         }
         req.sqeBuffer().putBytes(0, in, CapsuleCommandPdu.SQE, Command.LENGTH);
+        ByteBuf lent = null;
         if (dataLength > 0) {
-            ByteBuf data = ctx.alloc().directBuffer(dataLength, dataLength);
-            data.writeBytes(buf, start + pdo, dataLength);
+            lent = lendInCapsuleWrite(req, buf, start + pdo, dataLength);
+            ByteBuf data = lent;
+            if (data == null) {
+                data = ctx.alloc().directBuffer(dataLength, dataLength);
+                data.writeBytes(buf, start + pdo, dataLength);
+            }
             req.data = data;
             req.transportOffset = dataLength;
             if (!dataDigestOk(buf, start, pdo, dataLength)) {
@@ -403,6 +418,31 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             }
         }
         core.submit(req);
+        if (lent != null && req.inUse && req.data == lent) {
+            // Not done with its data yet (a write runs at once, so this is a safety net): give it a copy of its own
+            // before the receive buffer moves on.
+            ByteBuf own = ctx.alloc().directBuffer(dataLength, dataLength);
+            own.writeBytes(lent, 0, dataLength);
+            req.data = own;
+            lent.release();
+        }
+    }
+
+    /**
+     * A view of an I/O queue Write's in-capsule data where it arrived (the receive buffer), or null to copy it as
+     * for any other command: the write copies it into the namespace directly, one copy and no buffer allocated.
+     * WHY only Write: it runs on this thread before {@link TargetCore#submit} returns, whatever the backend (writes
+     * never go to the backend executor), so the view is never read after the receive buffer moves on; commands that
+     * may be handed to another thread (Dataset Management's ranges, Connect's data) get a copy.
+     */
+    private ByteBuf lendInCapsuleWrite(Request req, ByteBuf buf, int index, int length) {
+        if (sq.qid() == 0 || req.cmd.opcode() != Opcodes.IO_WRITE || !buf.isDirect()
+                || buf.nioBufferCount() != 1) {
+            return null;
+        }
+        ByteBuffer region = buf.internalNioBuffer(index, length);
+        writesFromReceiveBuffer++;
+        return takeView(freeWriteViews, recycleWriteView).borrow(this, region, region.position(), length);
     }
 
     private void handleH2CData(int flags, int pdo, int dataLength, ByteBuf buf, int start) {
@@ -612,23 +652,28 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
 
     /** A view of the read's bytes in the namespace's memory; the channel releases it (back to us) once written. */
     private ByteBuf borrowView(Request req) {
-        BorrowedMemoryBuf v = freeViews.pollFirst();
-        if (v == null) {
-            v = new BorrowedMemoryBuf(recycleView);
-            views.add(v);
-        }
+        BorrowedMemoryBuf v = takeView(freeReadViews, recycleReadView);
         zeroCopyReads++;
         int offset = (int) (req.sourceAddress - BufferUtil.address(req.sourceRegion));
         return v.borrow(req.ns, req.sourceRegion, offset, req.transferLength);
     }
 
-    private void recycleView(BorrowedMemoryBuf v) {
+    private BorrowedMemoryBuf takeView(ArrayDeque<BorrowedMemoryBuf> free, Consumer<BorrowedMemoryBuf> recycler) {
+        BorrowedMemoryBuf v = free.pollFirst();
+        if (v == null) {
+            v = new BorrowedMemoryBuf(recycler);
+            views.add(v);
+        }
+        return v;
+    }
+
+    private void recycleView(ArrayDeque<BorrowedMemoryBuf> free, BorrowedMemoryBuf v) {
         if (ctx == null || ctx.executor().inEventLoop()) {
-            freeViews.addFirst(v);
+            free.addFirst(v);
             return;
         }
         try {
-            ctx.executor().execute(() -> freeViews.addFirst(v)); // released off the loop (not by Netty's writes)
+            ctx.executor().execute(() -> free.addFirst(v)); // released off the loop (not by Netty's writes)
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // the loop has ended: the queue with it
         }
@@ -647,6 +692,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     /** Read responses sent straight from namespace memory so far, for tests and statistics. */
     public long zeroCopyReads() {
         return zeroCopyReads;
+    }
+
+    /** Writes whose in-capsule data went into the namespace straight from the receive buffer, for tests. */
+    public long writesFromReceiveBuffer() {
+        return writesFromReceiveBuffer;
     }
 
     private void writeCapsuleResponse(Request req) {

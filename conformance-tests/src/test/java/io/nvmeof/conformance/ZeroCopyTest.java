@@ -31,11 +31,12 @@ import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 /**
- * NVMe/TCP read responses of a RAM namespace are sent from the namespace's own memory, not copied into a buffer first
- * (issue 14): the data is right, the copy is gone, and a namespace removed while such data still waits in the socket
- * is not closed (its memory given back) under it.
+ * NVMe/TCP data with a copy fewer (issue 14). Read responses of a RAM namespace are sent from the namespace's own
+ * memory, not copied into a buffer first: the data is right, the copy is gone, and a namespace removed while such data
+ * still waits in the socket is not closed (its memory given back) under it. A Write's in-capsule data goes into the
+ * namespace straight from the receive buffer.
  */
-class ZeroCopyReadTest {
+class ZeroCopyTest {
     private static final String NQN = "nqn.2026-12.io.nvmeof:zero-copy";
     private static final int CHUNK = 2 << 20; // the RAM namespace's chunk: a read across two is copied
 
@@ -108,6 +109,54 @@ class ZeroCopyReadTest {
                 assertArrayEquals(written[1], bytesOf(dst));
                 assertEquals(0, sumOverIoQueues(target, TcpQueue::zeroCopyReads), "no zero-copy read under a digest");
             }
+        }
+    }
+
+    /**
+     * Writes whose data travels in the capsule (up to the listener's 8 KiB) are copied into the namespace from the
+     * receive buffer, many capsules per read of the socket at QD 32; larger ones (by R2T) and other commands with
+     * in-capsule data (Dataset Management's ranges) as before. Every block reads back as written.
+     */
+    @Test
+    void inCapsuleWritesGoIntoTheNamespaceStraightFromTheReceiveBuffer() throws Exception {
+        try (NvmeTarget target = start();
+             NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", target.tcpPort(0), NQN),
+                     ConnectOptions.builder().queueDepth(64).build())) {
+            NamespaceHandle ns = c.namespace(1);
+            Random random = new Random(16);
+            int writes = 512;
+            byte[][] data = new byte[writes][];
+            List<CompletableFuture<Void>> inFlight = new java.util.ArrayList<>();
+            long before = sumOverIoQueues(target, TcpQueue::writesFromReceiveBuffer);
+            for (int i = 0; i < writes; i++) {
+                int blocks = i % 3 == 2 ? 32 : 1 + i % 16; // 512 B to 8 KiB in the capsule; 16 KiB by R2T
+                data[i] = new byte[blocks * 512];
+                random.nextBytes(data[i]);
+                ByteBuffer src = ByteBuffer.allocateDirect(data[i].length).put(data[i]).flip();
+                inFlight.add(ns.write((long) i * 32, blocks, src));
+                if (inFlight.size() == 32) {
+                    for (CompletableFuture<Void> f : inFlight) {
+                        f.get(10, TimeUnit.SECONDS);
+                    }
+                    inFlight.clear();
+                }
+            }
+            for (CompletableFuture<Void> f : inFlight) {
+                f.get(10, TimeUnit.SECONDS);
+            }
+            long lent = sumOverIoQueues(target, TcpQueue::writesFromReceiveBuffer) - before;
+            long inCapsule = java.util.stream.IntStream.range(0, writes).filter(i -> i % 3 != 2).count();
+            assertEquals(inCapsule, lent, "every in-capsule write from the receive buffer, the R2T ones not");
+            for (int i = 0; i < writes; i++) {
+                ByteBuffer dst = ByteBuffer.allocateDirect(data[i].length);
+                ns.read((long) i * 32, data[i].length / 512, dst).get(10, TimeUnit.SECONDS);
+                assertArrayEquals(data[i], bytesOf(dst), "write " + i);
+            }
+            ns.deallocate(0, 64).get(10, TimeUnit.SECONDS); // its ranges travel in the capsule, copied
+            assertEquals(lent, sumOverIoQueues(target, TcpQueue::writesFromReceiveBuffer) - before);
+            ByteBuffer dst = ByteBuffer.allocateDirect(512);
+            ns.read(0, 1, dst).get(10, TimeUnit.SECONDS);
+            assertArrayEquals(new byte[512], bytesOf(dst), "deallocated blocks read as zeroes");
         }
     }
 
