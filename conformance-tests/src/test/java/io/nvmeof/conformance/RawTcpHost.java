@@ -89,14 +89,24 @@ final class RawTcpHost implements AutoCloseable {
     }
 
     static byte[] icReq(int pfv, int digest) {
+        return icReq(pfv, digest, 0);
+    }
+
+    /** An ICReq asking for data PDUs aligned to {@code (hpda + 1) * 4} bytes. */
+    static byte[] icReq(int pfv, int digest, int hpda) {
         byte[] b = new byte[ICReqPdu.LENGTH];
-        new ICReqPdu().<ICReqPdu>wrap(new UnsafeBuffer(b), 0).init().pfv(pfv).hpda(0).digest(digest).maxr2t(0);
+        new ICReqPdu().<ICReqPdu>wrap(new UnsafeBuffer(b), 0).init().pfv(pfv).hpda(hpda).digest(digest).maxr2t(0);
         return b;
     }
 
     /** ICReq/ICResp exchange; returns the ICResp. */
     byte[] initialize(int digest) throws IOException {
-        send(icReq(0, digest));
+        return initialize(digest, 0);
+    }
+
+    /** ICReq/ICResp exchange with the host's PDU data alignment; returns the ICResp. */
+    byte[] initialize(int digest, int hpda) throws IOException {
+        send(icReq(0, digest, hpda));
         byte[] resp = readPdu();
         headerDigest = (digest & 1) != 0;
         dataDigest = (digest & 2) != 0;

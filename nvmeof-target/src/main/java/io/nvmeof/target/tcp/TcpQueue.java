@@ -7,6 +7,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.nvmeof.netty.BorrowedMemoryBuf;
+import io.nvmeof.netty.SmallPduPool;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Completion;
@@ -93,6 +94,8 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private final ArrayDeque<BorrowedMemoryBuf> freeWriteViews = new ArrayDeque<>();
     private final Consumer<BorrowedMemoryBuf> recycleReadView = v -> recycleView(freeReadViews, v);
     private final Consumer<BorrowedMemoryBuf> recycleWriteView = v -> recycleView(freeWriteViews, v);
+    /** Memory for capsule responses, R2Ts, C2HData headers and data digests, reused once each is sent. */
+    private SmallPduPool smallPdus;
     private long zeroCopyReads;
     private long writesFromReceiveBuffer;
 
@@ -109,6 +112,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        this.smallPdus = new SmallPduPool(ctx.executor());
     }
 
     @Override
@@ -493,6 +497,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         ctx.writeAndFlush(term).addListener(ChannelFutureListener.CLOSE);
     }
 
+    /** Points {@link #out} at a small PDU's slot, whose bytes are all readable already (see {@link SmallPduPool}). */
+    private void wrapSlot(BorrowedMemoryBuf slot) {
+        out.wrap(slot.memoryAddress(), slot.capacity());
+    }
+
     private void wrapOut(ByteBuf b, int length) {
         if (b.hasMemoryAddress()) {
             out.wrap(b.memoryAddress() + b.writerIndex(), length);
@@ -569,8 +578,8 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         req.transportOffset = 0;
         int hd = headerDigest ? PduHeader.DIGEST_LENGTH : 0;
         int plen = R2TPdu.LENGTH + hd;
-        ByteBuf b = ctx.alloc().directBuffer(plen);
-        wrapOut(b, plen);
+        BorrowedMemoryBuf b = smallPdus.take(plen);
+        wrapSlot(b);
         r2t.<R2TPdu>wrap(out, 0).init(headerDigest ? PduHeader.FLAG_HDGST : 0, plen)
                 .cccid(req.cmd.cid())
                 .ttag(req.slot())
@@ -579,7 +588,6 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         if (headerDigest) {
             out.putInt(R2TPdu.LENGTH, crc.of(out, 0, R2TPdu.LENGTH), java.nio.ByteOrder.LITTLE_ENDIAN);
         }
-        b.writerIndex(plen);
         ctx.write(b, ctx.voidPromise());
         flushSoon();
     }
@@ -621,9 +629,9 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         int length = req.transferLength;
         int flags = PduHeader.FLAG_DATA_LAST | (success ? PduHeader.FLAG_DATA_SUCCESS : 0)
                 | (headerDigest ? PduHeader.FLAG_HDGST : 0) | (dataDigest ? PduHeader.FLAG_DDGST : 0);
-        ByteBuf h = ctx.alloc().directBuffer(pdo);
-        h.setZero(0, pdo);
-        wrapOut(h, pdo);
+        BorrowedMemoryBuf h = smallPdus.take(pdo);
+        wrapSlot(h);
+        out.setMemory(0, pdo, (byte) 0); // the slot holds an earlier PDU's bytes; the padding must be zero
         dataPdu.<DataPdu>wrap(out, 0).init(PduHeader.TYPE_C2H_DATA, flags, pdo, (long) pdo + length + dd)
                 .cccid(req.cmd.cid())
                 .ttag(0)
@@ -632,7 +640,6 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         if (headerDigest) {
             out.putInt(DataPdu.HEADER_LENGTH, crc.of(out, 0, DataPdu.HEADER_LENGTH), java.nio.ByteOrder.LITTLE_ENDIAN);
         }
-        h.writerIndex(pdo);
         ctx.write(h, ctx.voidPromise());
         ByteBuf data = req.sourceRegion != null ? borrowView(req) : req.data;
         int digest = 0;
@@ -644,8 +651,9 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         req.data = null; // ownership passes to the channel, which releases it once written
         ctx.write(data, ctx.voidPromise());
         if (dataDigest) {
-            ByteBuf d = ctx.alloc().directBuffer(4);
-            d.writeIntLE(digest);
+            BorrowedMemoryBuf d = smallPdus.take(PduHeader.DIGEST_LENGTH);
+            wrapSlot(d);
+            out.putInt(0, digest, java.nio.ByteOrder.LITTLE_ENDIAN);
             ctx.write(d, ctx.voidPromise());
         }
     }
@@ -694,6 +702,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return zeroCopyReads;
     }
 
+    /** Slots for small PDUs this queue has made (each 128 bytes, reused once sent), for tests and statistics. */
+    public int smallPduSlots() {
+        return smallPdus.slots();
+    }
+
     /** Writes whose in-capsule data went into the namespace straight from the receive buffer, for tests. */
     public long writesFromReceiveBuffer() {
         return writesFromReceiveBuffer;
@@ -702,8 +715,8 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private void writeCapsuleResponse(Request req) {
         int hd = headerDigest ? PduHeader.DIGEST_LENGTH : 0;
         int plen = CapsuleResponsePdu.HEADER_LENGTH + hd;
-        ByteBuf b = ctx.alloc().directBuffer(plen);
-        wrapOut(b, plen);
+        BorrowedMemoryBuf b = smallPdus.take(plen);
+        wrapSlot(b);
         capsuleResp.wrap(out, 0);
         capsuleResp.header(PduHeader.TYPE_CAPSULE_RESP, headerDigest ? PduHeader.FLAG_HDGST : 0,
                 CapsuleResponsePdu.HEADER_LENGTH, 0, plen);
@@ -712,7 +725,6 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             out.putInt(CapsuleResponsePdu.HEADER_LENGTH, crc.of(out, 0, CapsuleResponsePdu.HEADER_LENGTH),
                     java.nio.ByteOrder.LITTLE_ENDIAN);
         }
-        b.writerIndex(plen);
         ctx.write(b, ctx.voidPromise());
     }
 
