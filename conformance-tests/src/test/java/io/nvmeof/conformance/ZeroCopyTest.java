@@ -161,6 +161,63 @@ class ZeroCopyTest {
     }
 
     /**
+     * Writes larger than the capsule take their data by R2T, in H2CData PDUs of up to the listener's 128 KiB: each
+     * PDU's data goes from the receive buffer into the namespace as it arrives (no buffer for the whole write), among
+     * them writes across the namespace's 2 MiB chunks. Every block reads back as written; under a data digest, which
+     * must be checked first, the data goes through a buffer as before.
+     */
+    @Test
+    void dataByR2tGoesIntoTheNamespaceAsItArrives() throws Exception {
+        try (NvmeTarget target = start()) {
+            int port = target.tcpPort(0);
+            int[] sizes = {16 << 10, 64 << 10, 200 << 10, 512 << 10, 1 << 20, 24 << 10};
+            long[] lbas = {0, 100, 2000, (CHUNK / 512) - 300, 6000, 20_000}; // the fourth crosses a chunk boundary
+            Random random = new Random(18);
+            byte[][] data = new byte[sizes.length][];
+            long pdus = 0;
+            for (int i = 0; i < sizes.length; i++) {
+                data[i] = new byte[sizes[i]];
+                random.nextBytes(data[i]);
+                pdus += (sizes[i] + (128 << 10) - 1) / (128 << 10);
+            }
+            try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, NQN),
+                    ConnectOptions.builder().build())) {
+                NamespaceHandle ns = c.namespace(1);
+                List<CompletableFuture<Void>> writes = new java.util.ArrayList<>();
+                for (int i = 0; i < sizes.length; i++) {
+                    writes.add(ns.write(lbas[i], sizes[i] / 512,
+                            ByteBuffer.allocateDirect(sizes[i]).put(data[i]).flip()));
+                }
+                for (CompletableFuture<Void> f : writes) {
+                    f.get(10, TimeUnit.SECONDS);
+                }
+                assertEquals(pdus, sumOverIoQueues(target, TcpQueue::h2cDataIntoNamespace),
+                        "every H2CData PDU's data straight into the namespace");
+                for (int i = 0; i < sizes.length; i++) {
+                    ByteBuffer dst = ByteBuffer.allocateDirect(sizes[i]);
+                    ns.read(lbas[i], sizes[i] / 512, dst).get(10, TimeUnit.SECONDS);
+                    assertArrayEquals(data[i], bytesOf(dst), "write " + i + " of " + sizes[i] + " bytes");
+                }
+            }
+            ConnectOptions digests = ConnectOptions.builder().dataDigest(true).build();
+            try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, NQN),
+                    digests)) {
+                assertTrue(TestTargets.eventually(() -> target.core().controllers().size() == 1, 10_000));
+                NamespaceHandle ns = c.namespace(1);
+                byte[] d = new byte[300 << 10];
+                random.nextBytes(d);
+                ns.write(30_000, d.length / 512, ByteBuffer.allocateDirect(d.length).put(d).flip())
+                        .get(10, TimeUnit.SECONDS);
+                ByteBuffer dst = ByteBuffer.allocateDirect(d.length);
+                ns.read(30_000, d.length / 512, dst).get(10, TimeUnit.SECONDS);
+                assertArrayEquals(d, bytesOf(dst));
+                assertEquals(0, sumOverIoQueues(target, TcpQueue::h2cDataIntoNamespace),
+                        "under a data digest, through a buffer");
+            }
+        }
+    }
+
+    /**
      * A host that stops reading while 128 KiB read responses of namespace 1 wait in the target's socket to be sent
      * from the namespace's memory; the namespace is removed meanwhile. Its memory must stay until they are sent: every
      * successful read returns what was written (given back early, it read as zeroes), and the backend closes after.

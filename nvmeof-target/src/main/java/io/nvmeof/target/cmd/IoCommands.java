@@ -118,7 +118,9 @@ public final class IoCommands {
 
     static void executeWrite(Request req) {
         try {
-            req.ns.backend().write(byteOffset(req), req.dataNio());
+            if (!req.dataInNamespace) { // else the transport has stored it as it arrived
+                req.ns.backend().write(byteOffset(req), req.dataNio());
+            }
             if (req.cmd.fua()) {
                 req.ns.backend().flush();
             }

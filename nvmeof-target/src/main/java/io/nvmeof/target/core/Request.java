@@ -46,6 +46,11 @@ public final class Request {
      * (set by the transport's allocateReadData when the backend offers a pinned region; see BlockBackend).
      */
     public ByteBuffer sourceRegion;
+    /**
+     * Writes: the transport has stored the host's data in the namespace as it arrived (NVMe/TCP H2CData, see its
+     * fetchData), so there is no {@link #data} and the write has nothing left to copy.
+     */
+    public boolean dataInNamespace;
     /** Native address of the read's first byte inside {@link #sourceRegion}. */
     public long sourceAddress;
     /** The transport's local key for {@link #sourceRegion}. */
@@ -90,6 +95,7 @@ public final class Request {
         data = null;
         dataInCapsule = false;
         sourceRegion = null;
+        dataInNamespace = false;
         sourceAddress = 0;
         sourceKey = 0;
         status = Status.SUCCESS;

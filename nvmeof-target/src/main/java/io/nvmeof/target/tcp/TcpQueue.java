@@ -98,6 +98,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private SmallPduPool smallPdus;
     private long zeroCopyReads;
     private long writesFromReceiveBuffer;
+    private long h2cDataIntoNamespace;
 
     public TcpQueue(TargetCore core, TcpOptions options) {
         this.core = core;
@@ -449,6 +450,25 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return takeView(freeWriteViews, recycleWriteView).borrow(this, region, region.position(), length);
     }
 
+    /** One H2CData PDU's data of a write, straight from the receive buffer into the namespace at its place. */
+    private void storeInNamespace(Request req, long datao, ByteBuf buf, int index, int length) {
+        if (req.status != Status.SUCCESS) {
+            return; // an earlier part failed: the write fails, the rest is not stored
+        }
+        try {
+            long offset = (req.cmd.slba() << req.ns.blockShift()) + datao;
+            if (buf.nioBufferCount() == 1) {
+                req.ns.backend().write(offset, buf.internalNioBuffer(index, length)); // a view the buffer keeps
+            } else {
+                req.ns.backend().write(offset, buf.nioBuffer(index, length)); // a composite cumulation: rare
+            }
+            h2cDataIntoNamespace++;
+        } catch (java.io.IOException e) {
+            LOG.warn("write to namespace {} failed: {}", req.ns.nsid(), e.toString());
+            req.status = Status.WRITE_FAULT;
+        }
+    }
+
     private void handleH2CData(int flags, int pdo, int dataLength, ByteBuf buf, int start) {
         dataPdu.wrap(in, 0);
         Request req = sq.request(dataPdu.ttag());
@@ -468,7 +488,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
                     + " outside the R2T window (expected offset " + req.transportOffset + " of " + req.transferLength + ")");
             return;
         }
-        req.data.setBytes((int) datao, buf, start + pdo, dataLength);
+        if (req.dataInNamespace) {
+            storeInNamespace(req, datao, buf, start + pdo, dataLength);
+        } else {
+            req.data.setBytes((int) datao, buf, start + pdo, dataLength);
+        }
         if (!dataDigestOk(buf, start, pdo, dataLength)) {
             req.status = Status.TRANSIENT_TRANSPORT_ERROR;
         }
@@ -573,7 +597,15 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             sq.release(req);
             return;
         }
-        req.allocateData(false);
+        if (!dataDigest && sq.qid() != 0 && req.ns != null && req.cmd.opcode() == Opcodes.IO_WRITE) {
+            // Each H2CData PDU's data goes from the receive buffer into the namespace as it arrives: no buffer for the
+            // whole transfer, one copy fewer. Not under a data digest, which must be checked before the namespace
+            // changes. A write the host does not finish leaves its blocks partly written, which NVMe allows for a
+            // command that does not complete successfully (the host retries it or reports it failed).
+            req.dataInNamespace = true;
+        } else {
+            req.allocateData(false);
+        }
         req.transportState = STATE_AWAIT_H2C;
         req.transportOffset = 0;
         int hd = headerDigest ? PduHeader.DIGEST_LENGTH : 0;
@@ -700,6 +732,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     /** Read responses sent straight from namespace memory so far, for tests and statistics. */
     public long zeroCopyReads() {
         return zeroCopyReads;
+    }
+
+    /** H2CData PDUs whose data went from the receive buffer straight into the namespace, for tests. */
+    public long h2cDataIntoNamespace() {
+        return h2cDataIntoNamespace;
     }
 
     /** Slots for small PDUs this queue has made (each 128 bytes, reused once sent), for tests and statistics. */
