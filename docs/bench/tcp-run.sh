@@ -3,13 +3,14 @@
 # poll group, 1 GiB RAM namespace of 4 KiB blocks), the bench on core 1, 4 KiB I/O. Prints one line: IOPS, latency
 # mean / p50 / p99 / p99.9 / max, and the initiator's and the target's CPU time per I/O (user + system from /proc).
 #   JAR=path/to/nvmeof.jar T=8 RAMP=2 BS=4k docs/bench/tcp-run.sh LABEL TARGET_BUSY_POLL_US HOST_BUSY_POLL_US RW QD
+# FILE=path serves that file (1 GiB, created when missing) as the namespace instead of RAM.
 # A busy-poll time of 0 passes no --busy-poll-us (so builds without the option run too).
 JAR=${JAR:-$(dirname "$0")/../../nvmeof-cli/target/nvmeof.jar}
 J="java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED"
 LABEL=$1; TBP=$2; HBP=$3; RW=$4; QD=$5
 OUT=${OUT:-/tmp/nvmeof-tcp-run}; mkdir -p "$OUT"
 taskset -c 0 $J -jar "$JAR" target --no-admin $([ "$TBP" != 0 ] && echo --busy-poll-us "$TBP") --poll-groups 1 \
-    --size 1GiB --block-size 4096 > "$OUT/target.log" 2>&1 &
+    --size 1GiB $([ -n "$FILE" ] && echo --file "$FILE") --block-size 4096 > "$OUT/target.log" 2>&1 &
 TP=$!
 for i in $(seq 100); do grep -q "istening" "$OUT/target.log" && break; sleep 0.2; done
 taskset -c 1 $J -jar "$JAR" bench $([ "$HBP" != 0 ] && echo --busy-poll-us "$HBP") -a 127.0.0.1 -s 4420 \

@@ -28,7 +28,12 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * NVMe/TCP data with a copy fewer (issue 14). Read responses of a RAM namespace are sent from the namespace's own
@@ -40,12 +45,61 @@ class ZeroCopyTest {
     private static final String NQN = "nqn.2026-12.io.nvmeof:zero-copy";
     private static final int CHUNK = 2 << 20; // the RAM namespace's chunk: a read across two is copied
 
+    @TempDir
+    static Path dir;
+
+    /** Namespaces: 1 RAM up front, 2 RAM sparse, 3 a file (a new one for each target). */
     private static NvmeTarget start() throws Exception {
+        Path file = Files.createTempFile(dir, "ns3-", ".img");
+        Files.delete(file);
         return NvmeTarget.start(new TargetConfig(1, 4, 128, 1 << 20,
                 List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
                 List.of(new SubsystemConfig(NQN, "SN-ZC-1", "zero copy", 8, true, null,
                         List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null),
-                                new NamespaceConfig(2L, "ram", "16MiB", 512, null, null, null, true))))));
+                                new NamespaceConfig(2L, "ram", "16MiB", 512, null, null, null, true),
+                                new NamespaceConfig(3L, "file", "16MiB", 512, file.toString(), null))))));
+    }
+
+    /**
+     * Reads of a file namespace of at least 16 KiB are sent by sendfile from the page cache, with no copy of ours;
+     * smaller ones, and all of them under a data digest, are read into a buffer. All read back what was written.
+     */
+    @Test
+    void readsOfAFileNamespaceAreSentFromItsFile() throws Exception {
+        try (NvmeTarget target = start()) {
+            int port = target.tcpPort(0);
+            int[] sizes = {4 << 10, 16 << 10, 100 << 10, 1 << 20};
+            long[] lbas = {0, 64, 1000, 9000};
+            Random random = new Random(19);
+            byte[][] data = new byte[sizes.length][];
+            try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, NQN),
+                    ConnectOptions.builder().build())) {
+                NamespaceHandle ns = c.namespace(3);
+                for (int i = 0; i < sizes.length; i++) {
+                    data[i] = new byte[sizes[i]];
+                    random.nextBytes(data[i]);
+                    ns.write(lbas[i], sizes[i] / 512, ByteBuffer.allocateDirect(sizes[i]).put(data[i]).flip())
+                            .get(10, TimeUnit.SECONDS);
+                }
+                for (int round = 0; round < 2; round++) {
+                    for (int i = 0; i < sizes.length; i++) {
+                        ByteBuffer dst = ByteBuffer.allocateDirect(sizes[i]);
+                        ns.read(lbas[i], sizes[i] / 512, dst).get(10, TimeUnit.SECONDS);
+                        assertArrayEquals(data[i], bytesOf(dst), "read of " + sizes[i] + " bytes, round " + round);
+                    }
+                }
+                assertEquals(2 * 3, sumOverIoQueues(target, TcpQueue::sendfileReads), "reads of 16 KiB and more");
+                assertEquals(0, sumOverIoQueues(target, TcpQueue::zeroCopyReads));
+            }
+            try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, NQN),
+                    ConnectOptions.builder().dataDigest(true).build())) {
+                assertTrue(TestTargets.eventually(() -> target.core().controllers().size() == 1, 10_000));
+                ByteBuffer dst = ByteBuffer.allocateDirect(sizes[3]);
+                c.namespace(3).read(lbas[3], sizes[3] / 512, dst).get(10, TimeUnit.SECONDS);
+                assertArrayEquals(data[3], bytesOf(dst));
+                assertEquals(0, sumOverIoQueues(target, TcpQueue::sendfileReads), "under a data digest, a copy");
+            }
+        }
     }
 
     /** Runs {@code f} on each I/O queue's own thread and sums what it returns. */
@@ -218,15 +272,17 @@ class ZeroCopyTest {
     }
 
     /**
-     * A host that stops reading while 128 KiB read responses of namespace 1 wait in the target's socket to be sent
-     * from the namespace's memory; the namespace is removed meanwhile. Its memory must stay until they are sent: every
-     * successful read returns what was written (given back early, it read as zeroes), and the backend closes after.
+     * A host that stops reading while 128 KiB read responses wait in the target's socket to be sent from a RAM
+     * namespace's memory or, by sendfile, from a file namespace's file; the namespace is removed meanwhile. It must stay
+     * open until they are sent: every successful read returns what was written (RAM given back early reads as zeroes;
+     * a file closed early ends the connection), and the backend closes after.
      */
-    @Test
-    void aRemovedNamespaceIsNotClosedUnderReadDataStillWaitingToBeSent() throws Exception {
+    @ParameterizedTest(name = "namespace {0}")
+    @ValueSource(longs = {1, 3}) // RAM (its memory), a file (its page cache, by sendfile)
+    void aRemovedNamespaceIsNotClosedUnderReadDataStillWaitingToBeSent(long nsid) throws Exception {
         try (NvmeTarget target = start()) {
-            Namespace ns = target.core().subsystem(NQN).namespace(1);
-            RamBackend backend = (RamBackend) ns.backend();
+            Namespace ns = target.core().subsystem(NQN).namespace(nsid);
+            io.nvmeof.target.backend.BlockBackend backend = ns.backend();
             int length = 128 << 10;
             byte[] pattern = new byte[length];
             new Random(15).nextBytes(pattern);
@@ -244,16 +300,18 @@ class ZeroCopyTest {
                 io.initialize(0);
                 assertEquals(Status.SUCCESS, io.connect(1, 127, c.dw0() & 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0).status());
                 for (int i = 0; i < reads; i++) {
-                    byte[] sqe = RawTcpHost.rwSqe(Opcodes.IO_READ, 1, (long) (i % 16) * (length / 512), length / 512,
+                    byte[] sqe = RawTcpHost.rwSqe(Opcodes.IO_READ, nsid, (long) (i % 16) * (length / 512), length / 512,
                             length, false);
                     RawTcpHost.cmd(sqe).cid(100 + i);
                     io.send(io.capsule(sqe, null));
                 }
                 assertTrue(TestTargets.eventually(() -> waiting(target, ns), 10_000),
                         "read data waits in the target to be sent from the namespace's memory");
-                target.live().removeNamespace(NQN, 1);
+                target.live().removeNamespace(NQN, nsid);
                 Thread.sleep(600); // the drain asks every 50 ms: without a hold it would have closed by now
-                assertTrue(backend.allocatedBytes() > 0, "the namespace was closed under data still to be sent");
+                if (backend instanceof RamBackend ram) {
+                    assertTrue(ram.allocatedBytes() > 0, "the namespace was closed under data still to be sent");
+                }
                 int succeeded = 0;
                 for (int i = 0; i < reads; i++) {
                     RawTcpHost.Reply r = io.readReply(length);
@@ -267,8 +325,11 @@ class ZeroCopyTest {
                     }
                 }
                 assertTrue(succeeded > 0, "some reads were in flight at the removal");
-                assertTrue(TestTargets.eventually(() -> backend.allocatedBytes() == 0, 10_000),
-                        "closed once everything was sent");
+                assertTrue(TestTargets.eventually(() -> !waiting(target, ns), 10_000), "everything was sent");
+                if (backend instanceof RamBackend ram) {
+                    assertTrue(TestTargets.eventually(() -> ram.allocatedBytes() == 0, 10_000),
+                            "closed once everything was sent");
+                }
             }
         }
     }

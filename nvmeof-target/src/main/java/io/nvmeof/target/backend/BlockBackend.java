@@ -47,6 +47,14 @@ public interface BlockBackend extends AutoCloseable {
         return null;
     }
 
+    /**
+     * For reads sent straight from the page cache ({@code sendfile}): the file whose bytes from {@code offset} to
+     * {@code offset + length} are the namespace's bytes at the same positions, or null when there is none (RAM).
+     */
+    default java.nio.channels.FileChannel fileHolding(long offset, int length) {
+        return null;
+    }
+
     /** Every region {@link #pinnedRegion} has handed out, so a transport can drop its registrations of them. */
     default java.util.List<ByteBuffer> pinnedRegions() {
         return java.util.List.of();

@@ -120,6 +120,12 @@ public final class FileBackend implements BlockBackend {
         size = newSizeBytes;
     }
 
+    /** The file itself: a namespace's byte N is the file's byte N, and the file is as long as the namespace. */
+    @Override
+    public FileChannel fileHolding(long offset, int length) {
+        return offset >= 0 && length > 0 && offset + length <= size ? channel : null;
+    }
+
     @Override
     public void read(long offset, ByteBuffer dst) throws IOException {
         while (dst.hasRemaining()) {

@@ -6,6 +6,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
+import io.nvmeof.netty.BorrowedFileRegion;
 import io.nvmeof.netty.BorrowedMemoryBuf;
 import io.nvmeof.netty.SmallPduPool;
 import io.nvmeof.protocol.Command;
@@ -52,6 +53,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     /** Request states (Request.transportState). */
     private static final int STATE_NONE = 0;
     private static final int STATE_AWAIT_H2C = 1;
+    /**
+     * Reads of file namespaces at least this large are sent by sendfile from the page cache; smaller ones are read
+     * into a buffer and sent with the PDUs around them in one gathering write (sendfile is a system call of its own).
+     */
+    static final int SENDFILE_MIN_BYTES = Integer.getInteger("nvmeof.tcp.sendfileMinBytes", 16 << 10);
     /** Requests a connection has before its Connect: the Connect itself, and room for a host that pipelines. */
     static final int PRE_CONNECT_REQUESTS = 4;
 
@@ -96,7 +102,12 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private final Consumer<BorrowedMemoryBuf> recycleWriteView = v -> recycleView(freeWriteViews, v);
     /** Memory for capsule responses, R2Ts, C2HData headers and data digests, reused once each is sent. */
     private SmallPduPool smallPdus;
+    /** File ranges that reads of file namespaces are sent from (sendfile), all made so far, and the free ones. */
+    private final List<BorrowedFileRegion> fileRegions = new ArrayList<>();
+    private final ArrayDeque<BorrowedFileRegion> freeFileRegions = new ArrayDeque<>();
+    private final Consumer<BorrowedFileRegion> recycleFileRegion = r -> recycleView(freeFileRegions, r);
     private long zeroCopyReads;
+    private long sendfileReads;
     private long writesFromReceiveBuffer;
     private long h2cDataIntoNamespace;
 
@@ -585,6 +596,13 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
                 req.sourceAddress = BufferUtil.address(region) + req.ns.backend().pinnedRegionOffset(offset);
                 return true;
             }
+            if (req.transferLength >= SENDFILE_MIN_BYTES) {
+                // A file namespace's page cache: the socket sends the data from there (sendfile), no copy of ours.
+                req.sourceFile = req.ns.backend().fileHolding(offset, req.transferLength);
+                if (req.sourceFile != null) {
+                    return true;
+                }
+            }
         }
         req.data = ctx.alloc().directBuffer(req.transferLength, req.transferLength);
         req.data.writerIndex(req.transferLength);
@@ -631,7 +649,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             return;
         }
         boolean hasData = Status.isSuccess(req.status) && req.direction == Request.DIR_CONTROLLER_TO_HOST
-                && (req.data != null || req.sourceRegion != null) && req.transferLength > 0;
+                && (req.data != null || req.sourceRegion != null || req.sourceFile != null) && req.transferLength > 0;
         if (hasData) {
             // With SQ flow control off, the C2HData SUCCESS flag replaces the response capsule (Linux does the same).
             boolean success = sq.flowControlDisabled() && !req.closeQueueAfterResponse;
@@ -673,6 +691,10 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             out.putInt(DataPdu.HEADER_LENGTH, crc.of(out, 0, DataPdu.HEADER_LENGTH), java.nio.ByteOrder.LITTLE_ENDIAN);
         }
         ctx.write(h, ctx.voidPromise());
+        if (req.sourceFile != null) {
+            ctx.write(lendFile(req), ctx.voidPromise()); // never under a data digest (allocateReadData)
+            return;
+        }
         ByteBuf data = req.sourceRegion != null ? borrowView(req) : req.data;
         int digest = 0;
         if (dataDigest) {
@@ -698,6 +720,17 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return v.borrow(req.ns, req.sourceRegion, offset, req.transferLength);
     }
 
+    /** The read's range of its file namespace, sent by sendfile; the channel releases it (back to us) once sent. */
+    private BorrowedFileRegion lendFile(Request req) {
+        BorrowedFileRegion r = freeFileRegions.pollFirst();
+        if (r == null) {
+            r = new BorrowedFileRegion(recycleFileRegion);
+            fileRegions.add(r);
+        }
+        sendfileReads++;
+        return r.borrow(req.ns, req.sourceFile, req.cmd.slba() << req.ns.blockShift(), req.transferLength);
+    }
+
     private BorrowedMemoryBuf takeView(ArrayDeque<BorrowedMemoryBuf> free, Consumer<BorrowedMemoryBuf> recycler) {
         BorrowedMemoryBuf v = free.pollFirst();
         if (v == null) {
@@ -707,7 +740,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return v;
     }
 
-    private void recycleView(ArrayDeque<BorrowedMemoryBuf> free, BorrowedMemoryBuf v) {
+    private <T> void recycleView(ArrayDeque<T> free, T v) {
         if (ctx == null || ctx.executor().inEventLoop()) {
             free.addFirst(v);
             return;
@@ -726,12 +759,22 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
                 return true;
             }
         }
+        for (BorrowedFileRegion r : fileRegions) {
+            if (r.holder() == ns) {
+                return true;
+            }
+        }
         return false;
     }
 
     /** Read responses sent straight from namespace memory so far, for tests and statistics. */
     public long zeroCopyReads() {
         return zeroCopyReads;
+    }
+
+    /** Reads of file namespaces sent from the page cache by sendfile so far, for tests and statistics. */
+    public long sendfileReads() {
+        return sendfileReads;
     }
 
     /** H2CData PDUs whose data went from the receive buffer straight into the namespace, for tests. */
