@@ -55,9 +55,63 @@ final class RawTcpHost implements AutoCloseable {
         out = socket.getOutputStream();
     }
 
+    /** A host with no connection, for encoding PDUs only (fuzz seeds), with the given digests. */
+    static RawTcpHost encoder(boolean headerDigest, boolean dataDigest) {
+        RawTcpHost h = new RawTcpHost();
+        h.headerDigest = headerDigest;
+        h.dataDigest = dataDigest;
+        return h;
+    }
+
+    private RawTcpHost() {
+        socket = null;
+        in = null;
+        out = null;
+    }
+
     void send(byte[] pdu) throws IOException {
         out.write(pdu);
         out.flush();
+    }
+
+    /** Sends bytes, and stops quietly when the target has closed the connection meanwhile (it may, on bad input). */
+    void sendQuietly(byte[] bytes) {
+        try {
+            send(bytes);
+        } catch (IOException e) {
+            // closed or reset by the target: what follows reads that
+        }
+    }
+
+    /** Closes this host's sending half: the target sees the end of the stream. */
+    void shutdownOutput() {
+        try {
+            socket.shutdownOutput();
+        } catch (IOException e) {
+            // already closed by the target
+        }
+    }
+
+    /** Reads and drops whatever the target sends until it closes; false if it is still open after {@code ms}. */
+    boolean drainUntilClosed(long ms) throws IOException {
+        long deadline = System.nanoTime() + ms * 1_000_000;
+        byte[] sink = new byte[64 << 10];
+        try {
+            while (true) {
+                int left = (int) Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+                socket.setSoTimeout(left);
+                if (in.read(sink) < 0) {
+                    return true;
+                }
+                if (System.nanoTime() > deadline) {
+                    return false;
+                }
+            }
+        } catch (SocketTimeoutException e) {
+            return false;
+        } catch (IOException e) {
+            return true; // reset
+        }
     }
 
     /** Reads one whole PDU, or throws EOFException when the target closed the connection. */
@@ -287,6 +341,9 @@ final class RawTcpHost implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        if (socket == null) {
+            return; // an encoder
+        }
         socket.close();
     }
 }

@@ -130,6 +130,17 @@ public final class TargetCore {
     public int liveQueues() { return liveQueues.get(); }
 
     private final AtomicLong requestsAllocated = new AtomicLong();
+    private final AtomicLong internalErrors = new AtomicLong();
+
+    /**
+     * Failures that are the target's own bugs, never the host's input: a command that threw while executing, or an
+     * exception other than an I/O error reaching a queue's pipeline. A malformed input is answered with a status or a
+     * termination, not this; the fuzz tests check that it stays 0.
+     */
+    public long internalErrors() { return internalErrors.get(); }
+
+    /** Counts one of the {@link #internalErrors}; the caller has logged it. */
+    public void internalError() { internalErrors.incrementAndGet(); }
 
     void requestsAllocated(int n) {
         requestsAllocated.addAndGet(n);
@@ -314,6 +325,7 @@ public final class TargetCore {
             req.execute.execute(req);
         } catch (RuntimeException e) {
             LOG.error("internal error executing opcode 0x{} on queue {}", Integer.toHexString(req.cmd.opcode()), req.sq().qid(), e);
+            internalErrors.incrementAndGet();
             req.complete(Status.INTERNAL | Status.DNR);
         }
     }

@@ -223,7 +223,13 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        LOG.warn("NVMe/TCP queue from {}: {}; closing", peer, cause.toString());
+        if (cause instanceof java.io.IOException) {
+            LOG.warn("NVMe/TCP queue from {}: {}; closing", peer, cause.toString());
+        } else {
+            // Malformed input is answered with a C2HTermReq, never an exception: this is a bug of ours.
+            LOG.error("NVMe/TCP queue from {}: internal error; closing", peer, cause);
+            core.internalError();
+        }
         ctx.close();
     }
 
