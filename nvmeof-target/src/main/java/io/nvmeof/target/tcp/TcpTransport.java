@@ -9,6 +9,7 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.nvmeof.netty.Allocators;
+import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.target.core.ListenerInfo;
 import io.nvmeof.target.core.TargetCore;
@@ -16,13 +17,15 @@ import java.io.IOException;
 import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * NVMe/TCP listener: accepts connections on the poll groups' event loops; each connection becomes one queue
- * ({@link TcpQueue}) served entirely by the event loop it was assigned to.
+ * NVMe/TCP listener: accepts connections on a loop of its own and hands each to one of the poll groups' event loops;
+ * each connection becomes one queue ({@link TcpQueue}) served entirely by the event loop it was assigned to.
  */
 public final class TcpTransport implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
@@ -32,6 +35,12 @@ public final class TcpTransport implements AutoCloseable {
 
     private final TargetCore core;
     private final EventLoopGroup group;
+    /**
+     * The one loop that accepts here, this listener's own: shutting it down closes its selector, which is what makes
+     * the JDK really close the listening socket (a socket registered with a selector is closed only at that selector's
+     * next select, after Netty's close has completed), so a removed listener's port is free when removal returns.
+     */
+    private EventLoopGroup acceptLoop;
     private Channel serverChannel;
     private volatile ListenerInfo info;
     /** Connections accepted here (closed ones leave by themselves): removing the listener ends them. */
@@ -49,8 +58,9 @@ public final class TcpTransport implements AutoCloseable {
      * @param subsystems NQNs to export here; empty exports every subsystem
      */
     public ListenerInfo listen(int portId, String address, int port, TcpOptions options, Set<String> subsystems) throws IOException {
+        acceptLoop = EventLoops.create(1, "nvme-tcp-accept", Duration.ZERO);
         ServerBootstrap b = new ServerBootstrap()
-                .group(group, group)
+                .group(acceptLoop, group)
                 .channel(NioServerSocketChannel.class)
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)
@@ -70,6 +80,7 @@ public final class TcpTransport implements AutoCloseable {
         try {
             serverChannel = b.bind(address, port).sync().channel();
         } catch (Exception e) {
+            stopAcceptLoop();
             throw new IOException("cannot listen on NVMe/TCP " + address + ":" + port + ": " + e.getMessage()
                     + " (is another target already using the port? pick another with --port)", e);
         } 
@@ -105,8 +116,16 @@ public final class TcpTransport implements AutoCloseable {
     public void close() {
         if (serverChannel != null) {
             serverChannel.close().syncUninterruptibly();
+            stopAcceptLoop();
             core.removeListener(info);
             serverChannel = null;
+        }
+    }
+
+    private void stopAcceptLoop() {
+        if (acceptLoop != null) {
+            acceptLoop.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
+            acceptLoop = null;
         }
     }
 }
