@@ -29,6 +29,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  */
 public final class NamespaceHandle {
     private static final int MAX_BLOCKS = 65536; // NLB is a 16-bit 0-based field
+    /** CDW12 bit 30 of Read and Write: Force Unit Access. */
+    private static final int CDW12_FUA = 1 << 30;
 
     private final NvmeofController ctrl;
     private final long nsid;
@@ -71,6 +73,18 @@ public final class NamespaceHandle {
         int len = checkData(blocks, src, false);
         IoFuture f = new IoFuture(this, "Write", lba, blocks);
         submitRw(Opcodes.IO_WRITE, lba, blocks, HostQueue.DIR_H2C, src, len, null, 0, f);
+        return f;
+    }
+
+    /**
+     * Write with Force Unit Access: completes only once the data is durable (in the target's file or device, past any
+     * volatile write cache), not merely accepted. A plain {@link #write} is durable after a later {@link #flush}
+     * completes.
+     */
+    public CompletableFuture<Void> writeFua(long lba, int blocks, ByteBuffer src) {
+        int len = checkData(blocks, src, false);
+        IoFuture f = new IoFuture(this, "Write (FUA)", lba, blocks);
+        submitRw(Opcodes.IO_WRITE, lba, blocks, HostQueue.DIR_H2C, src, len, null, 0, f, CDW12_FUA);
         return f;
     }
 
@@ -134,13 +148,18 @@ public final class NamespaceHandle {
 
     private void submitRw(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int len, IoCallback cb, long ctx,
                           IoFuture f) {
+        submitRw(opcode, lba, blocks, dir, buf, len, cb, ctx, f, 0);
+    }
+
+    private void submitRw(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int len, IoCallback cb, long ctx,
+                          IoFuture f, int cdw12Flags) {
         HostQueue q = ctrl.pickQueue();
         if (f != null) {
             f.queue = q;
         }
-        // SLBA in CDW10-11, NLB (0-based) in CDW12 15:0.
-        q.submit(opcode, nsid, (int) lba, (int) (lba >>> 32), blocks - 1, 0, 0, 0, dir, buf, buf.position(), len,
-                cb, ctx, f);
+        // SLBA in CDW10-11, NLB (0-based) in CDW12 15:0, flags (FUA) above it.
+        q.submit(opcode, nsid, (int) lba, (int) (lba >>> 32), (blocks - 1) | cdw12Flags, 0, 0, 0, dir, buf,
+                buf.position(), len, cb, ctx, f);
     }
 
     private static IoCallback requireCallback(IoCallback cb) {

@@ -130,6 +130,11 @@ public final class IdentifyController extends Flyweight {
     public int oncs() { return u16(ONCS); }
     public IdentifyController oncs(int v) { u16(ONCS, v); return this; }
     public int fuses() { return u16(FUSES); }
+    /** VWC bit 0: a volatile write cache is present. */
+    public static final int VWC_PRESENT = 0x1;
+    /** VWC bits 2:1 = 11b: Flush accepts NSID FFFFFFFFh (every namespace). */
+    public static final int VWC_FLUSH_BROADCAST = 0x6;
+
     public int vwc() { return u8(VWC); }
     public IdentifyController vwc(int v) { u8(VWC, v); return this; }
     public int awupf() { return u16(AWUPF); }

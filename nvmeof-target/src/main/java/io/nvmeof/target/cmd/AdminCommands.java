@@ -232,7 +232,10 @@ public final class AdminCommands {
                     .nn(s.maxNamespaces())
                     .mnan(s.maxNamespaces())
                     .oncs(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DSM | IdentifyController.ONCS_WRITE_ZEROES)
-                    .vwc(1);
+                    // A volatile write cache (the page cache in front of file namespaces), and Flush takes NSID
+                    // FFFFFFFFh (bits 2:1 = 11b). Writes are durable when they complete only with FUA, after a Flush,
+                    // or while the host has turned the cache off (Set Features, Volatile Write Cache).
+                    .vwc(IdentifyController.VWC_PRESENT | IdentifyController.VWC_FLUSH_BROADCAST);
         }
     }
 
@@ -376,7 +379,7 @@ public final class AdminCommands {
                 req.completeWithResult(c.asyncEventConfig() & 0xFFFF_FFFFL);
                 return;
             case Opcodes.FEAT_VOLATILE_WRITE_CACHE:
-                req.completeWithResult(1); // enabled: Identify Controller reports a volatile write cache (VWC)
+                req.completeWithResult(c.writeCacheEnabled() ? 1 : 0);
                 return;
             case Opcodes.FEAT_HOST_IDENTIFIER:
                 req.allocateData(true);
@@ -423,6 +426,15 @@ public final class AdminCommands {
             case Opcodes.FEAT_ASYNC_EVENT_CONFIG:
                 // Only the notices this kind of controller sends are kept (as nvmet masks with its supported AENs).
                 c.asyncEventConfig(cdw11 & (c.isDiscovery() ? Features.AEC_DISCOVERY_LOG_CHANGE : Features.AEC_NS_ATTRIBUTE));
+                req.complete(Status.SUCCESS);
+                return;
+            case Opcodes.FEAT_VOLATILE_WRITE_CACHE:
+                if (c.isDiscovery()) {
+                    req.errorLocation = Command.CDW10;
+                    req.complete(Status.INVALID_FIELD | Status.DNR);
+                    return;
+                }
+                c.writeCacheEnabled((cdw11 & 1) != 0); // WCE
                 req.complete(Status.SUCCESS);
                 return;
             case Opcodes.FEAT_HOST_IDENTIFIER:

@@ -121,15 +121,20 @@ public final class IoCommands {
             if (!req.dataInNamespace) { // else the transport has stored it as it arrived
                 req.ns.backend().write(byteOffset(req), req.dataNio());
             }
-            if (req.cmd.fua()) {
-                req.ns.backend().flush();
-            }
         } catch (IOException e) {
             LOG.warn("write to namespace {} failed: {}", req.ns.nsid(), e.toString());
             req.complete(Status.WRITE_FAULT);
             return;
         }
         req.sq().countWrite(req.transferLength);
+        if (req.cmd.fua() || !req.sq().controller().writeCacheEnabled()) {
+            // Durable before it completes: the data is stored (above, on this thread, while the transport's buffer
+            // is still valid), so only the flush is left; it goes to the backend executor where it may block (a
+            // file's fdatasync), and the buffer is given back now rather than held across it.
+            req.releaseData();
+            runBackend(req, 0, IoCommands::flush);
+            return;
+        }
         req.complete(Status.SUCCESS);
     }
 

@@ -40,6 +40,11 @@ public final class Controller {
     private volatile long csts;
     private volatile int grantedIoQueues;
     private int asyncEventConfig;
+    /**
+     * The Volatile Write Cache feature's WCE: while it is off, every write is made durable before it completes, as if
+     * it carried FUA (the host asked for write-through). Read by the I/O queues' threads.
+     */
+    private volatile boolean writeCacheEnabled = true;
 
     // Asynchronous events: admin-queue thread only.
     private final ArrayDeque<Request> parkedAers = new ArrayDeque<>();
@@ -98,6 +103,8 @@ public final class Controller {
     public int maxIoQueues() { return queues.length() - 1; }
     public int asyncEventConfig() { return asyncEventConfig; }
     public void asyncEventConfig(int v) { asyncEventConfig = v; }
+    public boolean writeCacheEnabled() { return writeCacheEnabled; }
+    public void writeCacheEnabled(boolean on) { writeCacheEnabled = on; }
 
     /** CAP as this controller reports it. */
     public long cap() {
