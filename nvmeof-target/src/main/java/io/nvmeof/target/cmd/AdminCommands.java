@@ -16,6 +16,7 @@ import io.nvmeof.protocol.regs.ControllerRegisters;
 import io.nvmeof.target.core.Controller;
 import io.nvmeof.target.core.Namespace;
 import io.nvmeof.target.core.Request;
+import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.Subsystem;
 import java.nio.ByteBuffer;
 import java.util.UUID;
@@ -24,6 +25,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 /** The admin command set of an NVM subsystem's controller (Linux nvmet admin-cmd.c). */
 public final class AdminCommands {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(AdminCommands.class);
+
     private AdminCommands() {
     }
 
@@ -466,8 +469,40 @@ public final class AdminCommands {
         // Otherwise it completes when an event occurs.
     }
 
+    /** Abort's result (CQE DW0 bit 0): 0 when the command was aborted, 1 when it was not. */
+    private static final long ABORTED = 0;
+    private static final long NOT_ABORTED = 1;
+
+    /**
+     * Abort (CDW10: SQID in bits 15:0, CID in 31:16). What has not started yet is aborted: work waiting for the backend
+     * executor (Flush, Write Zeroes, Dataset Management on file namespaces behind slow ones) and parked Asynchronous
+     * Event Requests, as SPDK aborts queued requests and AERs. A command already running completes by itself and the
+     * Abort says "not aborted", as it does for an unknown SQID or CID (Linux nvmet always says so).
+     */
     static void executeAbort(Request req) {
-        // Commands run to completion quickly here; report "not aborted" (DW0 bit 0), as the Linux target does.
-        req.completeWithResult(1);
+        int sqid = req.cmd.cdw10() & 0xFFFF;
+        int cid = req.cmd.cdw10() >>> 16;
+        SubmissionQueue target = req.sq().controller().queue(sqid);
+        if (target == null) {
+            req.completeWithResult(NOT_ABORTED);
+            return;
+        }
+        if (target == req.sq()) {
+            req.completeWithResult(target.abort(cid, req) ? ABORTED : NOT_ABORTED);
+            return;
+        }
+        try {
+            // The I/O queue's requests belong to its thread: look there, answer here.
+            target.transport().execute(() -> {
+                boolean aborted = target.abort(cid, req);
+                try {
+                    req.sq().transport().execute(() -> req.completeWithResult(aborted ? ABORTED : NOT_ABORTED));
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    LOG.debug("admin queue gone before its Abort completed");
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            req.completeWithResult(NOT_ABORTED); // that queue is closing: nothing left to abort
+        }
     }
 }

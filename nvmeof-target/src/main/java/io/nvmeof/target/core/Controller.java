@@ -267,6 +267,15 @@ public final class Controller {
         return true;
     }
 
+    /** Completes a parked Asynchronous Event Request with Command Abort Requested; false when {@code r} is not one. */
+    boolean abortAer(Request r) {
+        if (!parkedAers.remove(r)) {
+            return false;
+        }
+        r.complete(Status.ABORT_REQUESTED);
+        return true;
+    }
+
     /** Records a namespace change and raises a Namespace Attribute Changed notice if enabled. Any thread. */
     public void namespaceChanged(long nsid) {
         adminQueue.transport().execute(() -> {

@@ -74,6 +74,8 @@ public final class Request {
     public int transportState;
 
     public boolean inUse;
+    /** Set while this request's work waits on the backend executor: an Abort can still withdraw it. */
+    BackendTicket backendTicket;
     /** Disconnect: the transport closes the queue once this response is on the wire. */
     public boolean closeQueueAfterResponse;
 
@@ -110,6 +112,7 @@ public final class Request {
         transportOffset = 0;
         transportState = 0;
         closeQueueAfterResponse = false;
+        backendTicket = null;
     }
 
     /** Length in SGL1: the 24-bit field of a keyed descriptor, else the 32-bit one. */

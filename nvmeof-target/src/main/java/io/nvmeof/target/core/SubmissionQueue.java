@@ -1,6 +1,7 @@
 package io.nvmeof.target.core;
 
 import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.Status;
 import io.nvmeof.target.transport.TransportQueue;
 
 /**
@@ -180,6 +181,31 @@ public final class SubmissionQueue {
             }
         }
         return transport.sendsFrom(ns);
+    }
+
+    /**
+     * Aborts the command with {@code cid} outstanding here if it has not started: work still waiting for the backend
+     * executor, or (admin queue) a parked Asynchronous Event Request. It completes with Command Abort Requested.
+     * Returns whether it was aborted; a command already running, or none with that CID, is left alone. Only on this
+     * queue's thread.
+     *
+     * @param abortCommand the Abort itself, which may carry the same CID on the admin queue and is never its own target
+     */
+    public boolean abort(int cid, Request abortCommand) {
+        for (Request r : requests) {
+            if (r.inUse && r != abortCommand && r.cmd.cid() == cid) {
+                BackendTicket t = r.backendTicket;
+                if (t != null && t.withdraw()) {
+                    r.backendTicket = null; // its task finds it withdrawn and only counts itself done
+                    r.complete(Status.ABORT_REQUESTED);
+                    return true;
+                }
+                if (qid == 0 && controller != null && controller.abortAer(r)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     public int inUse() {

@@ -339,8 +339,17 @@ public final class TargetCore {
         if (c != null) {
             c.backendWorkStarted(); // a shutdown of the controller waits for it
         }
+        BackendTicket ticket = new BackendTicket();
+        req.backendTicket = ticket;
         try {
             backendWork.execute(() -> {
+                if (!ticket.start()) {
+                    // Withdrawn by an Abort, which has completed the request.
+                    if (c != null) {
+                        c.backendWorkDone();
+                    }
+                    return;
+                }
                 int status;
                 try {
                     status = call.run(req);

@@ -1,0 +1,189 @@
+package io.nvmeof.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.DatasetRange;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.tcp.PduHeader;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.target.backend.BlockBackend;
+import io.nvmeof.target.backend.RamBackend;
+import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.target.core.Namespace;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Abort admin command, as SPDK's {@code abort} test drives it: commands that have not started (work queued for the
+ * backend behind slow work, parked Asynchronous Event Requests) are aborted and complete with Command Abort Requested;
+ * running ones finish by themselves and the Abort says so; nothing completes twice and the queue goes on.
+ */
+class AbortTest {
+    private static final String NQN = "nqn.2026-12.io.nvmeof:abort";
+    private static final long SLOW_NSID = 2;
+
+    /** Deallocations wait at a gate (a file system busy for long); flushes are counted. */
+    static final class StuckBackend implements BlockBackend {
+        final RamBackend ram = new RamBackend(4 << 20);
+        final AtomicInteger deallocating = new AtomicInteger();
+        final AtomicInteger flushes = new AtomicInteger();
+        final CountDownLatch gate = new CountDownLatch(1);
+
+        @Override public long sizeBytes() { return ram.sizeBytes(); }
+        @Override public void read(long offset, ByteBuffer dst) throws IOException { ram.read(offset, dst); }
+        @Override public void write(long offset, ByteBuffer src) throws IOException { ram.write(offset, src); }
+        @Override public void flush() { flushes.incrementAndGet(); }
+        @Override public void writeZeroes(long offset, long length) { ram.writeZeroes(offset, length); }
+        @Override public boolean mayBlock(long bytes) { return true; }
+        @Override public String describe() { return "stuck"; }
+        @Override public void close() { ram.close(); }
+
+        @Override
+        public void deallocate(long offset, long length) throws IOException {
+            deallocating.incrementAndGet();
+            try {
+                if (!gate.await(30, TimeUnit.SECONDS)) {
+                    throw new IOException("gate never opened");
+                }
+            } catch (InterruptedException e) {
+                throw new IOException(e);
+            }
+            ram.deallocate(offset, length);
+        }
+    }
+
+    private NvmeTarget target;
+    private StuckBackend backend;
+    private RawTcpHost admin;
+    private RawTcpHost io;
+
+    @BeforeEach
+    void start() throws Exception {
+        target = NvmeTarget.start(new TargetConfig(1, 2, 128, 1 << 20,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
+                List.of(new SubsystemConfig(NQN, null, null, 16, true, null,
+                        List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null))))));
+        backend = new StuckBackend();
+        target.core().subsystem(NQN).addNamespace(new Namespace(SLOW_NSID, backend, 512, UUID.randomUUID()));
+        admin = new RawTcpHost(target.tcpPort(0));
+        admin.initialize(0);
+        Completion c = admin.connect(0, 31, 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0);
+        assertEquals(Status.SUCCESS, c.status());
+        assertEquals(Status.SUCCESS, admin.propertySet(ControllerRegisters.CC, ControllerRegisters.CC_ENABLE_DEFAULT).status());
+        io = new RawTcpHost(target.tcpPort(0));
+        io.initialize(0);
+        assertEquals(Status.SUCCESS, io.connect(1, 31, c.dw0() & 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0).status());
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        backend.gate.countDown();
+        admin.close();
+        io.close();
+        target.close();
+    }
+
+    private static byte[] abortSqe(int sqid, int cid) {
+        byte[] sqe = RawTcpHost.sqe();
+        RawTcpHost.cmd(sqe).opcode(Opcodes.ADMIN_ABORT).cdw10(sqid | cid << 16);
+        return sqe;
+    }
+
+    private static void send(RawTcpHost h, byte[] sqe, int cid, byte[] data) throws IOException {
+        RawTcpHost.cmd(sqe).cid(cid);
+        h.send(h.capsule(sqe, data));
+    }
+
+    /** The next {@code n} responses on {@code h}, by CID. */
+    private static Map<Integer, Completion> responses(RawTcpHost h, int n) throws IOException {
+        Map<Integer, Completion> out = new HashMap<>();
+        while (out.size() < n) {
+            byte[] pdu = h.readPdu();
+            if (pdu[0] == PduHeader.TYPE_CAPSULE_RESP) {
+                Completion c = new Completion().wrap(new UnsafeBuffer(Arrays.copyOfRange(pdu, 8, 24)), 0);
+                assertTrue(out.put(c.cid(), c) == null, "CID " + c.cid() + " completed twice");
+            }
+        }
+        return out;
+    }
+
+    private static byte[] deallocate(long nsid) {
+        byte[] sqe = RawTcpHost.sqe();
+        RawTcpHost.cmd(sqe).opcode(Opcodes.IO_DATASET_MANAGEMENT).nsid(nsid).cdw10(0).cdw11(0x4);
+        RawTcpHost.sgl(sqe).inCapsule(0, DatasetRange.LENGTH);
+        return sqe;
+    }
+
+    private static byte[] range(long slba, long blocks) {
+        byte[] b = new byte[DatasetRange.LENGTH];
+        new DatasetRange().<DatasetRange>wrap(new UnsafeBuffer(b), 0).slba(slba).blocks(blocks);
+        return b;
+    }
+
+    private int abort(int sqid, int cid, int abortCid) throws IOException {
+        send(admin, abortSqe(sqid, cid), abortCid, null);
+        Completion c = responses(admin, 1).get(abortCid);
+        assertEquals(Status.SUCCESS, c.status());
+        return c.dw0() & 1;
+    }
+
+    @Test
+    void workQueuedBehindSlowWorkIsAbortedAndRunningWorkIsNot() throws Exception {
+        // Two deallocations hold both backend threads; a Flush queues behind them.
+        send(io, deallocate(SLOW_NSID), 11, range(0, 8));
+        send(io, deallocate(SLOW_NSID), 12, range(8, 8));
+        assertTrue(TestTargets.eventually(() -> backend.deallocating.get() == 2, 10_000), "both backend threads busy");
+        byte[] flush = RawTcpHost.sqe();
+        RawTcpHost.cmd(flush).opcode(Opcodes.IO_FLUSH).nsid(SLOW_NSID);
+        send(io, flush, 13, null);
+        // A read on the same connection completes once the Flush has been taken (commands are taken in order).
+        send(io, RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 1, 512, false), 14, null);
+        assertEquals(Status.SUCCESS, responses(io, 1).get(14).status(), "the queue serves while its backend work waits");
+
+        assertEquals(0, abort(1, 13, 90), "the queued Flush is aborted");
+        assertEquals(Status.ABORT_REQUESTED, responses(io, 1).get(13).status(), "it completes as aborted");
+        assertEquals(1, abort(1, 11, 91), "a running deallocation is not aborted");
+        assertEquals(1, abort(1, 999, 92), "no command with that CID");
+        assertEquals(1, abort(5, 11, 93), "no such queue");
+
+        backend.gate.countDown();
+        Map<Integer, Completion> rest = responses(io, 2);
+        assertEquals(Status.SUCCESS, rest.get(11).status());
+        assertEquals(Status.SUCCESS, rest.get(12).status());
+        send(io, flush, 15, null);
+        assertEquals(Status.SUCCESS, responses(io, 1).get(15).status(), "the next response is the next command's");
+        assertEquals(1, backend.flushes.get(), "the aborted Flush never ran; the later one did");
+    }
+
+    @Test
+    void aParkedAsynchronousEventRequestIsAborted() throws Exception {
+        byte[] aer = RawTcpHost.sqe();
+        RawTcpHost.cmd(aer).opcode(Opcodes.ADMIN_ASYNC_EVENT_REQUEST);
+        send(admin, aer, 50, null);
+        send(admin, abortSqe(0, 50), 51, null);
+        Map<Integer, Completion> r = responses(admin, 2);
+        assertEquals(Status.ABORT_REQUESTED, r.get(50).status(), "the AER completes as aborted");
+        assertEquals(0, r.get(51).dw0() & 1, "and the Abort says it was");
+        assertEquals(1, abort(0, 50, 52), "once gone it cannot be aborted again");
+        assertEquals(1, abort(0, 53, 53), "an Abort never aborts itself");
+    }
+}
