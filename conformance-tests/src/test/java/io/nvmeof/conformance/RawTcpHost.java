@@ -55,6 +55,16 @@ final class RawTcpHost implements AutoCloseable {
         out = socket.getOutputStream();
     }
 
+    /**
+     * A host over streams of the caller's (an in-memory connection): the PDU methods work; the socket ones
+     * ({@link #shutdownOutput}, {@link #drainUntilClosed}, {@link #closedByTarget}) do not.
+     */
+    RawTcpHost(java.io.InputStream in, OutputStream out) {
+        this.socket = null;
+        this.in = new DataInputStream(in);
+        this.out = out;
+    }
+
     /** A host with no connection, for encoding PDUs only (fuzz seeds), with the given digests. */
     static RawTcpHost encoder(boolean headerDigest, boolean dataDigest) {
         RawTcpHost h = new RawTcpHost();

@@ -135,7 +135,7 @@ class TcpTargetFuzzTest {
     }
 
     /** The harness's own ICReq and Connect; returns the controller ID. */
-    private static int connect(RawTcpHost h, int qid, int cntlid) throws IOException {
+    static int connect(RawTcpHost h, int qid, int cntlid) throws IOException {
         h.initialize(0);
         Completion c = h.connect(qid, 31, cntlid, FUZZ_NQN, RawTcpHost.HOSTNQN, 0);
         if (c.status() != Status.SUCCESS) {
@@ -145,7 +145,7 @@ class TcpTargetFuzzTest {
         return c.dw0() & 0xFFFF;
     }
 
-    private static void enable(RawTcpHost h, int cntlid) throws IOException {
+    static void enable(RawTcpHost h, int cntlid) throws IOException {
         Completion en = h.propertySet(ControllerRegisters.CC, ControllerRegisters.CC_ENABLE_DEFAULT);
         if (en.status() != Status.SUCCESS) {
             throw new AssertionError("the harness's own CC.EN failed on controller " + cntlid);

@@ -844,8 +844,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
 
     private ListenerInfo listener;
 
-    /** Set once, before the connection's first event. */
-    void listener(ListenerInfo l) {
+    /**
+     * Set once, before the connection's first event: the listener that accepted it (public for harnesses that run a
+     * queue on a channel of their own, such as the in-memory fuzz test).
+     */
+    public void listener(ListenerInfo l) {
         listener = l;
     }
 
