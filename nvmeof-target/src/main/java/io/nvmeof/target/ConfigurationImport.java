@@ -535,6 +535,14 @@ final class ConfigurationImport {
         if (n.nsid() < 1 || n.nsid() > maxNs) {
             throw invalid("subsystem " + nqn + ": nsid must be 1 to " + maxNs + ", got " + n.nsid());
         }
+        if (n.size() != null) {
+            // Checked here, before any comparison with the live namespace reads it (found by ConfigurationFuzzTest).
+            try {
+                TargetConfig.parseSize(n.size());
+            } catch (IllegalArgumentException e) {
+                throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": " + e.getMessage());
+            }
+        }
         if (n.uuid() != null) {
             try {
                 java.util.UUID.fromString(n.uuid());

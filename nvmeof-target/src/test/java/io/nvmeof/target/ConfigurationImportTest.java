@@ -155,6 +155,20 @@ class ConfigurationImportTest {
         assertEquals(before, live.export());
     }
 
+    /** A malformed size for a namespace that exists is refused as invalid, saying which; it used to escape raw. */
+    @Test
+    void aMalformedSizeOfAnExistingNamespaceIsRefusedAsInvalid() {
+        TargetConfig before = live.export();
+        for (ImportMode mode : ImportMode.values()) {
+            ConfigurationException e = assertThrows(ConfigurationException.class, () -> live.importConfiguration(
+                    doc(before.listeners(), new SubsystemConfig(A, null, null, null, null, null,
+                            List.of(new NamespaceConfig(1L, "ram", "1M4-5", 512, null, null)))), mode, false, n -> { }));
+            assertEquals(ConfigurationException.Kind.INVALID, e.kind(), e.getMessage());
+            assertTrue(e.getMessage().contains("namespace 1") && e.getMessage().contains("1M4-5"), e.getMessage());
+            assertEquals(before, live.export());
+        }
+    }
+
     @Test
     void mergeAddsAndRefusesClashes() {
         TargetConfig before = live.export();
