@@ -183,6 +183,14 @@ public final class TcpQueue extends SlotQueue<Request> {
         LOG.debug("{}: connected, hdgst={} ddgst={} cpda-align={} maxh2cdata={}", label, hdgst, ddgst, cpdaAlign, maxh2cdata);
     }
 
+    /**
+     * Exceptions other than I/O errors that reached this queue's pipeline: a bug of ours, never the target's doing (a
+     * malformed PDU is a protocol error, answered with H2CTermReq). Fuzzing checks it stays 0.
+     */
+    public long internalErrors() { return internalErrors; }
+
+    private volatile long internalErrors;
+
     public EventLoop eventLoop() { return loop; }
     @Override
     public boolean isOpen() { return state == OPEN && channel != null && channel.isActive(); }
@@ -366,6 +374,9 @@ public final class TcpQueue extends SlotQueue<Request> {
 
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            if (!(cause instanceof java.io.IOException)) {
+                internalErrors++; // not the network's doing: what the target sent is refused before it gets here
+            }
             if (state == OPEN) {
                 LOG.warn("{}: transport error", label, cause);
                 fail("transport error: " + cause, IoCallback.ERR_TRANSPORT);
