@@ -137,6 +137,23 @@ final class RawTcpHost implements AutoCloseable {
         return pdu;
     }
 
+    /** Reads PDUs until none comes for {@code quietMs}; returns how many were R2Ts (others are dropped). */
+    int countR2Ts(int quietMs) throws IOException {
+        int n = 0;
+        socket.setSoTimeout(quietMs);
+        try {
+            while (true) {
+                if (readPdu()[0] == PduHeader.TYPE_R2T) {
+                    n++;
+                }
+            }
+        } catch (SocketTimeoutException e) {
+            return n;
+        } finally {
+            socket.setSoTimeout(5000);
+        }
+    }
+
     /** True when the target closed the connection (EOF within the timeout). */
     boolean closedByTarget() throws IOException {
         try {

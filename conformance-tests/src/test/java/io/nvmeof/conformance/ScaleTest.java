@@ -108,6 +108,8 @@ class ScaleTest {
     private void settle(Usage base) throws InterruptedException {
         assertTrue(TestTargets.eventually(() -> target.core().liveQueues() == base.queues()
                 && target.core().liveControllers() == base.controllers(), 20_000), "queues and controllers gone");
+        assertTrue(TestTargets.eventually(() -> target.core().memory().used() == 0, 10_000),
+                "memory reservations given back: " + target.core().memory().used() + " B still counted");
     }
 
     @Test
@@ -120,6 +122,15 @@ class ScaleTest {
                 hosts.add(controller(32));
             }
             Usage idle = usage();
+            // What the target's memory limits count for these queues (their reservations) is at least what they
+            // were measured to cost, both ends of each connection together: the limits bound real memory.
+            long reservedPerQueue = target.core().memory().used() / (2L * controllers);
+            long idlePerQueue = (idle.heapBytes() + idle.directBytes() + idle.nettyDirectBytes()
+                    - base.heapBytes() - base.directBytes() - base.nettyDirectBytes()) / (2L * controllers);
+            System.out.printf("scale: reserved against maxMemory per queue %.1f KiB; measured idle %.1f KiB%n",
+                    reservedPerQueue / 1024.0, idlePerQueue / 1024.0);
+            assertTrue(idlePerQueue <= reservedPerQueue, "measured " + idlePerQueue + " B per queue, reserved "
+                    + reservedPerQueue + " B");
             assertEquals(base.queues() + 2 * controllers, idle.queues());
             assertEquals(base.controllers() + controllers, idle.controllers());
             for (int round = 0; round < 3; round++) {

@@ -128,8 +128,7 @@ final class TargetCommand implements Callable<Integer> {
         }
         // How the poll groups run is this start's choice, so it applies over a configuration and a restored state.
         if (pollGroups != null) {
-            cfg = new TargetConfig(pollGroups, cfg.maxIoQueues(), cfg.maxQueueSize(), cfg.maxTransferSize(), cfg.listeners(),
-                    cfg.subsystems(), cfg.busyPollUs());
+            cfg = cfg.withPollGroups(pollGroups);
         }
         if (busyPollUs != null) {
             cfg = cfg.withBusyPollUs(busyPollUs);

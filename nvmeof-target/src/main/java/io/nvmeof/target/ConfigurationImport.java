@@ -150,9 +150,11 @@ final class ConfigurationImport {
         differs("maxIoQueues", doc.maxIoQueues(), now.maxIoQueues());
         differs("maxQueueSize", doc.maxQueueSize(), now.maxQueueSize());
         differs("maxTransferSize", doc.maxTransferSize(), now.maxTransferSize());
+        differs("maxConnectionMemory", doc.maxConnectionMemory(), now.maxConnectionMemory());
+        differs("maxMemory", doc.maxMemory(), now.maxMemory());
     }
 
-    private void differs(String name, Integer wanted, Integer now) {
+    private void differs(String name, Object wanted, Object now) {
         if (wanted != null && !wanted.equals(now)) {
             notApplied.add(name + " " + wanted + ": fixed while the target runs (it is " + (now != null ? now : "the default")
                     + "); start the target with this document (--config) to apply it");

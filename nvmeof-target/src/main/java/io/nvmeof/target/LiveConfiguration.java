@@ -122,8 +122,7 @@ public final class LiveConfiguration {
 
     /** The whole target as one configuration document, with every effective value (serials, NSIDs, UUIDs). */
     public synchronized TargetConfig export() {
-        return new TargetConfig(base.pollGroups(), base.maxIoQueues(), base.maxQueueSize(), base.maxTransferSize(),
-                List.copyOf(listeners.values()), List.copyOf(subsystems.values()), base.busyPollUs());
+        return base.withContents(List.copyOf(listeners.values()), List.copyOf(subsystems.values()));
     }
 
     /**

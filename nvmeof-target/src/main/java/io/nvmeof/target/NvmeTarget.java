@@ -60,13 +60,26 @@ public final class NvmeTarget implements AutoCloseable {
         return Duration.ofNanos(us == null ? 0 : us * 1000L);
     }
 
+    private static long memorySize(String name, String text, long byDefault) {
+        if (text == null) {
+            return byDefault;
+        }
+        try {
+            return TargetConfig.parseSize(text);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(name + ": " + e.getMessage(), e);
+        }
+    }
+
     /** Builds the target described by {@code config} and starts listening. */
     public static NvmeTarget start(TargetConfig config) throws IOException {
         TargetLimits d = TargetLimits.defaults();
         TargetLimits limits = new TargetLimits(
                 config.maxIoQueues() != null ? config.maxIoQueues() : d.maxIoQueues(),
                 config.maxQueueSize() != null ? config.maxQueueSize() : d.maxQueueSize(),
-                config.maxTransferSize() != null ? config.maxTransferSize() : d.maxTransferSize());
+                config.maxTransferSize() != null ? config.maxTransferSize() : d.maxTransferSize(),
+                memorySize("maxConnectionMemory", config.maxConnectionMemory(), d.maxConnectionMemory()),
+                memorySize("maxMemory", config.maxMemory(), d.maxMemory()));
         int threads = config.pollGroups() != null && config.pollGroups() > 0 ? config.pollGroups()
                 : Runtime.getRuntime().availableProcessors();
         TargetCore core = new TargetCore(limits);

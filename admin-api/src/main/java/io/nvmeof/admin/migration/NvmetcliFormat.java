@@ -467,6 +467,12 @@ public final class NvmetcliFormat {
             notMapped.add("maxTransferSize=" + c.maxTransferSize() + ": nvmet derives it from the transport; "
                     + "not exported");
         }
+        if (c.maxConnectionMemory() != null) {
+            notMapped.add("maxConnectionMemory=" + c.maxConnectionMemory() + ": nvmet has no memory limit; not exported");
+        }
+        if (c.maxMemory() != null) {
+            notMapped.add("maxMemory=" + c.maxMemory() + ": nvmet has no memory limit; not exported");
+        }
     }
 
     private static ArrayNode writePorts(List<ListenerConfig> listeners, List<String> allNqns, List<String> notMapped) {

@@ -732,6 +732,15 @@ public final class SpdkFormat {
             if (firstListener.isEmpty()) {
                 listUnexportedLimits();
             }
+            // SPDK bounds data buffers by count (num_shared_buffers of io_unit_size), not connections by bytes.
+            String memory = ": SPDK has no such limit (its data buffers are num_shared_buffers per transport); "
+                    + "not exported";
+            if (c.maxConnectionMemory() != null) {
+                notMapped.add("maxConnectionMemory=" + c.maxConnectionMemory() + memory);
+            }
+            if (c.maxMemory() != null) {
+                notMapped.add("maxMemory=" + c.maxMemory() + memory);
+            }
             for (String t : firstListener.keySet()) {
                 ObjectNode params = call(nvmfConfig, "nvmf_create_transport");
                 params.put("trtype", t.toUpperCase(Locale.ROOT));

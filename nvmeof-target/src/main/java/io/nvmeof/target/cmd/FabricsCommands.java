@@ -7,10 +7,12 @@ import io.nvmeof.protocol.fabrics.FabricsCommand;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.regs.ControllerRegisters;
 import io.nvmeof.target.core.Controller;
+import io.nvmeof.target.core.MemoryBudget;
 import io.nvmeof.target.core.Request;
 import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.Subsystem;
 import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.target.core.TargetLimits;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -138,12 +140,16 @@ public final class FabricsCommands {
                         "static controller ID " + d.cntlid() + " asked for; this target has dynamic controllers");
                 return;
             }
+            if (!reserveMemory(req, sqsize + 1)) {
+                return;
+            }
             long kato = f.kato();
             if (kato == 0 && subsystem.isDiscovery()) {
                 kato = TargetCore.DISCOVERY_DEFAULT_KATO_MS;
             }
             Controller c = core.createController(subsystem, hostnqn, hostId, sq, kato);
             if (c == null) {
+                sq.unreserveMemory();
                 fail(req, Status.CONNECT_CONTROLLER_BUSY | Status.DNR, 0, "no controller ID left");
                 return;
             }
@@ -177,13 +183,44 @@ public final class FabricsCommands {
                     "QID " + qid + " beyond the " + c.maxIoQueues() + " I/O queues a controller has");
             return;
         }
+        if (!reserveMemory(req, sqsize + 1)) {
+            return;
+        }
         int status = core.attachIoQueue(c, qid, sq);
         if (status != Status.SUCCESS) {
+            sq.unreserveMemory();
             fail(req, status, invalidSqeField(FabricsCommand.QID), "QID " + qid + " already connected");
             return;
         }
         core.bindQueue(sq, c, qid, sqsize + 1, f.sqFlowControlDisabled());
         req.completeWithResult(c.cntlid());
+    }
+
+    /**
+     * Reserves the connecting queue's memory, or refuses the Connect: Invalid Parameters on SQSIZE when a queue this
+     * large could not run within the per-connection limit (a smaller one would; nvmet points at SQSIZE the same way for
+     * a queue beyond MQES), Controller Busy without DNR when other connections hold the target's memory (the host may
+     * retry later; nvmet answers Controller Busy when it has no controller to give).
+     */
+    private static boolean reserveMemory(Request req, int entries) {
+        SubmissionQueue sq = req.sq();
+        int r = sq.reserveMemory(entries);
+        if (r == SubmissionQueue.OVER_QUEUE_LIMIT) {
+            TargetLimits limits = sq.core().limits();
+            fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.SQSIZE),
+                    "a queue of " + entries + " entries needs " + sq.reservationFor(entries) + " bytes and room for one "
+                            + limits.maxTransferSize() + "-byte transfer within the per-connection memory limit of "
+                            + limits.maxConnectionMemory() + " bytes; ask for at most " + sq.largestQueueWithin()
+                            + " entries, or raise maxConnectionMemory");
+            return false;
+        }
+        if (r == SubmissionQueue.OVER_TARGET_LIMIT) {
+            MemoryBudget m = sq.core().memory();
+            fail(req, Status.CONNECT_CONTROLLER_BUSY, 0, "the target's memory limit of " + m.limit() + " bytes is "
+                    + "held by other connections (" + m.used() + " bytes in use); retry later, or raise maxMemory");
+            return false;
+        }
+        return true;
     }
 
     static void executePropertyGet(Request req) {

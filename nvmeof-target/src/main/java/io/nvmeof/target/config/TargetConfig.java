@@ -30,11 +30,19 @@ import java.util.regex.Pattern;
  * @param busyPollUs how long, in microseconds, an NVMe/TCP poll group keeps polling its connections without blocking
  *                   after its last work (SPDK's poll groups always poll; Linux's {@code net.core.busy_poll} is the same
  *                   idea): lower latency for a core's worth of CPU while busy; null or 0 blocks at once (interrupt mode)
+ * @param maxConnectionMemory the most one connection may hold (its request slots and buffers, and its commands' data
+ *                   in flight), with a unit ({@code 64MiB}); null: 64 MiB. A Connect for a queue that could not run its
+ *                   largest transfer within it is refused; commands beyond it wait for the connection's earlier ones
+ * @param maxMemory  the most all connections together may hold, with a unit ({@code 2GiB}); null: half the JVM's
+ *                   heap limit, at least 256 MiB. A Connect beyond it is refused as Controller Busy (the host retries);
+ *                   commands beyond it wait for memory other connections give back
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
-@JsonPropertyOrder({"pollGroups", "busyPollUs", "maxIoQueues", "maxQueueSize", "maxTransferSize"})
+@JsonPropertyOrder({"pollGroups", "busyPollUs", "maxIoQueues", "maxQueueSize", "maxTransferSize",
+        "maxConnectionMemory", "maxMemory"})
 public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
-        List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs) {
+        List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
+        String maxConnectionMemory, String maxMemory) {
 
     public TargetConfig {
         // 0 is the default (block at once): one spelling, so an export, an import and a comparison agree.
@@ -48,9 +56,33 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
         this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, null);
     }
 
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs, null, null);
+    }
+
     /** This configuration with {@code us} microseconds of busy polling (0: none). */
     public TargetConfig withBusyPollUs(int us) {
-        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us);
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us,
+                maxConnectionMemory, maxMemory);
+    }
+
+    /** This configuration with {@code n} poll groups (null: one per core). */
+    public TargetConfig withPollGroups(Integer n) {
+        return new TargetConfig(n, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
+                maxConnectionMemory, maxMemory);
+    }
+
+    /** This configuration with the given memory limits (sizes with units; null: the default). */
+    public TargetConfig withMemoryLimits(String perConnection, String total) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
+                busyPollUs, perConnection, total);
+    }
+
+    /** This configuration with other listeners and subsystems, every global setting kept. */
+    public TargetConfig withContents(List<ListenerConfig> newListeners, List<SubsystemConfig> newSubsystems) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, newListeners, newSubsystems,
+                busyPollUs, maxConnectionMemory, maxMemory);
     }
 
     public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";
@@ -121,7 +153,7 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
                 .map(s -> new SubsystemConfig(s.nqn(), s.serial(), s.model(), s.maxNamespaces(), s.allowAnyHost(),
                         s.hosts(), s.namespaces() == null ? null : s.namespaces().stream().map(change).toList()))
                 .toList();
-        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subs, busyPollUs);
+        return withContents(listeners, subs);
     }
 
     public static TargetConfig load(Path file) throws IOException {

@@ -74,6 +74,8 @@ public final class Request {
     public int transportState;
 
     public boolean inUse;
+    /** Data bytes charged against the memory limits for this command; given back when it is released. */
+    int chargedBytes;
     /** Set while this request's work waits on the backend executor: an Abort can still withdraw it. */
     BackendTicket backendTicket;
     /** Disconnect: the transport closes the queue once this response is on the wire. */

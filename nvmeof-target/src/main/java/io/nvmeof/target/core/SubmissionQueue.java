@@ -23,6 +23,18 @@ public final class SubmissionQueue {
     private boolean flowControlDisabled;
     private Controller controller;
 
+    /** Bytes this queue holds against the memory limits: its reservation plus its commands' charged data. */
+    private long memoryHeld;
+    /** The fixed part of {@link #memoryHeld}, reserved at Connect. */
+    private long memoryReserved;
+    private final MemoryBudget budget;
+    private final long memoryLimit;
+
+    /** {@link #chargeData}: charged; over this queue's limit (wait for its own commands); over the target's. */
+    public static final int CHARGED = 0;
+    public static final int OVER_QUEUE_LIMIT = 1;
+    public static final int OVER_TARGET_LIMIT = 2;
+
     // Counters for the SMART log; written by this queue's thread only.
     long readCommands;
     long writeCommands;
@@ -49,6 +61,8 @@ public final class SubmissionQueue {
         this.core = core;
         this.transport = transport;
         this.maxPoolSize = maxPoolSize;
+        this.budget = core.memory();
+        this.memoryLimit = core.limits().maxConnectionMemory();
         this.requests = new Request[0];
         this.free = new int[0];
         grow(Math.min(initialPool, maxPoolSize));
@@ -136,6 +150,77 @@ public final class SubmissionQueue {
         this.flowControlDisabled = disableFlowControl;
     }
 
+    /**
+     * Connect: reserves what a queue of {@code entries} costs (its request slots and the transport's own buffers),
+     * before anything else changes. Returns {@link #CHARGED}, {@link #OVER_QUEUE_LIMIT} when the queue could not run
+     * one largest transfer within the per-connection limit, or {@link #OVER_TARGET_LIMIT} when the target's memory is
+     * taken by other queues.
+     */
+    public int reserveMemory(int entries) {
+        long bytes = reservationFor(entries);
+        if (bytes + core.limits().maxTransferSize() > memoryLimit) {
+            return OVER_QUEUE_LIMIT;
+        }
+        if (!budget.reserveQueue(bytes)) {
+            return OVER_TARGET_LIMIT;
+        }
+        memoryReserved += bytes;
+        memoryHeld += bytes;
+        return CHARGED;
+    }
+
+    /** What {@link #reserveMemory} takes for a queue of {@code entries}. */
+    public long reservationFor(int entries) {
+        return MemoryBudget.queueReservation(Math.min(2 * entries, maxPoolSize), transport.bufferedBytes());
+    }
+
+    /** The largest queue (entries) whose reservation and one largest transfer fit the per-connection limit. */
+    public int largestQueueWithin() {
+        long room = memoryLimit - core.limits().maxTransferSize() - MemoryBudget.QUEUE_BASE_BYTES
+                - transport.bufferedBytes();
+        return (int) Math.max(0, Math.min(maxPoolSize / 2, room / MemoryBudget.REQUEST_SLOT_BYTES / 2));
+    }
+
+    /** Gives back a reservation a Connect took but could not use (it failed after reserving). */
+    public void unreserveMemory() {
+        if (memoryReserved > 0) {
+            memoryHeld -= memoryReserved;
+            budget.release(memoryReserved);
+            memoryReserved = 0;
+        }
+    }
+
+    /**
+     * Charges {@code bytes} of data buffer for {@code r} against this queue's and the target's limits, or says which
+     * limit it is over (nothing charged; the transport waits and tries again). Only on this queue's thread.
+     */
+    public int chargeData(Request r, int bytes) {
+        if (memoryHeld + bytes > memoryLimit) {
+            return OVER_QUEUE_LIMIT;
+        }
+        if (!budget.chargeData(bytes)) {
+            return OVER_TARGET_LIMIT;
+        }
+        memoryHeld += bytes;
+        r.chargedBytes += bytes;
+        return CHARGED;
+    }
+
+    /**
+     * Charges data that is here already and cannot wait (in-capsule data copied out of the receive buffer, at most the
+     * in-capsule size per command): counted, so other commands wait for it, even beyond the limits.
+     */
+    public void chargeDataArrived(Request r, int bytes) {
+        budget.chargeForced(bytes);
+        memoryHeld += bytes;
+        r.chargedBytes += bytes;
+    }
+
+    /** Bytes this queue holds now against the limits. */
+    public long memoryHeld() {
+        return memoryHeld;
+    }
+
     /** Takes a free request for a new capsule, or null when the host has more commands outstanding than allowed. */
     public Request acquire() {
         if (freeCount == 0) {
@@ -168,6 +253,13 @@ public final class SubmissionQueue {
         r.releaseData();
         r.inUse = false;
         free[freeCount++] = r.slot();
+        int charged = r.chargedBytes;
+        if (charged != 0) {
+            r.chargedBytes = 0;
+            memoryHeld -= charged;
+            budget.release(charged);
+            transport.memoryFreed();
+        }
     }
 
     /**
@@ -242,6 +334,7 @@ public final class SubmissionQueue {
             }
         }
         releaseAll();
+        unreserveMemory();
         core.queueClosed(this);
     }
 }

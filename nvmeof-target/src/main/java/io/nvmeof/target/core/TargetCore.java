@@ -59,6 +59,7 @@ public final class TargetCore {
 
     public TargetCore(TargetLimits limits) {
         this.limits = limits;
+        this.memory = new MemoryBudget(limits.maxMemory(), limits.maxTransferSize());
         this.discovery = new Subsystem(Nqn.DISCOVERY, Subsystem.Type.DISCOVERY, "discovery", "nvmeof-java discovery", 1, true);
         subsystems.put(Nqn.DISCOVERY, discovery);
     }
@@ -66,6 +67,11 @@ public final class TargetCore {
     private final long startNanos = System.nanoTime();
 
     public TargetLimits limits() { return limits; }
+
+    private final MemoryBudget memory;
+
+    /** The target's memory limit and what queues hold of it. */
+    public MemoryBudget memory() { return memory; }
 
     public long uptimeHours() {
         return TimeUnit.NANOSECONDS.toHours(System.nanoTime() - startNanos);

@@ -110,6 +110,20 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     private long sendfileReads;
     private long writesFromReceiveBuffer;
     private long h2cDataIntoNamespace;
+    /**
+     * Commands waiting for data memory (over this queue's limit or the target's), oldest first: each resumes where it
+     * stopped (its read buffer, or its R2T) once memory is given back. Later commands wait behind them.
+     */
+    private final ArrayDeque<Request> waitingForMemory = new ArrayDeque<>();
+    /** Registered with the target's budget to be woken (only on this queue's thread). */
+    private boolean awaitingTargetMemory;
+    private boolean resumingWaiters;
+    /** Runs here when the budget wakes this queue (made once: waking allocates nothing). */
+    private final Runnable resumeWaiters = this::budgetWoke;
+    private final Runnable wakeFromBudget = this::wakeFromBudget;
+    /** Transport states of a command waiting for memory (apart from {@link #STATE_AWAIT_H2C}: no H2CData is taken). */
+    private static final int WAIT_READ_BUFFER = 2;
+    private static final int WAIT_WRITE_BUFFER = 3;
 
     public TcpQueue(TargetCore core, TcpOptions options) {
         this.core = core;
@@ -150,6 +164,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
         closing = true;
+        waitingForMemory.clear(); // released with the rest below
         if (handshakeDeadline != null) {
             handshakeDeadline.cancel(false);
         }
@@ -430,6 +445,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             if (data == null) {
                 data = ctx.alloc().directBuffer(dataLength, dataLength);
                 data.writeBytes(buf, start + pdo, dataLength);
+                sq.chargeDataArrived(req, dataLength);
             }
             req.data = data;
             req.transportOffset = dataLength;
@@ -610,9 +626,112 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
                 }
             }
         }
+        if (!chargeOrWait(req, WAIT_READ_BUFFER, false)) {
+            return false; // resumes through dataReady() once memory is given back
+        }
+        placeReadBuffer(req);
+        return true;
+    }
+
+    private void placeReadBuffer(Request req) {
         req.data = ctx.alloc().directBuffer(req.transferLength, req.transferLength);
         req.data.writerIndex(req.transferLength);
-        return true;
+    }
+
+    /**
+     * Charges the command's data buffer against the memory limits, or parks the command (true when charged). A new
+     * command waits behind those already waiting, so none is passed over; a resumed one that still does not fit goes
+     * back to the head.
+     */
+    private boolean chargeOrWait(Request req, int why, boolean resumed) {
+        if (!resumed && !waitingForMemory.isEmpty()) {
+            req.transportState = why;
+            waitingForMemory.addLast(req);
+            return false;
+        }
+        int r = sq.chargeData(req, req.transferLength);
+        if (r == SubmissionQueue.OVER_TARGET_LIMIT) {
+            if (!awaitingTargetMemory) {
+                awaitingTargetMemory = true;
+                core.memory().awaitMemory(wakeFromBudget);
+            }
+            r = sq.chargeData(req, req.transferLength); // memory given back before we were listed woke nobody
+        }
+        if (r == SubmissionQueue.CHARGED) {
+            return true;
+        }
+        req.transportState = why;
+        if (resumed) {
+            waitingForMemory.addFirst(req);
+        } else {
+            waitingForMemory.addLast(req);
+        }
+        return false;
+    }
+
+    /** Any thread: the target's budget gave memory back and picked this queue. */
+    private void wakeFromBudget() {
+        try {
+            execute(resumeWaiters);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // The target is shutting down: nothing waits any more.
+        }
+    }
+
+    private void budgetWoke() {
+        awaitingTargetMemory = false;
+        if (!resumeWaitingCommands() && !awaitingTargetMemory) {
+            // This queue had no use for the memory (nothing waits here now): let the next waiting queue try. One
+            // that still does not fit is listed again and waits for the next memory given back.
+            core.memory().wakeOne();
+        }
+    }
+
+    @Override
+    public void memoryFreed() {
+        if (!waitingForMemory.isEmpty()) {
+            resumeWaitingCommands();
+        }
+    }
+
+    /** Resumes waiting commands, oldest first, while memory lasts; true when at least one went on. */
+    private boolean resumeWaitingCommands() {
+        if (resumingWaiters || closing) {
+            return false;
+        }
+        resumingWaiters = true;
+        boolean progressed = false;
+        try {
+            while (!waitingForMemory.isEmpty()) {
+                Request req = waitingForMemory.pollFirst();
+                int why = req.transportState;
+                if (!chargeOrWait(req, why, true)) {
+                    break;
+                }
+                progressed = true;
+                if (why == WAIT_READ_BUFFER) {
+                    placeReadBuffer(req);
+                    req.dataReady();
+                } else {
+                    req.allocateData(false);
+                    sendR2T(req);
+                }
+            }
+        } finally {
+            resumingWaiters = false;
+        }
+        if (progressed) {
+            // Memory may be left over for another waiting queue: pass the turn on. The chain ends at a queue that
+            // makes no progress (listed again) or when none waits.
+            core.memory().wakeOne();
+        }
+        return progressed;
+    }
+
+    @Override
+    public long bufferedBytes() {
+        // The receive buffer at its largest: one PDU with the most in-capsule or H2C data, header and digests.
+        return Math.max(options.inlineDataSize(), options.maxH2CData()) + 256L;
     }
 
     @Override
@@ -628,8 +747,15 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
             // command that does not complete successfully (the host retries it or reports it failed).
             req.dataInNamespace = true;
         } else {
+            if (!chargeOrWait(req, WAIT_WRITE_BUFFER, false)) {
+                return; // its R2T goes once memory is given back
+            }
             req.allocateData(false);
         }
+        sendR2T(req);
+    }
+
+    private void sendR2T(Request req) {
         req.transportState = STATE_AWAIT_H2C;
         req.transportOffset = 0;
         int hd = headerDigest ? PduHeader.DIGEST_LENGTH : 0;

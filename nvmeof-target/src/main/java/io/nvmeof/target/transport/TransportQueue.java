@@ -57,6 +57,18 @@ public interface TransportQueue {
         return false;
     }
 
+    /**
+     * Bytes this connection keeps for itself beyond its request slots (receive buffers at their largest), counted in
+     * its memory reservation at Connect.
+     */
+    default long bufferedBytes() {
+        return 0;
+    }
+
+    /** A command of this queue gave back charged memory (see {@code SubmissionQueue.chargeData}): resume waiters. */
+    default void memoryFreed() {
+    }
+
     /** The listener this connection came through (which subsystems it exposes), or null when not known. */
     default io.nvmeof.target.core.ListenerInfo listener() {
         return null;
