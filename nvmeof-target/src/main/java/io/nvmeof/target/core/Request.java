@@ -22,8 +22,11 @@ public final class Request {
     private final int slot;
     private final SubmissionQueue sq;
 
-    private final UnsafeBuffer sqeBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(Command.LENGTH));
-    private final UnsafeBuffer cqeBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(Completion.LENGTH));
+    // On the heap: a direct buffer each would be a native allocation per slot at Connect (512 for a queue of 128) and
+    // as many cleaners for the JDK's one reference thread at disconnect, which falls behind under connection churn.
+    // Transports copy the SQE in and the CQE out through UnsafeBuffer, as fast from an array.
+    private final UnsafeBuffer sqeBuffer = new UnsafeBuffer(new byte[Command.LENGTH]);
+    private final UnsafeBuffer cqeBuffer = new UnsafeBuffer(new byte[Completion.LENGTH]);
     public final Command cmd = new Command().wrap(sqeBuffer, 0);
     public final FabricsCommand fabrics = new FabricsCommand().wrap(sqeBuffer, 0);
     public final SglDescriptor sgl = new SglDescriptor().wrap(sqeBuffer, Command.DPTR);

@@ -407,10 +407,21 @@ public final class RdmaQueue implements TransportQueue {
         sq.closed();
         registrar.deregister(receives);
         registrar.deregister(responses);
+        // Freed now rather than when a collection finds them: a host that reconnects in a loop would otherwise pile up
+        // direct memory (up to -XX:MaxDirectMemorySize) that the memory limits already count as given back. Nothing
+        // reads them after this: the queue is closed, so late completions and sends stop at the closed check, and the
+        // NIC can no longer reach them.
+        BufferUtil.free(receives);
+        BufferUtil.free(responses);
     }
 
     public boolean isClosed() {
         return closed;
+    }
+
+    @Override
+    public long bufferedBytes() {
+        return receives.capacity() + responses.capacity(); // what the NIC receives capsules into and sends CQEs from
     }
 
     @Override

@@ -54,6 +54,10 @@ final class InMemoryNic implements RdmaChannel, MemoryRegistrar {
 
     /** The host SENDs a capsule: it lands in the target's next posted receive. */
     void hostSend(byte[] capsule) {
+        if (disconnected) {
+            // Its receives may point at memory the target has freed since: a real NIC's queue pair takes nothing more.
+            throw new IllegalStateException("queue pair disconnected");
+        }
         Wr r = receives.poll();
         if (r == null) {
             throw new IllegalStateException("receiver not ready: no receive posted (RNR)");
