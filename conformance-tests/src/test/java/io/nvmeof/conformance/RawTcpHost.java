@@ -36,6 +36,8 @@ final class RawTcpHost implements AutoCloseable {
     boolean headerDigest;
     boolean dataDigest;
     int cid;
+    /** The controller an admin queue connected to (for its I/O queues' Connect); set by whoever connected it. */
+    int cntlid;
     private final Crc32c crc = new Crc32c();
 
     RawTcpHost(int port) throws IOException {
@@ -152,6 +154,11 @@ final class RawTcpHost implements AutoCloseable {
         } finally {
             socket.setSoTimeout(5000);
         }
+    }
+
+    /** How long reads wait (5 s unless set). */
+    void soTimeout(int ms) throws IOException {
+        socket.setSoTimeout(ms);
     }
 
     /** True when the target closed the connection (EOF within the timeout). */
