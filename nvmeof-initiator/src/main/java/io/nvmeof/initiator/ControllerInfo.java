@@ -5,8 +5,9 @@ import java.util.Arrays;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * The Identify Controller data a host needs, decoded. {@code mdts} is in bytes (0 = no limit); {@code ioccsz} and
- * {@code iorcsz} are in 16-byte units as on the wire; {@code raw} is a copy of the whole 4096-byte structure.
+ * The Identify Controller data a host needs, decoded. {@code mdts} is in bytes (0 = no limit; {@link Long#MAX_VALUE}
+ * when the limit is beyond a long); {@code ioccsz} and {@code iorcsz} are in 16-byte units as on the wire; {@code raw}
+ * is a copy of the whole 4096-byte structure.
  */
 public record ControllerInfo(int vid, int ssvid, String serial, String model, String firmware, int cntlid,
                              long version, long mdts, int maxcmd, long nn, long ioccsz, long iorcsz, int icdoff,
@@ -22,10 +23,16 @@ public record ControllerInfo(int vid, int ssvid, String serial, String model, St
         return raw.clone();
     }
 
-    /** Decodes Identify Controller data; {@code pageSize} is the controller's memory page size (from CAP.MPSMIN). */
+    /**
+     * Decodes Identify Controller data; {@code pageSize} is the controller's memory page size (from CAP.MPSMIN), a
+     * power of two. MDTS is a power of two of pages up to 2^255: one beyond a long is {@link Long#MAX_VALUE} (no
+     * limit in practice, as Linux takes such an MDTS), not what the shift would wrap to.
+     */
     public static ControllerInfo decode(byte[] data, long pageSize) {
         IdentifyController id = new IdentifyController().<IdentifyController>wrap(new UnsafeBuffer(data), 0);
-        long mdtsBytes = id.mdts() == 0 ? 0 : pageSize << id.mdts();
+        int mdts = id.mdts();
+        long mdtsBytes = mdts == 0 ? 0
+                : mdts >= Long.numberOfLeadingZeros(pageSize) ? Long.MAX_VALUE : pageSize << mdts;
         return new ControllerInfo(id.vid(), id.ssvid(), id.serialNumber(), id.modelNumber(), id.firmwareRevision(),
                 id.cntlid(), id.version(), mdtsBytes, id.maxcmd(), id.nn(), id.ioccsz(), id.iorcsz(), id.icdoff(),
                 id.sgls(), id.kas(), id.oncs(), id.subnqn(), id.controllerType(), data);

@@ -1,5 +1,7 @@
 package io.nvmeof.initiator;
 
+import io.nvmeof.protocol.fabrics.Nqn;
+
 /**
  * One record of the discovery log page (LID 70h), decoded. {@code trtype}: 1 RDMA, 3 TCP; {@code adrfam}: 1 IPv4,
  * 2 IPv6; {@code subtype}: 1 referral, 2 NVM subsystem, 3 current discovery subsystem.
@@ -7,11 +9,47 @@ package io.nvmeof.initiator;
 public record DiscoveryEntry(int trtype, int adrfam, int subtype, int treq, int portid, int cntlid, int asqsz,
                              String trsvcid, String subnqn, String traddr) {
 
-    /** This entry as a {@link TransportId} (TCP only), for connecting to it. */
+    /**
+     * This entry as a {@link TransportId} (TCP only), for connecting to it.
+     *
+     * @throws IllegalStateException when the entry is not for TCP (check {@link #trtype()} first)
+     * @throws NvmeofException       when the discovery controller sent an entry no connection can be made to: a
+     *                               TRSVCID that is not a TCP port, an empty TRADDR, an invalid SUBNQN
+     */
     public TransportId toTransportId() {
         if (trtype != io.nvmeof.protocol.log.DiscoveryLogEntry.TRTYPE_TCP) {
             throw new IllegalStateException("discovery entry for " + subnqn + " is not a TCP port (trtype " + trtype + ")");
         }
-        return new TransportId("tcp", traddr, Integer.parseInt(trsvcid.trim()), subnqn);
+        // The fields are the discovery controller's text: checked here, so what comes out connects or is refused
+        // for what it is, not with a NumberFormatException or connect's IllegalArgumentException.
+        String service = trsvcid.trim();
+        int port = service.matches("[0-9]{1,5}") ? Integer.parseInt(service) : -1;
+        if (port < 1 || port > 65535) {
+            throw new NvmeofException("discovery entry for " + quoted(subnqn) + " has TRSVCID " + quoted(trsvcid)
+                    + ", which is not a TCP port (1-65535)");
+        }
+        if (traddr.isBlank()) {
+            throw new NvmeofException("discovery entry for " + quoted(subnqn) + " has no TRADDR");
+        }
+        String why = Nqn.validate(subnqn);
+        if (why != null) {
+            throw new NvmeofException("discovery entry at " + quoted(traddr) + " port " + port + " has an invalid"
+                    + " SUBNQN " + quoted(subnqn) + ": " + why);
+        }
+        return new TransportId("tcp", traddr.trim(), port, subnqn);
+    }
+
+    /** A field as sent, quoted, with what is not printable ASCII escaped (it goes into a message). */
+    private static String quoted(String field) {
+        StringBuilder b = new StringBuilder(field.length() + 2).append('"');
+        for (int i = 0; i < field.length(); i++) {
+            char ch = field.charAt(i);
+            if (ch < 0x20 || ch > 0x7E || ch == '"' || ch == '\\') {
+                b.append(String.format("\\x%02x", (int) ch & 0xFF));
+            } else {
+                b.append(ch);
+            }
+        }
+        return b.append('"').toString();
     }
 }

@@ -65,6 +65,18 @@ public final class NvmeofController implements AutoCloseable {
     static final int ADMIN_QUEUE_DEPTH = 32;
     private static final int IDENTIFY_LENGTH = 4096;
     private static final int MAX_DISCOVERY_RETRIES = 10;
+    /**
+     * The most discovery log records read (16 MiB of log): a discovery service lists one record per subsystem port a
+     * host may use, thousands at most; a NUMREC beyond this is a corrupt page, not a log to allocate memory for.
+     */
+    static final int MAX_DISCOVERY_RECORDS = 16384;
+    /** NSID FFFFFFFFh: all namespaces, never one of them. */
+    private static final long BROADCAST_NSID = 0xFFFF_FFFFL;
+    /**
+     * The most active namespaces taken from a controller (64 pages of the list): each costs an Identify at every
+     * connect and rescan; Linux nvmet allows 1024 per subsystem. More is taken for a list that never ends.
+     */
+    static final int MAX_NAMESPACES = 65536;
     private static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(5);
 
     private final TransportId id;
@@ -298,21 +310,34 @@ public final class NvmeofController implements AutoCloseable {
         List<Long> nsids = new ArrayList<>();
         long after = 0;
         while (true) {
-            // CNS 02h lists active NSIDs greater than the given one, 1024 per page, zero-terminated.
+            // CNS 02h lists active NSIDs greater than the given one, in increasing order, 1024 per page,
+            // zero-terminated. The order is checked: a page that repeats itself would be asked for again forever.
             ByteBuffer list = ByteBuffer.wrap(identify(Opcodes.CNS_ACTIVE_NAMESPACE_LIST, after)).order(ByteOrder.LITTLE_ENDIAN);
             int n = 0;
+            long last = after;
             for (int i = 0; i < IDENTIFY_LENGTH / 4; i++) {
                 long nsid = list.getInt(i * 4) & 0xFFFF_FFFFL;
                 if (nsid == 0) {
                     break;
                 }
+                if (nsid == BROADCAST_NSID || nsid <= last) {
+                    throw new NvmeofException("controller " + id + " sent an invalid active namespace list (Identify"
+                            + " CNS 02h after NSID " + after + "): " + (nsid == BROADCAST_NSID
+                            ? "it lists NSID FFFFFFFFh, the broadcast value, which is no namespace"
+                            : "NSID " + nsid + " follows " + last + ", but the list must be in increasing order"));
+                }
+                if (nsids.size() == MAX_NAMESPACES) {
+                    throw new NvmeofException("controller " + id + " lists more than " + MAX_NAMESPACES + " active"
+                            + " namespaces; this initiator handles at most " + MAX_NAMESPACES);
+                }
                 nsids.add(nsid);
+                last = nsid;
                 n++;
             }
             if (n < IDENTIFY_LENGTH / 4) {
                 break;
             }
-            after = nsids.get(nsids.size() - 1);
+            after = last;
         }
         Map<Long, NamespaceHandle> map = new LinkedHashMap<>();
         for (long nsid : nsids) {
@@ -321,10 +346,22 @@ public final class NvmeofController implements AutoCloseable {
                 LOG.debug("{}: namespace {} reports size 0, skipped", id, nsid);
                 continue;
             }
-            int format = ns.flbas() & 0xF;
+            int format = ns.formatIndex(); // bits 6:5 too: a format above 15 is not the one bits 3:0 name
             int shift = ns.lbafDataSizeShift(format);
             if (shift < 9 || shift > 30) {
                 LOG.warn("{}: namespace {} has an unusable LBA data size 2^{}, skipped", id, nsid, shift);
+                continue;
+            }
+            if (1L << shift > maxTransfer) {
+                // No read or write of one block fits a command; Linux does not add such a namespace either.
+                LOG.warn("{}: namespace {} has blocks of {} bytes, more than one command may carry ({} bytes, MDTS);"
+                        + " skipped", id, nsid, 1 << shift, maxTransfer);
+                continue;
+            }
+            // NSZE is 64 bits: the size in bytes must fit a long (sizeBytes, byte offsets); no real namespace is near.
+            if (ns.nsze() < 0 || ns.nsze() > Long.MAX_VALUE >>> shift) {
+                LOG.warn("{}: namespace {} claims {} blocks of {} bytes, beyond 2^63 bytes; skipped", id, nsid,
+                        Long.toUnsignedString(ns.nsze()), 1 << shift);
                 continue;
             }
             if (ns.lbafMetadataSize(format) != 0 && (ns.flbas() & 0x10) != 0) {
@@ -482,11 +519,14 @@ public final class NvmeofController implements AutoCloseable {
                     && info == io.nvmeof.protocol.Features.AER_INFO_NS_ATTRIBUTE_CHANGED) {
                 rescanNamespaces();
             }
-            if (gen == generation && state.get() == ControllerState.CONNECTED) {
-                submitAsyncEventRequest(gen);
-            }
         } catch (NvmeofException e) {
             LOG.warn("{}: handling an asynchronous event: {}", id, e.getMessage());
+        } finally {
+            // Re-armed however this event's handling went, as Linux does: a log page or rescan the controller got
+            // wrong must not end its events until the next reconnect.
+            if (gen == generation && state.get() == ControllerState.CONNECTED && !closed.get()) {
+                submitAsyncEventRequest(gen);
+            }
         }
     }
 
@@ -834,11 +874,15 @@ public final class NvmeofController implements AutoCloseable {
             if (numrec == 0) {
                 return List.of();
             }
-            long total = DiscoveryLogHeader.LENGTH + numrec * DiscoveryLogEntry.LENGTH;
-            if (total > Integer.MAX_VALUE - 8) {
-                throw new NvmeofException("discovery log of " + id + " claims " + numrec + " records; refusing to read it");
+            // NUMREC is 64 bits: checked before it sizes anything (numrec * 1024 overflows from 2^53 on, and a large
+            // enough value would ask for gigabytes).
+            if (numrec < 0 || numrec > MAX_DISCOVERY_RECORDS) {
+                throw new NvmeofException("discovery log of " + id + " claims " + Long.toUnsignedString(numrec)
+                        + " records (NUMREC); more than " + MAX_DISCOVERY_RECORDS + " is taken for a corrupt log page"
+                        + " and not read");
             }
-            UnsafeBuffer log = new UnsafeBuffer(getLogPage(Opcodes.LOG_DISCOVERY, 0, (int) total, 0));
+            int total = DiscoveryLogHeader.LENGTH + (int) numrec * DiscoveryLogEntry.LENGTH;
+            UnsafeBuffer log = new UnsafeBuffer(getLogPage(Opcodes.LOG_DISCOVERY, 0, total, 0));
             DiscoveryLogHeader h2 = new DiscoveryLogHeader().wrap(log, 0);
             if (h2.genctr() != genctr || h2.numrec() != numrec) {
                 LOG.debug("{}: discovery log changed while reading (genctr {} -> {}), retrying", id, genctr, h2.genctr());

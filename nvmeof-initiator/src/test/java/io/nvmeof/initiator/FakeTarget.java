@@ -79,6 +79,12 @@ final class FakeTarget implements AutoCloseable {
     volatile long r2tDelayMs = 800;
     /** Reads every PDU and answers none, keeping the connections open (as a SIGSTOPped target). */
     volatile boolean hung;
+    /**
+     * Edits admin data before it is sent, as a misbehaving controller would: called with "identify-controller",
+     * "namespace-list", "identify-namespace" or "discovery-log" and the bytes (the whole log, before the requested
+     * part is cut from it).
+     */
+    volatile java.util.function.BiConsumer<String, byte[]> edit = (what, data) -> { };
     /** Closes every new connection at once (a target that is down). */
     volatile boolean refuse;
     private final List<Conn> conns = Collections.synchronizedList(new ArrayList<>());
@@ -448,6 +454,7 @@ final class FakeTarget implements AutoCloseable {
                     c.respond(cid, Status.INVALID_FIELD | Status.DNR, 0);
                     return;
                 }
+                edit.accept(cns == 1 ? "identify-controller" : cns == 2 ? "namespace-list" : "identify-namespace", d);
                 c.sendData(cid, d, 0, d.length, readSuccessFlag);
                 break;
             }
@@ -486,6 +493,7 @@ final class FakeTarget implements AutoCloseable {
                             .trsvcid(i == 0 ? "8009" : "4420").traddr("127.0.0.1")
                             .subnqn(i == 0 ? Nqn.DISCOVERY : NQN);
                 }
+                edit.accept("discovery-log", log);
                 byte[] out = new byte[len];
                 if (off < log.length) {
                     System.arraycopy(log, (int) off, out, 0, (int) Math.min(len, log.length - off));

@@ -57,6 +57,15 @@ public final class IdentifyNamespace extends Flyweight {
         return this;
     }
 
+    /**
+     * Index of the LBA format in use: FLBAS bits 3:0, with bits 6:5 as its two high bits (NVMe 2.0 allows 64
+     * formats), as Linux's nvme_lbaf_index reads it.
+     */
+    public int formatIndex() {
+        int flbas = flbas();
+        return (flbas & 0xF) | (flbas & 0x60) >>> 1;
+    }
+
     /** Block size in bytes of the LBA format in use. */
-    public int blockSize() { return 1 << lbafDataSizeShift(flbas() & 0xF); }
+    public int blockSize() { return 1 << lbafDataSizeShift(formatIndex()); }
 }
