@@ -307,41 +307,58 @@ public final class NvmeofController implements AutoCloseable {
      * anything changed.
      */
     private boolean identifyNamespaces() {
-        List<Long> nsids = new ArrayList<>();
+        // CNS 02h lists active NSIDs greater than the given one, in increasing order, 1024 per page, zero-terminated.
+        // A list that breaks the rules is taken as Linux takes it (each NSID it names is scanned), less what cannot be
+        // a namespace: the broadcast NSID and repeats. Paging goes on from the highest NSID seen, and stops at a full
+        // page with nothing beyond the last one, which would otherwise be asked for again forever.
+        java.util.TreeSet<Long> nsids = new java.util.TreeSet<>();
         long after = 0;
+        String oddity = null;
         while (true) {
-            // CNS 02h lists active NSIDs greater than the given one, in increasing order, 1024 per page,
-            // zero-terminated. The order is checked: a page that repeats itself would be asked for again forever.
             ByteBuffer list = ByteBuffer.wrap(identify(Opcodes.CNS_ACTIVE_NAMESPACE_LIST, after)).order(ByteOrder.LITTLE_ENDIAN);
             int n = 0;
-            long last = after;
+            long highest = after;
             for (int i = 0; i < IDENTIFY_LENGTH / 4; i++) {
                 long nsid = list.getInt(i * 4) & 0xFFFF_FFFFL;
                 if (nsid == 0) {
                     break;
                 }
-                if (nsid == BROADCAST_NSID || nsid <= last) {
-                    throw new NvmeofException("controller " + id + " sent an invalid active namespace list (Identify"
-                            + " CNS 02h after NSID " + after + "): " + (nsid == BROADCAST_NSID
-                            ? "it lists NSID FFFFFFFFh, the broadcast value, which is no namespace"
-                            : "NSID " + nsid + " follows " + last + ", but the list must be in increasing order"));
+                n++;
+                if (nsid == BROADCAST_NSID) {
+                    oddity = "NSID FFFFFFFFh (the broadcast value, no namespace) listed; skipped";
+                    continue;
                 }
-                if (nsids.size() == MAX_NAMESPACES) {
+                if (nsid <= after || !nsids.add(nsid)) {
+                    oddity = "NSID " + nsid + " out of order or listed twice (the list must increase)";
+                    continue;
+                }
+                if (nsids.size() > MAX_NAMESPACES) {
                     throw new NvmeofException("controller " + id + " lists more than " + MAX_NAMESPACES + " active"
                             + " namespaces; this initiator handles at most " + MAX_NAMESPACES);
                 }
-                nsids.add(nsid);
-                last = nsid;
-                n++;
+                highest = Math.max(highest, nsid);
             }
-            if (n < IDENTIFY_LENGTH / 4) {
+            if (n < IDENTIFY_LENGTH / 4 || highest == after) {
                 break;
             }
-            after = last;
+            after = highest;
+        }
+        if (oddity != null) {
+            LOG.warn("{}: the active namespace list breaks the specification's rules: {}", id, oddity);
         }
         Map<Long, NamespaceHandle> map = new LinkedHashMap<>();
         for (long nsid : nsids) {
-            IdentifyNamespace ns = new IdentifyNamespace().<IdentifyNamespace>wrap(new UnsafeBuffer(identify(Opcodes.CNS_NAMESPACE, nsid)), 0);
+            byte[] data;
+            try {
+                data = identify(Opcodes.CNS_NAMESPACE, nsid);
+            } catch (NvmeStatusException e) {
+                // The controller refused this one namespace (removed since the list, or listed by mistake): the others
+                // are still served, as Linux skips a namespace whose Identify fails. Transport errors still fail.
+                LOG.warn("{}: namespace {} listed as active but its Identify failed ({}); skipped", id, nsid,
+                        e.getMessage());
+                continue;
+            }
+            IdentifyNamespace ns = new IdentifyNamespace().<IdentifyNamespace>wrap(new UnsafeBuffer(data), 0);
             if (ns.nsze() == 0) {
                 LOG.debug("{}: namespace {} reports size 0, skipped", id, nsid);
                 continue;
