@@ -50,7 +50,9 @@ public final class AdminServer implements AutoCloseable {
                     + " loopback address, only with TLS: give a PEM certificate and key (--admin-tls-cert,"
                     + " --admin-tls-key), or listen on 127.0.0.1 and reach it through an SSH tunnel");
         }
-        HttpServerOptions serverOptions = new HttpServerOptions();
+        // HTTP/1.1 (no h2c upgrade): a request asking for the upgrade whose headers were past the limit went
+        // unanswered, and the API gains nothing from HTTP/2 over loopback.
+        HttpServerOptions serverOptions = new HttpServerOptions().setHttp2ClearTextEnabled(false);
         if (options.tls() != null) {
             serverOptions.setSsl(true).setKeyCertOptions(pem(options.tls()));
         }
@@ -62,6 +64,7 @@ public final class AdminServer implements AutoCloseable {
                     new org.yaml.snakeyaml.Yaml().<java.util.Map<String, Object>>load(contractText))).await();
             Router router = router(vertx, contract, live, paths, options.token(), contractText);
             HttpServer server = vertx.createHttpServer(serverOptions).requestHandler(router)
+                    .invalidRequestHandler(r -> invalidRequest(r, serverOptions))
                     .listen(options.port(), options.host()).await();
             LOG.info("admin API on {}://{}:{}/api/v1 (OpenAPI at /openapi.yaml)", options.tls() != null ? "https" : "http",
                     options.host(), server.actualPort());
@@ -104,10 +107,24 @@ public final class AdminServer implements AutoCloseable {
         }
         Router api = rb.createRouter();
         Router root = Router.router(vertx);
-        root.route().handler(BodyHandler.create().setBodyLimit(BODY_LIMIT));
         byte[] expected = ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
-        Metrics metrics = new Metrics(live);
+        // The server's own resources take GET only; the API's router, which gets the rest, knows no such path (404).
+        for (String own : new String[] {"/metrics", "/openapi.yaml"}) {
+            root.route(own).handler(rc -> {
+                if (rc.request().method() == io.vertx.core.http.HttpMethod.GET) {
+                    rc.next();
+                } else {
+                    notAllowed(rc, "GET");
+                }
+            });
+        }
+        // The token first: a client without it gets 401 before any body of its is read or parsed.
+        root.route("/api/*").handler(rc -> checkToken(rc, expected));
         root.get("/metrics").handler(rc -> checkToken(rc, expected));
+        root.route().handler(AdminServer::refuseOtherMediaTypes);
+        // No file uploads: the API takes JSON only (the default handler would write multipart files to file-uploads/).
+        root.route().handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT));
+        Metrics metrics = new Metrics(live);
         root.get("/metrics").blockingHandler(rc -> {
             try {
                 rc.response().putHeader("Content-Type", metrics.contentType()).end(metrics.scrape());
@@ -116,14 +133,89 @@ public final class AdminServer implements AutoCloseable {
             }
         });
         root.get("/openapi.yaml").handler(rc -> rc.response().putHeader("Content-Type", "application/yaml").end(contractText));
-        root.route("/api/*").handler(rc -> checkToken(rc, expected));
         root.route("/*").subRouter(api);
         root.route().failureHandler(Problems::handle);
         root.errorHandler(404, rc -> Problems.send(rc, 404, Problems.body(404, "Not Found",
                 "no resource at " + rc.request().path() + " (see /openapi.yaml)")));
-        root.errorHandler(405, rc -> Problems.send(rc, 405, Problems.body(405, "Method Not Allowed",
-                rc.request().method() + " is not allowed on " + rc.request().path())));
+        // An API path the contract has with another method: Allow names those it has (RFC 9110 requires it on a 405).
+        root.errorHandler(405, rc -> {
+            String allow = null;
+            try {
+                io.vertx.openapi.contract.Path p = contract.findPath(rc.request().path());
+                allow = p == null ? null : String.join(", ", p.getOperations().stream()
+                        .map(o -> o.getHttpMethod().name()).sorted().toList());
+            } catch (RuntimeException e) {
+                // the client's path, matched against the contract's templates: without Allow rather than a 500
+            }
+            notAllowed(rc, allow);
+        });
         return root;
+    }
+
+    /** 405, with the methods the path takes when known ({@code allow}: the Allow header's value). */
+    private static void notAllowed(RoutingContext rc, String allow) {
+        if (allow != null) {
+            rc.response().putHeader("Allow", allow);
+        }
+        Problems.send(rc, 405, Problems.body(405, "Method Not Allowed", rc.request().method() + " is not allowed on "
+                + rc.request().path() + (allow != null ? "; use " + allow : "")));
+    }
+
+    /**
+     * A body in another format than JSON is refused (415) before the body handler reads it: the API takes JSON only,
+     * the handler would decode a form (and throws for a GET or TRACE carrying a form's Content-Type, which is therefore
+     * refused even without a body), and curl -d sends a form unless told otherwise: the answer says which header to
+     * send, where the contract's validation only said the body's format is not supported. JSON's media type is passed
+     * on in lower case.
+     */
+    private static void refuseOtherMediaTypes(RoutingContext rc) {
+        String type = rc.request().getHeader("Content-Type");
+        String media = type == null ? "" : type.split(";", 2)[0].strip().toLowerCase(java.util.Locale.ROOT);
+        boolean form = media.equals("application/x-www-form-urlencoded") || media.startsWith("multipart/");
+        String length = rc.request().getHeader("Content-Length");
+        boolean body = length != null ? !length.strip().equals("0") : rc.request().getHeader("Transfer-Encoding") != null;
+        if (form || body && !media.equals("application/json")) {
+            Problems.send(rc, 415, Problems.body(415, "Unsupported Media Type", "the admin API takes JSON bodies, not "
+                    + (media.isEmpty() ? "a body without a Content-Type" : media) + ": send them with Content-Type:"
+                    + " application/json (with curl: -H 'Content-Type: application/json', since -d alone sends a form)"));
+            return;
+        }
+        if (media.equals("application/json") && !type.strip().startsWith(media)) {
+            // Media types are case-insensitive (RFC 9110), the contract's validation compares them as written.
+            int semi = type.indexOf(';');
+            rc.request().headers().set("Content-Type", media + (semi < 0 ? "" : type.substring(semi)));
+        }
+        rc.next();
+    }
+
+    /**
+     * What the HTTP decoder refuses before any route sees it: a request line or headers past the server's limits, or
+     * bytes that are no HTTP request. Answered as a problem like every other error (Vert.x's own handler answers with
+     * an empty body, or only closes), then the connection is closed: after such a request its framing is lost.
+     */
+    private static void invalidRequest(io.vertx.core.http.HttpServerRequest request, HttpServerOptions limits) {
+        Throwable cause = request.decoderResult().cause();
+        int status;
+        String title;
+        String detail;
+        if (cause instanceof io.netty.handler.codec.http.TooLongHttpLineException) {
+            status = 414;
+            title = "URI Too Long";
+            detail = "the request line is longer than the API accepts (" + limits.getMaxInitialLineLength()
+                    + " bytes): shorten the path or query (an NQN has at most 223 bytes)";
+        } else if (cause instanceof io.netty.handler.codec.http.TooLongHttpHeaderException) {
+            status = 431;
+            title = "Request Header Fields Too Large";
+            detail = "the request's headers are larger than the API accepts (" + limits.getMaxHeaderSize()
+                    + " bytes in all): send fewer or shorter headers";
+        } else {
+            status = 400;
+            title = "Bad Request";
+            detail = "not a valid HTTP/1.1 request" + (cause != null && cause.getMessage() != null
+                    ? ": " + cause.getMessage() : "");
+        }
+        request.response().setStatusCode(status).putHeader("Content-Type", Problems.PROBLEM_JSON)
+                .putHeader("Connection", "close").end(Problems.body(status, title, detail).encode());
     }
 
     /** Constant-time comparison of the Authorization header with the expected bearer value. */

@@ -27,7 +27,12 @@ final class PathPolicy {
             throw refuse("file-backed namespaces cannot be created over the API unless the target was started with"
                     + " --allow-dir DIR; start it so, and give a path under DIR");
         }
-        Path p = Path.of(path);
+        Path p;
+        try {
+            p = Path.of(path);
+        } catch (java.nio.file.InvalidPathException e) { // a NUL character, for one: the client's string, not a bug
+            throw refuse("path '" + path + "' is not a valid path: " + e.getReason());
+        }
         if (!p.isAbsolute()) {
             throw refuse("path '" + path + "' must be absolute");
         }

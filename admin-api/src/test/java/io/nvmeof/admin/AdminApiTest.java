@@ -78,6 +78,20 @@ class AdminApiTest {
         return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
+    /** A request with the given Content-Type (null: none) and body, as any client could send. */
+    private HttpResponse<String> send(String method, String path, String contentType, String body, String bearer)
+            throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin.port() + path))
+                .method(method, HttpRequest.BodyPublishers.ofString(body));
+        if (contentType != null) {
+            b.header("Content-Type", contentType);
+        }
+        if (bearer != null) {
+            b.header("Authorization", "Bearer " + bearer);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     private HttpResponse<String> call(String method, String path, String body) throws Exception {
         return call(method, path, body, token);
     }
@@ -391,6 +405,237 @@ class AdminApiTest {
         HttpResponse<String> spdk = call("GET", "/api/v1/config?format=spdk", null);
         assertEquals(200, spdk.statusCode());
         assertTrue(spdk.body().contains("nvmf_subsystem_add_ns"), spdk.body());
+    }
+
+    /**
+     * A refused namespace leaves the files as they were (AdminApiFuzzTest's finding 1): a file the refused request
+     * created is gone, one it grew has its length back, whether the refusal comes from the file backend itself (a new
+     * file without a size), from the namespace (smaller than one block), from a later namespace of the same new
+     * subsystem, or from a later step of an import (a port taken).
+     */
+    @Test
+    void aRefusedNamespaceLeavesTheFilesAsTheyWere() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+        String namespaces = "/api/v1/subsystems/" + NQN + "/namespaces";
+        Path noSize = dir.resolve("images/no-size.img");
+        problem(call("POST", namespaces, "{\"backend\":\"file\",\"path\":\"" + noSize + "\"}"), 400, "give the namespace a size");
+        assertFalse(Files.exists(noSize), "the refused namespace's new file is removed");
+        Path tiny = dir.resolve("images/tiny.img");
+        problem(call("POST", namespaces, "{\"backend\":\"file\",\"path\":\"" + tiny + "\",\"size\":\"100\"}"), 400,
+                "smaller than one block");
+        assertFalse(Files.exists(tiny), "the refused namespace's new file is removed");
+        Path old = dir.resolve("images/old.img");
+        Files.write(old, new byte[256]);
+        problem(call("POST", namespaces, "{\"backend\":\"file\",\"path\":\"" + old + "\",\"size\":\"300\"}"), 400,
+                "smaller than one block");
+        assertEquals(256, Files.size(old), "the refused namespace's existing file keeps its length");
+
+        Path first = dir.resolve("images/first.img");
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"nqn.2026-12.io.nvmeof:two\",\"namespaces\":[{\"backend\":"
+                + "\"file\",\"path\":\"" + first + "\",\"size\":\"1MiB\"},{\"size\":\"100\"}]}"), 400, "smaller than one block");
+        assertFalse(Files.exists(first), "the file of the refused subsystem's first namespace is removed");
+
+        Path imported = dir.resolve("images/imported.img");
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            problem(call("POST", "/api/v1/config/import?mode=merge", "{\"subsystems\":[{\"nqn\":\"nqn.2026-12.io.nvmeof:three\","
+                    + "\"namespaces\":[{\"backend\":\"file\",\"path\":\"" + imported + "\",\"size\":\"1MiB\"}]}],\"listeners\":"
+                    + "[{\"address\":\"127.0.0.1\",\"port\":" + taken.getLocalPort() + "}]}"), 409, "");
+        }
+        assertFalse(Files.exists(imported), "the file of the undone import's namespace is removed");
+        assertEquals(List.of(), json(call("GET", namespaces, null)).findValuesAsText("nsid"), "nothing was added");
+    }
+
+    /**
+     * Form bodies (AdminApiFuzzTest's finding 2): the API takes JSON only, and says so (415) before reading a form.
+     * A form Content-Type on a GET or TRACE made the body handler throw (500), and a multipart upload, even without
+     * the token, was written to disk (file-uploads/ in the working directory, never removed). A form post is also
+     * what curl -d sends by default: the answer names the header to send, as for a body in any other format.
+     */
+    @Test
+    void formBodiesAreRefusedBeforeTheyAreRead() throws Exception {
+        for (String type : List.of("application/x-www-form-urlencoded", "multipart/form-data; boundary=b",
+                "Multipart/Mixed; boundary=b")) {
+            for (String method : List.of("GET", "TRACE", "DELETE")) {
+                problem(send(method, "/api/v1/subsystems/" + NQN, type, "", token), 415, "Content-Type: application/json");
+            }
+            problem(send("GET", "/health", type, "", null), 415, "Content-Type: application/json");
+        }
+        problem(send("POST", "/api/v1/subsystems", "application/x-www-form-urlencoded", "{\"nqn\":\"" + NQN + "\"}", token),
+                415, "-H 'Content-Type: application/json'");
+        problem(send("GET", "/api/v1/subsystems", "multipart/form-data; boundary=b", "", null), 401, "Bearer");
+        // Any other format, or none, for a body: the contract's validation said only "not supported", and it did so
+        // for JSON's media type in capitals too (media types are case-insensitive).
+        String body = "{\"nqn\":\"" + NQN + "\"}";
+        problem(send("POST", "/api/v1/subsystems", "text/plain", body, token), 415, "not text/plain");
+        problem(send("POST", "/api/v1/subsystems", null, body, token), 415, "send them with Content-Type: application/json");
+        assertEquals(201, send("POST", "/api/v1/subsystems", "Application/JSON; charset=utf-8", body, token).statusCode());
+        assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN, null).statusCode());
+
+        Path uploads = Path.of(io.vertx.ext.web.handler.BodyHandler.DEFAULT_UPLOADS_DIRECTORY).toAbsolutePath();
+        List<Path> before = listing(uploads);
+        String upload = "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"x.txt\"\r\n"
+                + "Content-Type: text/plain\r\n\r\nwritten to disk\r\n--b--\r\n";
+        for (String path : List.of("/health", "/openapi.yaml", "/nothing")) {
+            HttpResponse<String> r = send("POST", path, "multipart/form-data; boundary=b", upload, null);
+            assertEquals(Problems.PROBLEM_JSON, r.headers().firstValue("Content-Type").orElse(""), r.body());
+            assertTrue(r.statusCode() >= 400 && r.statusCode() < 500, r.statusCode() + " " + r.body());
+        }
+        assertEquals(before, listing(uploads), "no upload was written to " + uploads);
+        assertEquals(404, call("GET", "/api/v1/subsystems/" + NQN, null).statusCode(), "nothing was created");
+    }
+
+    /**
+     * Requests the HTTP decoder refuses before routing (AdminApiFuzzTest's finding 3): a request line or headers past
+     * the server's limits, and a request that is not HTTP, were answered with an empty body (or none) instead of a
+     * problem saying what to change; with an HTTP/2 upgrade asked for (h2c), headers past the limit got no answer.
+     */
+    @Test
+    void requestsRefusedBeforeRoutingAreProblemsToo() throws Exception {
+        HttpResponse<String> longPath = call("DELETE", "/api/v1/subsystems/" + NQN + "x".repeat(5000), null, null);
+        problem(longPath, 414, "shorten");
+        // The JDK client asks to upgrade to HTTP/2 (h2c) by default: such a request then went unanswered (a hang).
+        HttpResponse<String> bigHeaders = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin.port()
+                + "/health")).timeout(Duration.ofSeconds(10)).header("X-Padding", "p".repeat(10_000)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        problem(bigHeaders, 431, "headers");
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", admin.port())) {
+            s.setSoTimeout(5000);
+            s.getOutputStream().write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: lots\r\n\r\n"
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            String answer = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertTrue(answer.startsWith("HTTP/1.1 400 "), answer);
+            assertTrue(answer.contains("Content-Type: application/problem+json"), answer);
+            assertTrue(answer.contains("not a valid HTTP/1.1 request"), answer);
+        }
+        assertEquals(200, call("GET", "/health", null, null).statusCode(), "the server goes on");
+    }
+
+    /**
+     * Another method than GET on the server's own resources (AdminApiFuzzTest's finding 4): /metrics and /openapi.yaml
+     * answered 404 "no resource at /metrics" for a resource that exists; it is 405 saying which method to use, as for
+     * the API's own paths.
+     */
+    @Test
+    void otherMethodsOnTheServersOwnResourcesAreNotAllowed() throws Exception {
+        for (String path : List.of("/metrics", "/openapi.yaml", "/health", "/api/v1/statistics")) {
+            for (String method : List.of("POST", "PUT", "DELETE", "PATCH", "TRACE")) {
+                HttpResponse<String> r = send(method, path, null, "", token);
+                problem(r, 405, method + " is not allowed on " + path);
+                assertEquals("GET", r.headers().firstValue("Allow").orElse(""), method + " " + path);
+            }
+        }
+        HttpResponse<String> put = send("PUT", "/api/v1/subsystems/" + NQN, "application/json", "{}", token);
+        problem(put, 405, "use DELETE, GET, PATCH");
+        assertEquals("DELETE, GET, PATCH", put.headers().firstValue("Allow").orElse(""));
+        assertEquals(401, send("TRACE", "/api/v1/statistics", null, "", null).statusCode(), "the token first");
+    }
+
+    /**
+     * An imported document with a null where a subsystem, a namespace or a listener belongs (AdminApiFuzzTest's
+     * finding 5): the import threw a NullPointerException (500); it is refused naming the place, and changes nothing.
+     */
+    @Test
+    void anImportWithNullEntriesIsRefusedSayingWhere() throws Exception {
+        String before = call("GET", "/api/v1/config", null).body();
+        String sub = "{\"nqn\":\"" + NQN + "\",\"namespaces\":[{\"size\":\"1MiB\"}]}";
+        String listener = "{\"address\":\"127.0.0.1\",\"port\":0}";
+        for (String mode : List.of("replace", "merge")) {
+            problem(call("POST", "/api/v1/config/import?mode=" + mode, "{\"subsystems\":[" + sub + ",null],\"listeners\":["
+                    + listener + "]}"), 400, "subsystems[1] is null");
+            problem(call("POST", "/api/v1/config/import?mode=" + mode, "{\"subsystems\":[{\"nqn\":\"" + NQN
+                    + "\",\"namespaces\":[null]}],\"listeners\":[" + listener + "]}"), 400, "namespaces[0] is null");
+            problem(call("POST", "/api/v1/config/import?mode=" + mode + "&dryRun=true", "{\"subsystems\":[" + sub
+                    + "],\"listeners\":[null," + listener + "]}"), 400, "listeners[0] is null");
+        }
+        assertEquals(before, call("GET", "/api/v1/config", null).body(), "nothing changed");
+    }
+
+    /**
+     * A replacing import that gives a listener's id to a new one (AdminApiFuzzTest's finding 6). The old listener was
+     * closed while the import prepared, so when a later step failed the import had to bind its port again: its hosts
+     * had been disconnected by an import that answered "nothing was changed", and when the port had been taken
+     * meanwhile (any process's connection may get a freed port) the target was left without the listener. It is now
+     * closed only when the import commits. And a listener without an id no longer takes one a later listener of the
+     * same document names (both were bound, one missing from the document).
+     */
+    @Test
+    void aFailedImportLeavesTheListenersAndTheirHostsAlone() throws Exception {
+        String before = call("GET", "/api/v1/config", null).body();
+        int port = target.tcpPort(0);
+        ConnectOptions o = ConnectOptions.builder().reconnectDelay(Duration.ofSeconds(30)).build();
+        try (NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, TargetConfig.DEFAULT_NQN), o)) {
+            problem(call("POST", "/api/v1/config/import?mode=replace", "{\"listeners\":[{\"address\":\"127.0.0.1\","
+                    + "\"port\":0},{\"id\":1,\"address\":\"127.0.0.1\",\"port\":0,\"inlineDataSize\":-1}]}"), 400,
+                    "inlineDataSize");
+            assertEquals(before, call("GET", "/api/v1/config", null).body(), "nothing changed");
+            Thread.sleep(200);
+            assertTrue(c.isConnected(), "the host's association was left alone: " + c.state());
+            c.namespace(1).read(0, 1, ByteBuffer.allocateDirect(512)).get(5, TimeUnit.SECONDS);
+        }
+
+        com.fasterxml.jackson.databind.node.ObjectNode doc = (com.fasterxml.jackson.databind.node.ObjectNode) json(call("GET",
+                "/api/v1/config", null));
+        doc.set("listeners", JSON.readTree("[{\"address\":\"127.0.0.1\",\"port\":0},{\"id\":1,\"address\":"
+                + "\"127.0.0.1\",\"port\":0}]"));
+        HttpResponse<String> r = call("POST", "/api/v1/config/import?mode=replace", doc.toString());
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode listeners = json(call("GET", "/api/v1/listeners", null));
+        assertEquals(List.of("1", "2"), listeners.findValuesAsText("id").stream().sorted().toList(), listeners.toString());
+        assertEquals(2, target.core().listeners().size(), "every listener bound is in the document");
+        int first = listeners.get(0).get("id").asInt() == 1 ? listeners.get(0).get("port").asInt()
+                : listeners.get(1).get("port").asInt();
+        doc.set("listeners", JSON.readTree("[{\"address\":\"127.0.0.1\",\"port\":" + first + "},{\"id\":1,\"address\":"
+                + "\"127.0.0.1\",\"port\":0}]"));
+        problem(call("POST", "/api/v1/config/import?mode=replace", doc.toString()), 400,
+                "listener id 1 is taken by the listener the document keeps");
+    }
+
+    /**
+     * A path the file system cannot hold (AdminApiFuzzTest's finding 7): a NUL character made the directory policy
+     * throw InvalidPathException (500); it is refused saying so, for a new namespace, a new subsystem and an import.
+     */
+    @Test
+    void aPathWithANulCharacterIsRefused() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+        String bad = dir.resolve("images") + "/a\\u0000b.img";
+        problem(call("POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"path\":\"" + bad + "\",\"size\":\"1MiB\"}"),
+                400, "not a valid path");
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"nqn.2026-12.io.nvmeof:nul\",\"namespaces\":[{\"backend\":"
+                + "\"file\",\"path\":\"" + bad + "\",\"size\":\"1MiB\"}]}"), 400, "not a valid path");
+        problem(call("POST", "/api/v1/config/import?mode=merge", "{\"subsystems\":[{\"nqn\":\"nqn.2026-12.io.nvmeof:nul\","
+                + "\"namespaces\":[{\"path\":\"" + bad + "\",\"size\":\"1MiB\"}]}]}"), 400, "not a valid path");
+        assertEquals(0, json(call("GET", "/api/v1/subsystems/" + NQN + "/namespaces", null)).size(), "nothing was added");
+    }
+
+    /**
+     * A subsystem a listener names (AdminApiFuzzTest's finding 8): deleting it left the listener naming a subsystem
+     * that no longer exists, and the exported document no longer imported ("not in the target after this import"),
+     * so the state could not be restored from its own export. It is refused until the listener goes, as an import
+     * that would do the same is.
+     */
+    @Test
+    void aSubsystemAListenerNamesIsNotDeletedUnderIt() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+        HttpResponse<String> added = call("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":0,"
+                + "\"subsystems\":[\"" + NQN + "\"]}");
+        assertEquals(201, added.statusCode(), added.body());
+        int id = json(added).get("id").asInt();
+        problem(call("DELETE", "/api/v1/subsystems/" + NQN, null), 409, "listener " + id);
+        String export = call("GET", "/api/v1/config", null).body();
+        HttpResponse<String> again = call("POST", "/api/v1/config/import?mode=replace&dryRun=true", export);
+        assertEquals(200, again.statusCode(), again.body());
+        assertEquals(0, json(again).get("changes").size(), again.body());
+        assertEquals(204, call("DELETE", "/api/v1/listeners/" + id, null).statusCode());
+        assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN, null).statusCode());
+    }
+
+    private static List<Path> listing(Path dir) throws java.io.IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            return s.sorted().toList();
+        }
     }
 
     /** A file namespace grown over REST: the connected host sees the new size after the event and can use it. */

@@ -110,7 +110,11 @@ final class ConfigurationImport {
         globals(doc);
         List<SubsystemConfig> subs = doc.subsystems() != null ? doc.subsystems() : List.of();
         Set<String> named = new HashSet<>();
-        for (SubsystemConfig s : subs) {
+        for (int i = 0; i < subs.size(); i++) {
+            SubsystemConfig s = subs.get(i);
+            if (s == null) { // JSON null in the list (found by AdminApiFuzzTest)
+                throw invalid("subsystems[" + i + "] is null: describe a subsystem there (at least its nqn) or remove it");
+            }
             LiveConfiguration.checkSubsystem(s);
             if (!named.add(s.nqn())) {
                 throw invalid("subsystem " + s.nqn() + " is in the document twice");
@@ -185,7 +189,7 @@ final class ConfigurationImport {
 
             @Override
             public void undo() {
-                built.namespaces().forEach(target::release);
+                built.namespaces().forEach(target::discard);
             }
 
             @Override
@@ -319,7 +323,7 @@ final class ConfigurationImport {
 
             @Override
             public void undo() {
-                opened.forEach(target::release);
+                opened.forEach(target::discard);
             }
 
             @Override
@@ -369,7 +373,7 @@ final class ConfigurationImport {
 
             @Override
             public void undo() {
-                target.release(opened);
+                target.discard(opened);
             }
 
             @Override
@@ -385,7 +389,11 @@ final class ConfigurationImport {
         List<ListenerConfig> wanted = new ArrayList<>();
         Set<Integer> ids = new HashSet<>();
         Set<String> endpoints = new HashSet<>();
-        for (ListenerConfig l : doc) {
+        for (int i = 0; i < doc.size(); i++) {
+            ListenerConfig l = doc.get(i);
+            if (l == null) {
+                throw invalid("listeners[" + i + "] is null: describe a listener there (at least its address) or remove it");
+            }
             ListenerConfig n = LiveConfiguration.normalizeListener(l);
             if (n.id() != null && !ids.add(n.id())) {
                 throw invalid("listener id " + n.id() + " is in the document twice");
@@ -425,21 +433,48 @@ final class ConfigurationImport {
             }
             toAdd.add(n);
         }
+        for (ListenerConfig n : toAdd) {
+            if (n.id() != null && kept.contains(n.id())) {
+                throw invalid("listener id " + n.id() + " is taken by the listener the document keeps on "
+                        + endpoint(current.get(n.id())) + "; choose another id");
+            }
+        }
         Set<Integer> removed = new HashSet<>();
         if (mode == ImportMode.REPLACE) {
             if (wanted.isEmpty()) {
                 throw invalid("the document has no listeners: hosts could not reach the target; keep at least one");
             }
-            // Listeners the document drops, or whose port or id a new one takes, go before the new ones bind.
+            Set<String> wantedEndpoints = new HashSet<>();
+            for (ListenerConfig n : toAdd) {
+                if (n.port() != 0) {
+                    wantedEndpoints.add(endpoint(n));
+                }
+            }
             for (ListenerConfig c : current.values()) {
                 if (!kept.contains(c.id())) {
                     removed.add(c.id());
-                    steps.add(removeListenerStep(c));
+                    if (wantedEndpoints.contains(endpoint(c))) {
+                        // A new listener wants its port: it goes before the new ones bind.
+                        steps.add(removeListenerStep(c));
+                    } else {
+                        // Dropped, or its id given to a new one: it serves its hosts until the import commits, so a
+                        // failed import never has to bind its port again (which another process may have taken).
+                        steps.add(commitOnly("remove listener " + c.id() + " (" + endpoint(c) + "; its connections end)",
+                                () -> {
+                                    target.removeListener(c.id(), c.port());
+                                    live.listeners.remove(c.id());
+                                }));
+                    }
                 }
             }
         }
         Set<Integer> taken = new HashSet<>(current.keySet());
         taken.removeAll(removed);
+        for (ListenerConfig n : toAdd) {
+            if (n.id() != null) {
+                taken.add(n.id()); // named in the document: not given to one without an id
+            }
+        }
         for (ListenerConfig n : toAdd) {
             int id = n.id() != null ? n.id() : freeId(taken);
             taken.add(id);
@@ -465,8 +500,8 @@ final class ConfigurationImport {
 
             @Override
             public void prepare() {
-                // Before any new listener binds: it may want this one's port or id.
-                target.removeListener(c.id());
+                // Before any new listener binds: it wants this one's port.
+                target.removeListener(c.id(), c.port());
             }
 
             @Override
@@ -503,7 +538,7 @@ final class ConfigurationImport {
 
             @Override
             public void undo() {
-                target.removeListener(l.id());
+                target.removeListener(l.id(), bound); // the listener that had the id may still run
             }
 
             @Override
@@ -521,7 +556,12 @@ final class ConfigurationImport {
         Map<Long, NamespaceConfig> out = new LinkedHashMap<>();
         long next = 1;
         if (s.namespaces() != null) {
-            for (NamespaceConfig n : s.namespaces()) {
+            for (int i = 0; i < s.namespaces().size(); i++) {
+                NamespaceConfig n = s.namespaces().get(i);
+                if (n == null) {
+                    throw invalid("subsystem " + s.nqn() + ": namespaces[" + i + "] is null: describe a namespace there"
+                            + " or remove it");
+                }
                 long nsid = n.nsid() != null ? n.nsid() : next;
                 if (out.containsKey(nsid)) {
                     throw invalid("subsystem " + s.nqn() + ": namespace " + nsid + " is in the document twice");

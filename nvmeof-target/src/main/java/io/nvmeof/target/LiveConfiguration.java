@@ -296,9 +296,19 @@ public final class LiveConfiguration {
         }
     }
 
-    /** Removes a subsystem: its controllers are disconnected. */
+    /**
+     * Removes a subsystem: its controllers are disconnected. Refused while a listener names it: the listener would
+     * name a subsystem that does not exist, which no document imports (as an import that drops it is refused).
+     */
     public synchronized void deleteSubsystem(String nqn) {
         subsystem(nqn);
+        for (ListenerConfig l : listeners.values()) {
+            if (l.subsystems() != null && l.subsystems().contains(nqn)) {
+                throw conflict("subsystem " + nqn + " is named by listener " + l.id() + " (" + l.transport() + " "
+                        + l.address() + ":" + l.port() + ", which exposes " + l.subsystems() + "): remove that listener"
+                        + " first, then add it again without the subsystem if it should stay");
+            }
+        }
         Subsystem removed = target.core().removeSubsystem(nqn);
         subsystems.remove(nqn);
         for (Namespace ns : removed.namespaces()) {

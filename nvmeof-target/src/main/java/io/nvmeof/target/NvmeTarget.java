@@ -148,10 +148,22 @@ public final class NvmeTarget implements AutoCloseable {
         }
         if (s.namespaces() != null) {
             long next = 1;
-            for (NamespaceConfig n : s.namespaces()) {
-                long nsid = n.nsid() != null ? n.nsid() : next;
-                sub.addNamespace(openNamespace(s.nqn(), nsid, n));
-                next = nsid + 1;
+            try {
+                for (NamespaceConfig n : s.namespaces()) {
+                    long nsid = n.nsid() != null ? n.nsid() : next;
+                    Namespace ns = openNamespace(s.nqn(), nsid, n);
+                    try {
+                        sub.addNamespace(ns);
+                    } catch (RuntimeException e) {
+                        discard(ns);
+                        throw e;
+                    }
+                    next = nsid + 1;
+                }
+            } catch (IOException | RuntimeException e) {
+                // The subsystem is refused: the namespaces opened before the one refused go too (memory, files).
+                sub.namespaces().forEach(this::discard);
+                throw e;
             }
         }
         return sub;
@@ -202,7 +214,11 @@ public final class NvmeTarget implements AutoCloseable {
             backends.add(backend);
             return ns;
         } catch (RuntimeException e) {
-            backend.close();
+            try {
+                backend.discard(); // refused: a file it created or grew is as it was
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
             throw e;
         }
     }
@@ -235,7 +251,20 @@ public final class NvmeTarget implements AutoCloseable {
         });
     }
 
-    /** Closes the backend of a namespace that was opened but never exported (an import that was undone). */
+    /**
+     * Closes the backend of a namespace that was opened but never exported (refused, or an import undone), undoing what
+     * opening it did to its file ({@link io.nvmeof.target.backend.BlockBackend#discard}).
+     */
+    void discard(Namespace ns) {
+        backends.remove(ns.backend());
+        try {
+            ns.backend().discard();
+        } catch (IOException e) {
+            LOG.warn("discarding {}: {}", ns.backend().describe(), e.getMessage());
+        }
+    }
+
+    /** Closes the backend of a removed namespace once drained. */
     void release(Namespace ns) {
         backends.remove(ns.backend());
         try {
@@ -276,15 +305,23 @@ public final class NvmeTarget implements AutoCloseable {
 
     /** Stops the listener with this port ID and ends the connections made through it; false when there is none. */
     boolean removeListener(int portId) {
+        return removeListener(portId, -1);
+    }
+
+    /**
+     * Stops the listener with this port ID bound to {@code port} (any port: -1). An import binds a new listener under
+     * an ID before it removes the old one that had it, so the port tells the two apart.
+     */
+    boolean removeListener(int portId, int port) {
         for (TcpTransport t : tcpListeners) {
-            if (t.info() != null && t.info().portId() == portId) {
+            if (t.info() != null && t.info().portId() == portId && (port < 0 || t.info().trsvcid().equals(Integer.toString(port)))) {
                 tcpListeners.remove(t);
                 t.closeAndDisconnect();
                 return true;
             }
         }
         for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
-            if (r.info() != null && r.info().portId() == portId) {
+            if (r.info() != null && r.info().portId() == portId && (port < 0 || r.info().trsvcid().equals(Integer.toString(port)))) {
                 rdmaListeners.remove(r);
                 r.close(); // releases every connection it accepted
                 return true;

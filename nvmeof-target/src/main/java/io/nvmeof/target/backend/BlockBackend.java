@@ -91,4 +91,12 @@ public interface BlockBackend extends AutoCloseable {
 
     @Override
     void close() throws IOException;
+
+    /**
+     * Closes a backend whose namespace no host has seen (refused after it was opened, or an import undone), undoing
+     * what opening it did: a file backend removes the file it created and cuts back one it grew.
+     */
+    default void discard() throws IOException {
+        close();
+    }
 }

@@ -22,6 +22,9 @@ public final class FileBackend implements BlockBackend {
     /** Grows live ({@link #grow}); read by any thread. */
     private volatile long size;
     private final boolean device;
+    /** What opening did to the file, for {@link #discard} to undo: created it, else its length before. */
+    private final boolean created;
+    private final long lengthBefore;
 
     public FileBackend(Path path, long sizeBytes) throws IOException {
         this(path, sizeBytes, false);
@@ -58,33 +61,48 @@ public final class FileBackend implements BlockBackend {
     private FileBackend(Path path, long sizeBytes, boolean device) throws IOException {
         this.path = path;
         this.device = device;
-        this.channel = device ? FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)
-                : FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        long existing = channel.size();
-        if (device && sizeBytes > existing) {
-            channel.close();
-            throw new IOException("block device " + path + " has " + existing + " bytes; a namespace of " + sizeBytes
-                    + " does not fit");
-        }
-        if (sizeBytes <= 0) {
-            if (existing == 0) {
-                channel.close();
-                throw new IOException("file " + path + " is empty; give the namespace a size to create it");
+        FileChannel ch;
+        boolean made = false;
+        if (device) {
+            ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } else {
+            try {
+                ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                made = true;
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                // An existing file, or a link to one that may not exist yet (created through it, never removed here).
+                ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
             }
-            sizeBytes = existing;
-        } else if (existing < sizeBytes) {
-            // Grow sparse: write the last byte.
-            channel.write(ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
         }
-        this.size = sizeBytes;
-        FileSpace fs;
+        this.channel = ch;
+        this.created = made;
+        long existing = channel.size();
+        this.lengthBefore = existing;
         try {
-            fs = new FileSpace(path);
-        } catch (IOException e) {
-            channel.close();
+            if (device && sizeBytes > existing) {
+                throw new IOException("block device " + path + " has " + existing + " bytes; a namespace of " + sizeBytes
+                        + " does not fit");
+            }
+            if (sizeBytes <= 0) {
+                if (existing == 0) {
+                    throw new IOException("file " + path + " is empty; give the namespace a size to create it");
+                }
+                sizeBytes = existing;
+            } else if (existing < sizeBytes) {
+                // Grow sparse: write the last byte.
+                channel.write(ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
+            }
+            this.size = sizeBytes;
+            this.space = new FileSpace(path);
+        } catch (IOException | RuntimeException e) {
+            // Refused: the file as it was (a refused namespace must not leave a new or grown file behind).
+            try {
+                undoOpening();
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
             throw e;
         }
-        this.space = fs;
     }
 
     public boolean isBlockDevice() {
@@ -194,5 +212,32 @@ public final class FileBackend implements BlockBackend {
     public void close() throws IOException {
         space.close();
         channel.close();
+    }
+
+    /**
+     * Closes the backend and undoes what opening it did to the file: one it created is removed, one it grew is cut back
+     * to its length before. No host has seen the namespace, so no data is lost; another namespace on the same file
+     * addresses no byte past that length.
+     */
+    @Override
+    public void discard() throws IOException {
+        try {
+            space.close();
+        } finally {
+            undoOpening();
+        }
+    }
+
+    private void undoOpening() throws IOException {
+        try {
+            if (!created && !device && channel.size() > lengthBefore) {
+                channel.truncate(lengthBefore);
+            }
+        } finally {
+            channel.close();
+            if (created) {
+                Files.deleteIfExists(path);
+            }
+        }
     }
 }
