@@ -7,5 +7,9 @@ public interface MemoryRegistrar {
     /** Registers direct memory for local access; returns its lkey. */
     long register(ByteBuffer direct);
 
-    void deregister(ByteBuffer direct);
+    /**
+     * Deregisters memory; true when the NIC can no longer reach it (deregistered, or never registered), false when
+     * deregistration failed: the memory must then stay allocated (a leak, never pages the NIC may still write).
+     */
+    boolean deregister(ByteBuffer direct);
 }

@@ -405,14 +405,17 @@ public final class RdmaQueue implements TransportQueue {
         }
         released = true;
         sq.closed();
-        registrar.deregister(receives);
-        registrar.deregister(responses);
         // Freed now rather than when a collection finds them: a host that reconnects in a loop would otherwise pile up
         // direct memory (up to -XX:MaxDirectMemorySize) that the memory limits already count as given back. Nothing
         // reads them after this: the queue is closed, so late completions and sends stop at the closed check, and the
-        // NIC can no longer reach them.
-        BufferUtil.free(receives);
-        BufferUtil.free(responses);
+        // NIC can no longer reach them once deregistered. One whose deregistration failed stays (the registrar keeps
+        // it).
+        if (registrar.deregister(receives)) {
+            BufferUtil.free(receives);
+        }
+        if (registrar.deregister(responses)) {
+            BufferUtil.free(responses);
+        }
     }
 
     public boolean isClosed() {

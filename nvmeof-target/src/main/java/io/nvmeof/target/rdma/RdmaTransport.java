@@ -515,8 +515,8 @@ public final class RdmaTransport implements AutoCloseable {
         }
 
         @Override
-        public void deregister(ByteBuffer direct) {
-            RdmaTransport.this.deregister(direct);
+        public boolean deregister(ByteBuffer direct) {
+            return RdmaTransport.this.deregister(direct);
         }
     };
 
@@ -564,7 +564,7 @@ public final class RdmaTransport implements AutoCloseable {
         }
     }
 
-    private void deregister(ByteBuffer direct) {
+    private boolean deregister(ByteBuffer direct) {
         MemoryRegion mr;
         synchronized (registrations) {
             mr = registrations.remove(direct);
@@ -573,9 +573,16 @@ public final class RdmaTransport implements AutoCloseable {
             try {
                 mr.close();
             } catch (Exception e) {
-                LOG.debug("deregistering: {}", e.toString());
+                // Kept registered, and so referenced: neither its queue nor the collector frees pages the NIC may
+                // still reach; the transport's close tries again.
+                LOG.warn("deregistering {} bytes: {}; the memory stays allocated", direct.capacity(), e.toString());
+                synchronized (registrations) {
+                    registrations.put(direct, mr);
+                }
+                return false;
             }
         }
+        return true;
     }
 
     /**

@@ -29,6 +29,8 @@ final class InMemoryNic implements RdmaChannel, MemoryRegistrar {
     final List<Wr> posted = new ArrayList<>();
     /** Makes register() fail, as ibv_reg_mr does when the locked-memory limit is reached. */
     boolean refuseRegistrations;
+    /** Makes deregister() fail, as ibv_dereg_mr can: the memory must then stay allocated. */
+    boolean refuseDeregistrations;
     /** Every work request the target ever posted (except receives), in order. */
     final List<Wr> history = new ArrayList<>();
     final ArrayDeque<Completion> completions = new ArrayDeque<>();
@@ -81,7 +83,8 @@ final class InMemoryNic implements RdmaChannel, MemoryRegistrar {
     }
 
     @Override
-    public void deregister(ByteBuffer direct) {
+    public boolean deregister(ByteBuffer direct) {
+        return !refuseDeregistrations;
     }
 
     @Override

@@ -492,6 +492,13 @@ class RdmaQueueTest {
                 + " bytes still held of " + held);
         io.queue.queuePairDestroyed(); // a second destroy event frees nothing twice
         assertEquals(after, direct.getMemoryUsed());
+        // Memory the NIC could not be made to forget stays allocated: never pages it may still write.
+        Host kept = new Host(128, 8192, 4);
+        long held2 = direct.getMemoryUsed() - after;
+        kept.nic.refuseDeregistrations = true;
+        kept.queue.closeNow("host left");
+        kept.queue.queuePairDestroyed();
+        assertEquals(after + held2, direct.getMemoryUsed(), "not freed when its deregistration failed");
     }
 
     @Test
