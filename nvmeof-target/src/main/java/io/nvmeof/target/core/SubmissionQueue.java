@@ -1,8 +1,11 @@
 package io.nvmeof.target.core;
 
+import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.target.transport.TransportQueue;
+import java.nio.ByteBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * The core's view of one queue (admin or I/O): its ID and size once connected, SQ head tracking for flow control, its
@@ -78,8 +81,13 @@ public final class SubmissionQueue {
         int[] f = new int[poolSize];
         // New slots are taken last (free is a stack): the lowest free slot is on top.
         int n = 0;
+        // One slab for the new slots' SQEs and CQEs (see Request): one native allocation per growth, not two per slot.
+        int entry = Command.LENGTH + Completion.LENGTH;
+        ByteBuffer slab = ByteBuffer.allocateDirect((poolSize - old) * entry);
         for (int i = poolSize - 1; i >= old; i--) {
-            requests[i] = new Request(this, i);
+            int at = (i - old) * entry;
+            requests[i] = new Request(this, i, new UnsafeBuffer(slab, at, Command.LENGTH),
+                    new UnsafeBuffer(slab, at + Command.LENGTH, Completion.LENGTH));
             f[n++] = i;
         }
         core.requestsAllocated(poolSize - old);
