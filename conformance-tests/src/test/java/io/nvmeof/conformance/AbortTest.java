@@ -19,6 +19,7 @@ import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
 import io.nvmeof.target.core.Namespace;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -40,6 +41,7 @@ import org.junit.jupiter.api.Test;
 class AbortTest {
     private static final String NQN = "nqn.2026-12.io.nvmeof:abort";
     private static final long SLOW_NSID = 2;
+    private static final int MDTS = 512 << 10;
 
     /** Deallocations wait at a gate (a file system busy for long); flushes are counted. */
     static final class StuckBackend implements BlockBackend {
@@ -75,13 +77,17 @@ class AbortTest {
     private StuckBackend backend;
     private RawTcpHost admin;
     private RawTcpHost io;
+    private int cntlid;
 
     @BeforeEach
     void start() throws Exception {
-        target = NvmeTarget.start(new TargetConfig(1, 2, 128, 1 << 20,
+        // A 1 MiB per-connection limit: a 32-entry queue's reservation (208.25 KiB) and one 512 KiB transfer fit, a
+        // second transfer waits for the first's memory.
+        target = NvmeTarget.start(new TargetConfig(1, 2, 128, MDTS,
                 List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
                 List.of(new SubsystemConfig(NQN, null, null, 16, true, null,
-                        List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null))))));
+                        List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null)))))
+                .withMemoryLimits("1MiB", null));
         backend = new StuckBackend();
         target.core().subsystem(NQN).addNamespace(new Namespace(SLOW_NSID, backend, 512, UUID.randomUUID()));
         admin = new RawTcpHost(target.tcpPort(0));
@@ -91,7 +97,8 @@ class AbortTest {
         assertEquals(Status.SUCCESS, admin.propertySet(ControllerRegisters.CC, ControllerRegisters.CC_ENABLE_DEFAULT).status());
         io = new RawTcpHost(target.tcpPort(0));
         io.initialize(0);
-        assertEquals(Status.SUCCESS, io.connect(1, 31, c.dw0() & 0xFFFF, NQN, RawTcpHost.HOSTNQN, 0).status());
+        cntlid = c.dw0() & 0xFFFF;
+        assertEquals(Status.SUCCESS, io.connect(1, 31, cntlid, NQN, RawTcpHost.HOSTNQN, 0).status());
     }
 
     @AfterEach
@@ -172,6 +179,51 @@ class AbortTest {
         send(io, flush, 15, null);
         assertEquals(Status.SUCCESS, responses(io, 1).get(15).status(), "the next response is the next command's");
         assertEquals(1, backend.flushes.get(), "the aborted Flush never ran; the later one did");
+    }
+
+    /** The R2T's CCCID and TTAG (spec: bytes 8-9 and 10-11 of the PDU). */
+    private static int[] r2t(byte[] pdu) {
+        assertEquals(PduHeader.TYPE_R2T, pdu[0], "an R2T");
+        UnsafeBuffer u = new UnsafeBuffer(pdu);
+        return new int[] {u.getShort(8, ByteOrder.LITTLE_ENDIAN) & 0xFFFF, u.getShort(10, ByteOrder.LITTLE_ENDIAN) & 0xFFFF};
+    }
+
+    @Test
+    void commandsWaitingForMemoryAreAbortedAndAWriteAwaitingItsDataIsNot() throws Exception {
+        // Data digests: write data is received into a buffer of its own, charged against the connection's limit.
+        try (RawTcpHost dio = new RawTcpHost(target.tcpPort(0))) {
+            dio.initialize(2);
+            assertEquals(Status.SUCCESS, dio.connect(2, 31, cntlid, NQN, RawTcpHost.HOSTNQN, 0).status());
+            int blocks = MDTS / 512;
+            // A takes the connection's room for one transfer and gets its R2T; B waits for that memory, and the read
+            // C (of a namespace read through a buffer) waits behind B, as commands waiting for memory keep their order.
+            send(dio, RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, 0, blocks, MDTS, false), 21, null);
+            int[] first = r2t(dio.readPdu());
+            assertEquals(21, first[0]);
+            send(dio, RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, blocks, blocks, MDTS, false), 22, null);
+            send(dio, RawTcpHost.rwSqe(Opcodes.IO_READ, SLOW_NSID, 0, 8, 4096, false), 23, null);
+            assertEquals(0, dio.countR2Ts(300), "B waits for memory: no R2T");
+
+            assertEquals(0, abort(2, 23, 90), "the read waiting for memory is aborted");
+            assertEquals(Status.ABORT_REQUESTED, responses(dio, 1).get(23).status());
+            assertEquals(0, abort(2, 22, 91), "the write waiting for memory is aborted");
+            assertEquals(Status.ABORT_REQUESTED, responses(dio, 1).get(22).status());
+            assertEquals(1, abort(2, 21, 92), "a write whose R2T went out is not: its data may be on the way");
+
+            byte[] data = new byte[MDTS];
+            new java.util.Random(21).nextBytes(data);
+            int chunk = 128 * 1024;
+            for (int off = 0; off < MDTS; off += chunk) {
+                dio.send(dio.h2cData(21, first[1], off, Arrays.copyOfRange(data, off, off + chunk), off + chunk == MDTS));
+            }
+            assertEquals(Status.SUCCESS, responses(dio, 1).get(21).status(), "A completes with its data");
+            // The memory A gave back goes to the next write, not to the aborted B.
+            send(dio, RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, blocks, blocks, MDTS, false), 24, null);
+            assertEquals(24, r2t(dio.readPdu())[0], "the next write's R2T, none for B");
+        }
+        // The other I/O queue goes on.
+        send(io, RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 1, 512, false), 25, null);
+        assertEquals(Status.SUCCESS, responses(io, 1).get(25).status());
     }
 
     @Test

@@ -285,7 +285,8 @@ public final class SubmissionQueue {
 
     /**
      * Aborts the command with {@code cid} outstanding here if it has not started: work still waiting for the backend
-     * executor, or (admin queue) a parked Asynchronous Event Request. It completes with Command Abort Requested.
+     * executor, a command the transport holds back before its data moves (for memory, a buffer or its turn to fetch
+     * host data), or (admin queue) a parked Asynchronous Event Request. It completes with Command Abort Requested.
      * Returns whether it was aborted; a command already running, or none with that CID, is left alone. Only on this
      * queue's thread.
      *
@@ -297,6 +298,10 @@ public final class SubmissionQueue {
                 BackendTicket t = r.backendTicket;
                 if (t != null && t.withdraw()) {
                     r.backendTicket = null; // its task finds it withdrawn and only counts itself done
+                    r.complete(Status.ABORT_REQUESTED);
+                    return true;
+                }
+                if (transport.withdrawWaiting(r)) {
                     r.complete(Status.ABORT_REQUESTED);
                     return true;
                 }

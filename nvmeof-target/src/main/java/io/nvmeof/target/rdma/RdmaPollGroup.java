@@ -96,6 +96,10 @@ public final class RdmaPollGroup implements Executor {
         bufferWaiters.add(req);
     }
 
+    boolean withdrawBufferWaiter(Request req) {
+        return bufferWaiters.remove(req);
+    }
+
     void dropBufferWaiters(RdmaQueue q) {
         bufferWaiters.removeIf(r -> r.sq().transport() == q);
     }

@@ -333,6 +333,13 @@ public final class RdmaQueue implements TransportQueue {
         issueRead(req);
     }
 
+    @Override
+    public boolean withdrawWaiting(Request req) {
+        // Waiting for a pool buffer, or holding one while waiting for its RDMA READ's turn: no work request of its own
+        // is posted yet. A buffer it holds goes back with the request once its response's SEND completes.
+        return waitingForRead.remove(req) || group.withdrawBufferWaiter(req);
+    }
+
     private void issueRead(Request req) {
         int slot = req.slot();
         readsInFlight++;

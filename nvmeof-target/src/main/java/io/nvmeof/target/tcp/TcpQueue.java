@@ -688,6 +688,17 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     }
 
     @Override
+    public boolean withdrawWaiting(Request req) {
+        // Uncharged while it waits, without a buffer or an R2T: nothing to give back. A write whose R2T went out is not
+        // withdrawn (its H2CData may be on the way), as SPDK leaves it.
+        if (!waitingForMemory.remove(req)) {
+            return false;
+        }
+        req.transportState = STATE_NONE;
+        return true;
+    }
+
+    @Override
     public void memoryFreed() {
         if (!waitingForMemory.isEmpty()) {
             resumeWaitingCommands();

@@ -65,6 +65,16 @@ public interface TransportQueue {
         return 0;
     }
 
+    /**
+     * Withdraws a request that waits in this transport before its data moves: for memory under the limits or a data
+     * buffer (SPDK's NEED_BUFFER), or for its turn to fetch host data (SPDK's DATA_TRANSFER_TO_CONTROLLER_PENDING).
+     * Such a command has not started, so Abort completes it as aborted; the transport forgets it and takes it up again
+     * only as a response to send. False when the request does not wait here. Only on this queue's thread.
+     */
+    default boolean withdrawWaiting(Request request) {
+        return false;
+    }
+
     /** A command of this queue gave back charged memory (see {@code SubmissionQueue.chargeData}): resume waiters. */
     default void memoryFreed() {
     }

@@ -401,6 +401,86 @@ class RdmaQueueTest {
         assertEquals(2, pool.available(2), "both 1 MiB buffers came back");
     }
 
+    /** An Abort of command {@code cid} on queue {@code sqid}, sent on {@code admin}; returns its DW0 bit 0 (0: aborted). */
+    private int abort(Host admin, int sqid, int cid) {
+        byte[] a = sqe(Opcodes.ADMIN_ABORT);
+        new Command().<Command>wrap(new UnsafeBuffer(a), 0).cdw10(sqid | cid << 16);
+        new SglDescriptor().<SglDescriptor>wrap(new UnsafeBuffer(a), Command.DPTR).keyed(0, 0, 0, false);
+        Completion c = admin.execute(a, null);
+        assertEquals(Status.SUCCESS, c.status());
+        return c.dw0() & 1;
+    }
+
+    private static byte[] write(ByteBuffer src, long slba, int blocks, int cid, Host h) {
+        byte[] w = sqe(Opcodes.IO_WRITE);
+        new Command().<Command>wrap(new UnsafeBuffer(w), 0).nsid(1).slba(slba).blockCount(blocks).cid(cid);
+        keyed(w, src, blocks * 512, h.nic.hostRegister(src), false);
+        return w;
+    }
+
+    private static long responsesWithCid(Host h, int cid) {
+        return h.nic.responses.stream().filter(r -> new Completion().<Completion>wrap(new UnsafeBuffer(r), 0).cid() == cid).count();
+    }
+
+    @Test
+    void aReadWaitingForAPoolBufferIsAborted() {
+        Host holder = ioQueue(0, 4);
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, 0, 4);
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        // The other queue's two 1 MiB reads hold both 1 MiB buffers; this queue's read waits for one.
+        holder.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 0, 2048, 7000, holder));
+        holder.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 2048, 2048, 7001, holder));
+        holder.postWithoutCompleting();
+        io.nic.hostSend(read(ByteBuffer.allocateDirect(1 << 20), 4096, 2048, 7002, io));
+        io.nic.run(group);
+        assertEquals(1, group.bufferWaiters());
+
+        assertEquals(0, abort(admin, 1, 7002), "the read waiting for a buffer is aborted");
+        io.nic.run(group);
+        assertEquals(Status.ABORT_REQUESTED, status(io, 7002));
+        assertEquals(0, group.bufferWaiters(), "it waits no more");
+        holder.nic.run(group);
+        assertEquals(Status.SUCCESS, status(holder, 7000));
+        assertEquals(Status.SUCCESS, status(holder, 7001));
+        io.nic.run(group);
+        assertEquals(1, responsesWithCid(io, 7002), "completed once, never served");
+        assertEquals(2, pool.available(2), "both 1 MiB buffers came back");
+        assertEquals(1, abort(admin, 1, 7002), "gone: nothing to abort");
+    }
+
+    @Test
+    void aWriteWaitingForItsTurnToReadHostDataIsAbortedAndOneReadingItIsNot() {
+        Host admin = new Host(32, 0, 4);
+        int cntlid = bringUp(admin);
+        Host io = new Host(128, 0, 1); // one RDMA READ at a time
+        assertEquals(Status.SUCCESS, io.execute(connect(io, 1, 127, cntlid), null).status());
+        ByteBuffer a = ByteBuffer.allocateDirect(128 << 10);
+        ByteBuffer b = ByteBuffer.allocateDirect(128 << 10);
+        for (int i = 0; i < a.capacity(); i++) {
+            a.put(i, (byte) (i * 7 + 1));
+            b.put(i, (byte) 0x5A);
+        }
+        // A's RDMA READ is posted and not yet completed; B holds a buffer and waits for its turn to read.
+        io.nic.hostSend(write(a, 0, 256, 7100, io));
+        io.nic.hostSend(write(b, 256, 256, 7101, io));
+        io.postWithoutCompleting();
+        assertEquals(6, pool.available(1), "A and B hold a buffer each");
+
+        assertEquals(0, abort(admin, 1, 7101), "B, whose data was not asked for, is aborted");
+        assertEquals(1, abort(admin, 1, 7100), "A, whose data is being read, is not");
+        io.nic.run(group);
+        assertEquals(Status.SUCCESS, status(io, 7100));
+        assertEquals(Status.ABORT_REQUESTED, status(io, 7101));
+        assertEquals(1, responsesWithCid(io, 7101), "completed once");
+        assertEquals(8, pool.available(1), "both buffers came back");
+        ByteBuffer back = ByteBuffer.allocateDirect(256 << 10);
+        io.execute(read(back, 0, 512, 7102, io), null);
+        assertEquals(a, back.slice(0, 128 << 10), "A's data written");
+        assertEquals(ByteBuffer.allocateDirect(128 << 10), back.slice(128 << 10, 128 << 10), "B's never read nor written");
+    }
+
     @Test
     void compareNeedsNoSecondRegisteredBuffer() {
         Host holder = ioQueue(0, 4);
