@@ -340,9 +340,18 @@ class RdmaQueueTest {
     }
 
     private static byte[] read(ByteBuffer dst, long slba, int blocks, int cid, Host h) {
-        byte[] rq = sqe(Opcodes.IO_READ);
+        return readOrWrite(Opcodes.IO_READ, dst, slba, blocks, cid, h);
+    }
+
+    private static byte[] write(ByteBuffer src, long slba, int blocks, int cid, Host h) {
+        return readOrWrite(Opcodes.IO_WRITE, src, slba, blocks, cid, h);
+    }
+
+    /** A read or write of namespace 1's 512 B blocks, the host's buffer registered on its NIC. */
+    private static byte[] readOrWrite(int opcode, ByteBuffer buf, long slba, int blocks, int cid, Host h) {
+        byte[] rq = sqe(opcode);
         new Command().<Command>wrap(new UnsafeBuffer(rq), 0).nsid(1).slba(slba).blockCount(blocks).cid(cid);
-        keyed(rq, dst, blocks * 512, h.nic.hostRegister(dst), false);
+        keyed(rq, buf, blocks * 512, h.nic.hostRegister(buf), false);
         return rq;
     }
 
@@ -409,13 +418,6 @@ class RdmaQueueTest {
         Completion c = admin.execute(a, null);
         assertEquals(Status.SUCCESS, c.status());
         return c.dw0() & 1;
-    }
-
-    private static byte[] write(ByteBuffer src, long slba, int blocks, int cid, Host h) {
-        byte[] w = sqe(Opcodes.IO_WRITE);
-        new Command().<Command>wrap(new UnsafeBuffer(w), 0).nsid(1).slba(slba).blockCount(blocks).cid(cid);
-        keyed(w, src, blocks * 512, h.nic.hostRegister(src), false);
-        return w;
     }
 
     private static long responsesWithCid(Host h, int cid) {
