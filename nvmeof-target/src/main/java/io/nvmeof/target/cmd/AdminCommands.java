@@ -477,8 +477,8 @@ public final class AdminCommands {
      * Abort (CDW10: SQID in bits 15:0, CID in 31:16). What has not started yet is aborted: work waiting for the backend
      * executor (Flush, Write Zeroes, Dataset Management on file namespaces behind slow ones), commands the transport
      * holds back before their data moves (for memory, a buffer or their turn to fetch host data) and parked
-     * Asynchronous Event Requests, as SPDK aborts queued requests and AERs. A command already running completes by itself and the
-     * Abort says "not aborted", as it does for an unknown SQID or CID (Linux nvmet always says so).
+     * Asynchronous Event Requests, as SPDK aborts queued requests and AERs. A command already running completes by
+     * itself and the Abort says "not aborted", as it does for an unknown SQID or CID (Linux nvmet always says so).
      */
     static void executeAbort(Request req) {
         int sqid = req.cmd.cdw10() & 0xFFFF;

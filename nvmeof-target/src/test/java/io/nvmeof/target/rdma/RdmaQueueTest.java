@@ -410,7 +410,7 @@ class RdmaQueueTest {
         assertEquals(2, pool.available(2), "both 1 MiB buffers came back");
     }
 
-    /** An Abort of command {@code cid} on queue {@code sqid}, sent on {@code admin}; returns its DW0 bit 0 (0: aborted). */
+    /** Aborts command {@code cid} of queue {@code sqid} through {@code admin}; returns DW0 bit 0 (0: aborted). */
     private int abort(Host admin, int sqid, int cid) {
         byte[] a = sqe(Opcodes.ADMIN_ABORT);
         new Command().<Command>wrap(new UnsafeBuffer(a), 0).cdw10(sqid | cid << 16);
@@ -421,7 +421,8 @@ class RdmaQueueTest {
     }
 
     private static long responsesWithCid(Host h, int cid) {
-        return h.nic.responses.stream().filter(r -> new Completion().<Completion>wrap(new UnsafeBuffer(r), 0).cid() == cid).count();
+        return h.nic.responses.stream()
+                .filter(r -> new Completion().<Completion>wrap(new UnsafeBuffer(r), 0).cid() == cid).count();
     }
 
     @Test
@@ -480,7 +481,8 @@ class RdmaQueueTest {
         ByteBuffer back = ByteBuffer.allocateDirect(256 << 10);
         io.execute(read(back, 0, 512, 7102, io), null);
         assertEquals(a, back.slice(0, 128 << 10), "A's data written");
-        assertEquals(ByteBuffer.allocateDirect(128 << 10), back.slice(128 << 10, 128 << 10), "B's never read nor written");
+        assertEquals(ByteBuffer.allocateDirect(128 << 10), back.slice(128 << 10, 128 << 10),
+                "B's data never read nor written");
     }
 
     @Test
