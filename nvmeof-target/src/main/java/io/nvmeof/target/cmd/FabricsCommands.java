@@ -13,6 +13,7 @@ import io.nvmeof.target.core.SubmissionQueue;
 import io.nvmeof.target.core.Subsystem;
 import io.nvmeof.target.core.TargetCore;
 import io.nvmeof.target.core.TargetLimits;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -138,6 +139,16 @@ public final class FabricsCommands {
             if (d.cntlid() != ConnectData.CNTLID_DYNAMIC) {
                 fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.CNTLID),
                         "static controller ID " + d.cntlid() + " asked for; this target has dynamic controllers");
+                return;
+            }
+            TargetCore.ConnectHold hold = core.holdConnect(req, subsystem, hostnqn, hostId);
+            if (hold == TargetCore.ConnectHold.HELD) {
+                return; // runs again once the host's earlier association has drained
+            }
+            if (hold == TargetCore.ConnectHold.REFUSED) {
+                fail(req, Status.CONNECT_CONTROLLER_BUSY, 0, "commands of this host's earlier association are still"
+                        + " running in a backend after " + TimeUnit.NANOSECONDS.toSeconds(TargetCore.CONNECT_HOLD_NANOS)
+                        + " s; the host may retry");
                 return;
             }
             if (!reserveMemory(req, sqsize + 1)) {

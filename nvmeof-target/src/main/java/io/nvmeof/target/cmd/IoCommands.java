@@ -132,7 +132,7 @@ public final class IoCommands {
             // is still valid), so only the flush is left; it goes to the backend executor where it may block (a
             // file's fdatasync), and the buffer is given back now rather than held across it.
             req.releaseData();
-            runBackend(req, 0, IoCommands::flush);
+            run(req, req.ns.backend().mayBlock(0), TargetCore.BackendKind.FLUSH_OF_STORED_WRITE, IoCommands::flush);
             return;
         }
         req.complete(Status.SUCCESS);
@@ -158,7 +158,8 @@ public final class IoCommands {
     // command, and the same step whether it runs here or on the backend executor.
 
     static void executeWriteZeroes(Request req) {
-        runBackend(req, (long) req.cmd.blockCount() << req.ns.blockShift(), IoCommands::writeZeroes);
+        long bytes = (long) req.cmd.blockCount() << req.ns.blockShift();
+        run(req, req.ns.backend().mayBlock(bytes), TargetCore.BackendKind.SPACE, IoCommands::writeZeroes);
     }
 
     private static int writeZeroes(Request req) throws IOException {
@@ -172,7 +173,7 @@ public final class IoCommands {
     }
 
     static void executeFlush(Request req) {
-        runBackend(req, 0, IoCommands::flush);
+        run(req, req.ns.backend().mayBlock(0), TargetCore.BackendKind.FLUSH, IoCommands::flush);
     }
 
     private static int flush(Request req) throws IOException {
@@ -185,12 +186,12 @@ public final class IoCommands {
         for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
             mayBlock |= ns.backend().mayBlock(0);
         }
-        run(req, mayBlock, IoCommands::flushAll);
+        run(req, mayBlock, TargetCore.BackendKind.FLUSH, IoCommands::flushAll);
     }
 
     private static int flushAll(Request req) throws IOException {
         for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
-            ns.backend().flush();
+            ns.flushBackend(); // skips one removed and closed since the list was taken
         }
         return Status.SUCCESS;
     }
@@ -222,7 +223,7 @@ public final class IoCommands {
             lengths[i] = blocks << ns.blockShift();
             total += lengths[i];
         }
-        runBackend(req, total, r -> {
+        run(req, ns.backend().mayBlock(total), TargetCore.BackendKind.SPACE, r -> {
             for (int i = 0; i < count; i++) {
                 r.ns.backend().deallocate(offsets[i], lengths[i]);
             }
@@ -230,14 +231,10 @@ public final class IoCommands {
         });
     }
 
-    /** Runs a backend step here, or on the core's backend executor when the namespace's backend may block. */
-    private static void runBackend(Request req, long bytes, TargetCore.BackendCall call) {
-        run(req, req.ns.backend().mayBlock(bytes), call);
-    }
-
-    private static void run(Request req, boolean mayBlock, TargetCore.BackendCall call) {
+    /** Runs a backend step here, or off the poll group in its namespace's lane for {@code kind} when it may block. */
+    private static void run(Request req, boolean mayBlock, TargetCore.BackendKind kind, TargetCore.BackendCall call) {
         if (mayBlock) {
-            req.sq().core().executeOffPollGroup(req, call, Status.WRITE_FAULT);
+            req.sq().core().executeOffPollGroup(req, kind, call, Status.WRITE_FAULT);
             return;
         }
         int status;

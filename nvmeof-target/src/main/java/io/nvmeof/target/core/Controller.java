@@ -121,6 +121,7 @@ public final class Controller {
         boolean wasEnabled = ControllerRegisters.ccEnabled(old);
         boolean enabled = ControllerRegisters.ccEnabled(value);
         if (enabled && !wasEnabled) {
+            resetPending = false; // enabled again before a reset completed (the host did not wait for RDY 0)
             // As nvmet: queue entry sizes matter only to controllers with I/O queues, and CSS may name the NVM
             // command set (0) or "all supported I/O command sets" (6), which here is the NVM command set alone.
             boolean entrySizesOk = isDiscovery()
@@ -135,9 +136,12 @@ public final class Controller {
             }
             csts = ControllerRegisters.CSTS_RDY;
         } else if (!enabled && wasEnabled) {
+            // The reset completes (CSTS.RDY reads 0, which the host waits for) only once nothing of the association can
+            // still change the media: every I/O queue closed and the backend work they handed off done.
             LOG.info("controller {}: reset by host (CC.EN 1 -> 0)", cntlid);
+            resetPending = true;
             closeIoQueues("controller reset");
-            csts = 0;
+            maybeFinishPending();
         }
         int shn = ControllerRegisters.ccShn(value);
         if (shn != ControllerRegisters.SHN_NONE && ControllerRegisters.ccShn(old) == ControllerRegisters.SHN_NONE) {
@@ -148,21 +152,36 @@ public final class Controller {
             csts = (csts & ~0xCL) | (long) ControllerRegisters.SHST_OCCURRING << 2;
             shutdownPending = true;
             closeIoQueues("controller shutdown");
-            maybeFinishShutdown();
+            maybeFinishPending();
         } else if (shn == ControllerRegisters.SHN_NONE && ControllerRegisters.ccShn(old) != ControllerRegisters.SHN_NONE) {
             csts &= ~0xCL;
         }
     }
 
-    private void flushNamespaces() throws Exception {
+    /**
+     * Flushes every namespace, each even when another failed; returns how many failed (each logged). A failure is the
+     * host's data not made durable, which nothing else would tell it.
+     */
+    private int flushNamespaces() {
+        int failed = 0;
         for (Namespace ns : subsystem.namespaces()) {
-            ns.backend().flush();
+            try {
+                ns.flushBackend();
+            } catch (java.io.IOException | RuntimeException e) {
+                failed++;
+                LOG.error("controller {} of {}: flushing namespace {} ({}) at shutdown failed: {}; its data written"
+                        + " since the last flush may not be durable", cntlid, subsystem.nqn(), ns.nsid(),
+                        ns.backend().describe(), e.toString());
+            }
         }
+        return failed;
     }
 
     /** Set by CC.SHN until the I/O queues are gone, their backend work done, and the namespaces flushed. */
     private volatile boolean shutdownPending;
-    /** Requests of this controller's queues running on the core's backend executor. */
+    /** Set by CC.EN 1 -> 0 until the I/O queues are gone and their backend work done; then CSTS.RDY reads 0. */
+    private volatile boolean resetPending;
+    /** Requests of this controller's queues with a backend lane (queued or running). */
     private final java.util.concurrent.atomic.AtomicInteger backendWorkInFlight = new java.util.concurrent.atomic.AtomicInteger();
 
     void backendWorkStarted() {
@@ -171,30 +190,60 @@ public final class Controller {
 
     void backendWorkDone() {
         if (backendWorkInFlight.decrementAndGet() == 0) {
-            maybeFinishShutdown();
+            maybeFinishPending();
         }
     }
 
-    /** Any thread: finishes a pending shutdown once no I/O queue and no backend work is left. */
-    private void maybeFinishShutdown() {
-        if (!shutdownPending || connectedIoQueues() > 0 || backendWorkInFlight.get() > 0) {
+    /**
+     * Whether nothing of this controller's I/O can change the media any more: no I/O queue is connected (a command
+     * running on a queue's poll group finishes before that queue's close is taken) and no backend work is queued or
+     * running for it.
+     */
+    public boolean drained() {
+        return connectedIoQueues() == 0 && backendWorkInFlight.get() == 0;
+    }
+
+    /**
+     * Any thread: once drained, completes a pending reset (CSTS.RDY reads 0) and a pending shutdown (the namespaces
+     * are flushed, then CSTS.SHST reads complete), and tells the core a torn-down controller is done with.
+     */
+    void maybeFinishPending() {
+        if (!resetPending && !shutdownPending && !dead.get() || !drained()) {
             return;
         }
-        synchronized (this) {
-            if (!shutdownPending) {
-                return;
+        if (resetPending) {
+            synchronized (this) {
+                if (resetPending) {
+                    resetPending = false;
+                    csts = shutdownPending ? csts & 0xCL : 0;
+                }
             }
-            shutdownPending = false;
         }
-        core.runBackendWork(() -> {
-            try {
-                flushNamespaces();
-            } catch (Exception e) {
-                LOG.warn("controller {}: flush on shutdown failed: {}", cntlid, e.toString());
+        if (shutdownPending) {
+            synchronized (this) {
+                if (shutdownPending) {
+                    shutdownPending = false;
+                    core.runBackendWork(this::finishShutdown);
+                }
             }
-            csts = (csts & ~0xCL) | (long) ControllerRegisters.SHST_COMPLETE << 2;
-            LOG.info("controller {}: shutdown complete", cntlid);
-        });
+        }
+        if (dead.get()) {
+            core.controllerDrained(this);
+        }
+    }
+
+    /** A backend thread: the flush of a shutdown, then SHST complete (with CFS when a namespace failed to flush). */
+    private void finishShutdown() {
+        int failed = flushNamespaces();
+        long status = (csts & ~0xCL) | (long) ControllerRegisters.SHST_COMPLETE << 2;
+        if (failed > 0) {
+            // Shutdown has no status of its own; Controller Fatal Status is how a controller reports an error it
+            // cannot return in a completion, so a host checking CSTS learns that its data may not be durable.
+            status |= ControllerRegisters.CSTS_CFS;
+        }
+        csts = status;
+        LOG.info("controller {}: shutdown complete{}", cntlid, failed > 0 ? " (" + failed
+                + " namespace(s) failed to flush: CSTS.CFS set)" : "");
     }
 
     /** Binds an I/O queue; returns a status (the caller has checked the QID's range). */
@@ -213,7 +262,7 @@ public final class Controller {
         int qid = sq.qid();
         if (qid > 0 && qid < queues.length()) {
             queues.compareAndSet(qid, sq, null);
-            maybeFinishShutdown();
+            maybeFinishPending();
         }
     }
 

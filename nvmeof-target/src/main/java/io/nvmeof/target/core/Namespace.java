@@ -13,6 +13,10 @@ public final class Namespace {
     private volatile long blockCount;
     private final UUID uuid;
     private final byte[] nguid;
+    /** Backend threads one namespace's space changes may take at once (a file's fallocate calls serialize anyway). */
+    static final int SPACE_THREADS = 2;
+    /** Backend threads one namespace's flushes may take at once (FUA writes of many queues each need one). */
+    static final int FLUSH_THREADS = 4;
 
     public Namespace(long nsid, BlockBackend backend, int blockSize, UUID uuid) {
         this(nsid, backend, blockSize, uuid, null);
@@ -28,6 +32,8 @@ public final class Namespace {
         }
         this.nsid = nsid;
         this.backend = backend;
+        this.spaceLane = new BackendLane("namespace " + nsid + " space", SPACE_THREADS);
+        this.flushLane = new BackendLane("namespace " + nsid + " flush", FLUSH_THREADS);
         this.blockShift = Integer.numberOfTrailingZeros(blockSize);
         this.blockCount = backend.sizeBytes() >>> blockShift;
         if (blockCount == 0) {
@@ -41,8 +47,67 @@ public final class Namespace {
                 : ByteBuffer.allocate(16).putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits()).array();
     }
 
+    /** Space changes (Write Zeroes, Deallocate) that may block run here, off the poll groups. */
+    private final BackendLane spaceLane;
+    /** Flushes (and the flush of a FUA write) that may block run here: never behind the space changes. */
+    private final BackendLane flushLane;
+    /**
+     * Backend work in flight on this namespace off the poll groups (queued or running), plus {@link #RETIRED} once
+     * the namespace's backend is being closed: from then on no work may start on it.
+     */
+    private final java.util.concurrent.atomic.AtomicLong backendUsers = new java.util.concurrent.atomic.AtomicLong();
+    private static final long RETIRED = Long.MIN_VALUE;
+
     public long nsid() { return nsid; }
     public BlockBackend backend() { return backend; }
+    BackendLane spaceLane() { return spaceLane; }
+    BackendLane flushLane() { return flushLane; }
+
+    /** Counts a use of the backend off the poll groups; false once retired (then the backend must not be used). */
+    boolean enterBackend() {
+        while (true) {
+            long n = backendUsers.get();
+            if (n < 0) {
+                return false;
+            }
+            if (backendUsers.compareAndSet(n, n + 1)) {
+                return true;
+            }
+        }
+    }
+
+    void exitBackend() {
+        backendUsers.decrementAndGet();
+    }
+
+    /**
+     * Flushes the backend off the poll groups (a Flush of all namespaces, a controller's shutdown), unless the
+     * namespace was retired meanwhile: removed and drained, its backend flushed and closed as it was retired.
+     */
+    public void flushBackend() throws java.io.IOException {
+        if (!enterBackend()) {
+            return;
+        }
+        try {
+            backend.flush();
+        } finally {
+            exitBackend();
+        }
+    }
+
+    /** Backend work queued or running off the poll groups on this namespace now. */
+    public long backendWorkInFlight() {
+        long n = backendUsers.get();
+        return n < 0 ? n - RETIRED : n;
+    }
+
+    /**
+     * Retires the namespace's backend if no work off the poll groups uses it: afterwards none can start, and the
+     * caller may close it. False (nothing changed) while some is queued or running.
+     */
+    public boolean retireBackendIfIdle() {
+        return backendUsers.compareAndSet(0, RETIRED);
+    }
     public int blockSize() { return 1 << blockShift; }
     public int blockShift() { return blockShift; }
     public long blockCount() { return blockCount; }

@@ -1,6 +1,5 @@
 package io.nvmeof.target.core;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -12,7 +11,9 @@ import org.slf4j.LoggerFactory;
  * Closes a removed namespace's backend once no request uses it any more. After the removal no new command can reach
  * the namespace (its lookup fails with Invalid Namespace), but commands parsed before it may still be moving data or
  * waiting in the backend. Each queue is asked, on its own thread (so without racing its poll loop), whether one of
- * its requests still holds the namespace; when none does, the backend is closed. The data path pays nothing.
+ * its requests still holds the namespace; when none does and no work off the poll groups uses it any more (counted
+ * by the namespace itself: a command whose queue closed while it ran keeps counting), the namespace's backend is
+ * retired, so none can start, and closed. The data path pays nothing.
  */
 public final class NamespaceDrain {
     private static final Logger LOG = LoggerFactory.getLogger(NamespaceDrain.class);
@@ -41,16 +42,7 @@ public final class NamespaceDrain {
      * which must already be removed from the subsystem.
      */
     public static void closeWhenDrained(Namespace ns, Subsystem sub, ScheduledExecutorService timer, Runnable close) {
-        List<SubmissionQueue> queues = new ArrayList<>();
-        for (Controller c : sub.controllers()) {
-            for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
-                SubmissionQueue q = c.queue(qid);
-                if (q != null) {
-                    queues.add(q);
-                }
-            }
-        }
-        new NamespaceDrain(ns, queues, timer, close).ask();
+        new NamespaceDrain(ns, sub.queues(), timer, close).ask();
     }
 
     private void ask() {
@@ -76,8 +68,13 @@ public final class NamespaceDrain {
         long now = System.nanoTime();
         if (holding.get() == 0 && (answered.get() == queues.size()
                 || now - asked > TimeUnit.MILLISECONDS.toNanos(ANSWER_MS))) {
-            close.run();
-            return;
+            // No queue holds a request for it; the last check is work off the poll groups (a command whose queue
+            // closed while it ran, a Flush of all namespaces): retired only once none is left, and none starts after.
+            if (ns.retireBackendIfIdle()) {
+                close.run();
+                return;
+            }
+            holding.incrementAndGet(); // ask again after RETRY_MS
         }
         if (holding.get() == 0) {
             timer.schedule(() -> check(answered, holding, asked), 10, TimeUnit.MILLISECONDS);

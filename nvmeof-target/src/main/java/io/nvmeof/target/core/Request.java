@@ -80,8 +80,13 @@ public final class Request {
     public boolean inUse;
     /** Data bytes charged against the memory limits for this command; given back when it is released. */
     int chargedBytes;
-    /** Set while this request's work waits on the backend executor: an Abort can still withdraw it. */
+    /**
+     * Set while this request's work is with a backend lane (queued or running): an Abort, or the queue's close, can
+     * still withdraw it while it waits; its completion is dropped once the queue let the request go.
+     */
     BackendTicket backendTicket;
+    /** An admin Connect held for the host's earlier association (System.nanoTime when first held), else 0. */
+    long connectHeldSince;
     /** Disconnect: the transport closes the queue once this response is on the wire. */
     public boolean closeQueueAfterResponse;
 
@@ -126,6 +131,7 @@ public final class Request {
         transportState = 0;
         closeQueueAfterResponse = false;
         backendTicket = null;
+        connectHeldSince = 0;
     }
 
     /** Length in SGL1: the 24-bit field of a keyed descriptor, else the 32-bit one. */
@@ -184,6 +190,11 @@ public final class Request {
     /** Called by the transport when host data has arrived: runs the command. */
     public void dataReady() {
         sq.core().execute(this);
+    }
+
+    /** A Flush with NSID FFFFFFFFh: it touches every namespace of the subsystem. */
+    boolean flushesAllNamespaces() {
+        return cmd.opcode() == io.nvmeof.protocol.Opcodes.IO_FLUSH && cmd.nsid() == 0xFFFF_FFFFL && sq.qid() > 0;
     }
 
     public boolean isAdminQueue() {

@@ -276,7 +276,8 @@ public final class SubmissionQueue {
      */
     boolean holds(Namespace ns) {
         for (Request r : requests) {
-            if (r.inUse && r.ns == ns) {
+            // A Flush of all namespaces (no namespace of its own) may still come to this one.
+            if (r.inUse && (r.ns == ns || r.ns == null && r.flushesAllNamespaces())) {
                 return true;
             }
         }
@@ -296,8 +297,8 @@ public final class SubmissionQueue {
         for (Request r : requests) {
             if (r.inUse && r != abortCommand && r.cmd.cid() == cid) {
                 BackendTicket t = r.backendTicket;
-                if (t != null && t.withdraw()) {
-                    r.backendTicket = null; // its task finds it withdrawn and only counts itself done
+                if (t != null && t.abortable() && t.withdraw()) {
+                    r.backendTicket = null;
                     r.complete(Status.ABORT_REQUESTED);
                     return true;
                 }
@@ -317,9 +318,18 @@ public final class SubmissionQueue {
         return requests.length - freeCount;
     }
 
-    /** Releases every outstanding request (connection gone). */
+    /**
+     * Releases every outstanding request (connection gone). Backend work not yet started is withdrawn: its host sees
+     * the command fail (a timeout, a lost connection) and may write the same blocks again through another queue, so it
+     * must never run later. Work already running finishes; its controller counts it until then.
+     */
     public void releaseAll() {
         for (Request r : requests) {
+            BackendTicket t = r.backendTicket;
+            if (t != null) {
+                r.backendTicket = null; // a running one's late completion is dropped
+                t.withdraw();
+            }
             release(r);
         }
     }

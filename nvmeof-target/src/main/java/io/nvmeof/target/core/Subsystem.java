@@ -21,6 +21,8 @@ public final class Subsystem {
     private final ConcurrentSkipListMap<Long, Namespace> namespaces = new ConcurrentSkipListMap<>();
     private final Map<Integer, Controller> controllers = new ConcurrentHashMap<>();
     private int nextCntlid = 1;
+    /** Flushes of all namespaces (NSID FFFFFFFFh) that may block run here; each namespace's own work has its lanes. */
+    private final BackendLane flushAllLane = new BackendLane("flush of all namespaces", 2);
 
     public Subsystem(String nqn, Type type, String serial, String model, int maxNamespaces, boolean allowAnyHost) {
         String why = Nqn.validate(nqn);
@@ -39,6 +41,7 @@ public final class Subsystem {
     }
 
     public String nqn() { return nqn; }
+    BackendLane flushAllLane() { return flushAllLane; }
     public Type type() { return type; }
     public boolean isDiscovery() { return type == Type.DISCOVERY; }
     public String serial() { return serial; }
@@ -112,6 +115,31 @@ public final class Subsystem {
 
     void unregister(Controller c) {
         controllers.remove(c.cntlid(), c);
+    }
+
+    /**
+     * The queues that may still hold requests for this subsystem's namespaces: every connected queue of its controllers
+     * and, once the subsystem was removed, those its controllers had then (their closes may not be taken yet, and a
+     * command may still be running on their poll groups).
+     */
+    public java.util.List<SubmissionQueue> queues() {
+        java.util.List<SubmissionQueue> out = new java.util.ArrayList<>(queuesAtRemoval);
+        for (Controller c : controllers.values()) {
+            for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
+                SubmissionQueue q = c.queue(qid);
+                if (q != null && !out.contains(q)) {
+                    out.add(q);
+                }
+            }
+        }
+        return out;
+    }
+
+    /** See {@link #queues}: set once, as the subsystem is removed and before its controllers are torn down. */
+    private volatile java.util.List<SubmissionQueue> queuesAtRemoval = java.util.List.of();
+
+    void removed() {
+        queuesAtRemoval = java.util.List.copyOf(queues());
     }
 
     public Controller controller(int cntlid) {

@@ -42,15 +42,25 @@ public final class TargetCore {
     private final AtomicInteger liveQueues = new AtomicInteger();
     private final Subsystem discovery;
     /**
-     * Backend work that may block (see {@code BlockBackend.mayBlock}): run here, never on a poll group. Each task holds
-     * its request's slot until it completes, so the work queued is bounded by the queues' slots.
+     * Threads for backend work that may block (see {@code BlockBackend.mayBlock}), never run on a poll group. Work
+     * reaches them through the {@link BackendLane}s of its namespace, each served by a few threads at most, so one
+     * namespace's work never holds up another's; threads come when work does and go after a minute without any.
      */
-    private final ExecutorService backendWork = Executors.newFixedThreadPool(BACKEND_THREADS, r -> {
-        Thread t = new Thread(r, "nvmeof-backend");
-        t.setDaemon(true);
-        return t;
-    });
-    static final int BACKEND_THREADS = 2;
+    private final java.util.concurrent.ThreadPoolExecutor backendWork = backendThreads();
+    /** The most backend threads at once, over all lanes: beyond it a lane's turn waits for a free thread. */
+    static final int BACKEND_THREADS = 64;
+
+    private static java.util.concurrent.ThreadPoolExecutor backendThreads() {
+        AtomicInteger n = new AtomicInteger();
+        java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(BACKEND_THREADS,
+                BACKEND_THREADS, 60, TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "nvmeof-backend-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
+    }
 
     /** A backend step of a request; returns its NVMe status. */
     public interface BackendCall {
@@ -92,6 +102,7 @@ public final class TargetCore {
         }
         Subsystem s = subsystems.remove(nqn);
         if (s != null) {
+            s.removed(); // its namespaces are closed only once these queues hold none of their requests
             for (Controller c : s.controllers()) {
                 c.teardown("subsystem removed");
             }
@@ -192,6 +203,99 @@ public final class TargetCore {
     void controllerGone(Controller c) {
         c.subsystem().unregister(c);
         controllers.remove(c);
+        // Its host's next association waits until nothing of this one can still change the media (holdConnect).
+        draining.add(c);
+        c.maybeFinishPending();
+    }
+
+    // ---- an association's end, and the host's next one ----
+
+    /** Torn-down controllers whose I/O queues or backend work are not done yet. */
+    private final Set<Controller> draining = ConcurrentHashMap.newKeySet();
+    /** Admin Connects held until their host's earlier associations have drained (rare: a list is fine). */
+    private final List<Request> heldConnects = new CopyOnWriteArrayList<>();
+    /**
+     * How long an admin Connect waits for the host's earlier association to drain before it is answered Controller
+     * Busy (the host retries): a stuck backend call must not hold a Connect past the host's own connect timeout.
+     */
+    public static final long CONNECT_HOLD_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    /** Controllers torn down whose work has not finished yet (for tests and the admin view). */
+    public int drainingControllers() { return draining.size(); }
+
+    /** A torn-down controller has drained: Connects held for it go on. Any thread; idempotent. */
+    void controllerDrained(Controller c) {
+        if (draining.remove(c)) {
+            resumeHeldConnects(System.nanoTime());
+        }
+    }
+
+    /**
+     * Holds an admin Connect while an earlier association of the same host (Host NQN and Host ID) with the subsystem
+     * has work that can still change the media: a command of it still running in a backend, or an I/O queue whose
+     * close has not been taken yet. The host tore that association down (a command timed out, its connection broke)
+     * and was told its commands failed; what it writes through the new association must not be overwritten by one of
+     * them landing late. {@link ConnectHold#HELD}: the Connect runs again once they drain; {@link
+     * ConnectHold#REFUSED}: held for {@link #CONNECT_HOLD_NANOS} already, the caller answers Controller Busy (the host
+     * retries later). Only on the request's queue thread.
+     */
+    public ConnectHold holdConnect(Request req, Subsystem s, String hostNqn, byte[] hostId) {
+        if (!earlierAssociationDraining(s, hostNqn, hostId)) {
+            return ConnectHold.PROCEED;
+        }
+        long now = System.nanoTime();
+        if (req.connectHeldSince == 0) {
+            req.connectHeldSince = now;
+            LOG.info("Connect of host {} to {} waits for its earlier association's commands to finish",
+                    Nqn.display(hostNqn), s.nqn());
+        } else if (now - req.connectHeldSince > CONNECT_HOLD_NANOS) {
+            return ConnectHold.REFUSED;
+        }
+        heldConnects.add(req);
+        // Drained meanwhile (between the check and the add): nobody else resumes it.
+        if (!earlierAssociationDraining(s, hostNqn, hostId)) {
+            resumeHeldConnects(now);
+        }
+        return ConnectHold.HELD;
+    }
+
+    /** What {@link #holdConnect} decided. */
+    public enum ConnectHold { PROCEED, HELD, REFUSED }
+
+    private boolean earlierAssociationDraining(Subsystem s, String hostNqn, byte[] hostId) {
+        for (Controller c : draining) {
+            if (c.subsystem() == s && c.hostNqn().equals(hostNqn) && java.util.Arrays.equals(c.hostId(), hostId)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Runs held Connects again on their queues' threads (each checks again, or is refused once held too long). */
+    private void resumeHeldConnects(long now) {
+        for (Request req : heldConnects) {
+            if (heldConnects.remove(req)) {
+                try {
+                    req.sq().transport().execute(() -> {
+                        if (req.inUse && !req.sq().connected()) { // else its connection closed meanwhile
+                            execute(req);
+                        }
+                    });
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    LOG.debug("held Connect dropped: its queue is gone");
+                }
+            }
+        }
+    }
+
+    /** Every 100 ms (the keep-alive check): held Connects past their time are answered. */
+    private void expireHeldConnects(long now) {
+        for (Request req : heldConnects) {
+            if (now - req.connectHeldSince > CONNECT_HOLD_NANOS) {
+                resumeHeldConnects(now);
+                return;
+            }
+        }
     }
 
     /** Binds a queue to a controller after a successful Connect. */
@@ -219,6 +323,9 @@ public final class TargetCore {
      */
     public void checkKeepAlive() {
         long now = System.nanoTime();
+        if (!heldConnects.isEmpty()) {
+            expireHeldConnects(now);
+        }
         boolean late = now - lastKeepAliveCheck > KEEP_ALIVE_CHECK_NANOS + KEEP_ALIVE_STALL_NANOS;
         lastKeepAliveCheck = now;
         for (Controller c : controllers) {
@@ -336,51 +443,51 @@ public final class TargetCore {
         }
     }
 
+    /** What a piece of backend work is, which decides its lane and whether an Abort may withdraw it. */
+    public enum BackendKind {
+        /** Write Zeroes, Deallocate: the namespace's space lane. */
+        SPACE,
+        /** Flush: the namespace's flush lane (for NSID FFFFFFFFh, the subsystem's). */
+        FLUSH,
+        /**
+         * The flush of a FUA write (or of any write while the volatile write cache is off) whose data is stored
+         * already: the flush lane, and never withdrawn by an Abort, since the write it belongs to has landed.
+         */
+        FLUSH_OF_STORED_WRITE
+    }
+
     /**
-     * Runs {@code call} on the backend executor and completes {@code req} with its status back on the request's queue
-     * thread ({@code failure} if the call throws). The poll group goes on serving its other queues meanwhile.
+     * Runs {@code call} on a backend thread, in its turn in the lane of the request's namespace for {@code kind}, and
+     * completes {@code req} with its status back on the request's queue thread ({@code failure} if the call throws).
+     * The poll group goes on serving its other queues meanwhile. Until a thread starts it the work may be withdrawn:
+     * by an Abort (but for {@link BackendKind#FLUSH_OF_STORED_WRITE}), and always when its queue closes, so a command
+     * whose queue is gone never runs: its host was told it failed, and may have written the same blocks since.
      */
-    public void executeOffPollGroup(Request req, BackendCall call, int failure) {
-        Controller c = req.sq().controller();
-        if (c != null) {
-            c.backendWorkStarted(); // a shutdown of the controller waits for it
+    public void executeOffPollGroup(Request req, BackendKind kind, BackendCall call, int failure) {
+        Namespace ns = req.ns;
+        BackendLane lane = ns == null ? req.sq().controller().subsystem().flushAllLane()
+                : kind == BackendKind.SPACE ? ns.spaceLane() : ns.flushLane();
+        BackendTicket ticket = new BackendTicket(req, call, failure, lane, ns, kind != BackendKind.FLUSH_OF_STORED_WRITE);
+        if (!ticket.enter()) {
+            req.errorLocation = Command.NSID;
+            req.complete(Status.INVALID_NAMESPACE | Status.DNR); // removed, and its backend closed meanwhile
+            return;
         }
-        BackendTicket ticket = new BackendTicket();
         req.backendTicket = ticket;
         try {
-            backendWork.execute(() -> {
-                if (!ticket.start()) {
-                    // Withdrawn by an Abort, which has completed the request.
-                    if (c != null) {
-                        c.backendWorkDone();
-                    }
-                    return;
-                }
-                int status;
-                try {
-                    status = call.run(req);
-                } catch (java.io.IOException | RuntimeException e) {
-                    LOG.warn("backend work for opcode 0x{} on queue {} failed: {}", Integer.toHexString(req.cmd.opcode()),
-                            req.sq().qid(), e.toString());
-                    status = failure;
-                } finally {
-                    if (c != null) {
-                        c.backendWorkDone();
-                    }
-                }
-                int done = status;
-                try {
-                    req.sq().transport().execute(() -> req.complete(done));
-                } catch (java.util.concurrent.RejectedExecutionException e) {
-                    LOG.debug("queue {} is gone; its request's result is dropped", req.sq().qid());
-                }
-            });
+            lane.submit(ticket, backendWork);
         } catch (java.util.concurrent.RejectedExecutionException e) {
-            if (c != null) {
-                c.backendWorkDone();
-            }
-            req.complete(Status.ABORT_SQ_DELETED); // the target is shutting down
+            ticket.refuse(); // the target is shutting down
         }
+    }
+
+    /** Backend work waiting for a thread, over every lane of {@code namespaces}, for tests and the admin view. */
+    public static int backendWorkWaiting(Collection<Namespace> namespaces) {
+        int n = 0;
+        for (Namespace ns : namespaces) {
+            n += ns.spaceLane().waiting() + ns.flushLane().waiting();
+        }
+        return n;
     }
 
     /** Runs work that may block (a flush at controller shutdown) on the backend executor; dropped at target shutdown. */
