@@ -36,6 +36,13 @@ public final class RamBackend implements BlockBackend {
     private static final int WRITTEN = 1;
     private static final int PINNED = 2;
     private static final int RELEASING = 4;
+    /**
+     * One writer copying into the chunk (sparse): counted above the state bits, so that giving the chunk's memory
+     * back waits until no write is half done in it. A deallocation that gave the memory back under a writer lost the
+     * part copied before and kept the rest, hidden while the chunk read as unwritten and showing again in blocks
+     * nobody wrote once a later write elsewhere marked the chunk written.
+     */
+    private static final int WRITER = 8;
 
     /** Source of zeroes for reads of never-written chunks and for zeroing ranges. */
     private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(CHUNK_SIZE).asReadOnlyBuffer();
@@ -154,26 +161,33 @@ public final class RamBackend implements BlockBackend {
         return chunks.get(index);
     }
 
-    /** The chunk to write, marked as holding data; null once closed. */
-    private ByteBuffer chunkForWrite(int index) {
+    /**
+     * Enters chunk {@code index} to write into it: marks it as holding data and (sparse) counts the writer until
+     * {@link #endWrite}, so its memory is not given back meanwhile. Returns the chunk; null once closed.
+     */
+    private ByteBuffer beginWrite(int index) {
         if (!sparse) {
             return chunks.get(index);
         }
-        int s = state.get(index);
-        while ((s & WRITTEN) == 0) {
+        while (true) {
+            int s = state.get(index);
             if ((s & RELEASING) != 0) {
                 Thread.onSpinWait(); // a deallocation is giving this chunk's memory back: one madvise
-            } else {
-                if (!mapped && chunks.get(index) == null) {
-                    chunks.compareAndSet(index, null, ByteBuffer.allocateDirect(CHUNK_SIZE));
-                }
-                if (state.compareAndSet(index, s, s | WRITTEN)) {
-                    break;
-                }
+                continue;
             }
-            s = state.get(index);
+            if ((s & WRITTEN) == 0 && !mapped && chunks.get(index) == null) {
+                chunks.compareAndSet(index, null, ByteBuffer.allocateDirect(CHUNK_SIZE));
+            }
+            if (state.compareAndSet(index, s, (s | WRITTEN) + WRITER)) {
+                return chunks.get(index);
+            }
         }
-        return chunks.get(index);
+    }
+
+    private void endWrite(int index) {
+        if (sparse) {
+            state.getAndAdd(index, -WRITER);
+        }
     }
 
     @Override
@@ -201,9 +215,13 @@ public final class RamBackend implements BlockBackend {
             int index = (int) (offset >>> CHUNK_SHIFT);
             int within = (int) (offset & (CHUNK_SIZE - 1));
             int n = Math.min(remaining, CHUNK_SIZE - within);
-            ByteBuffer c = chunkForWrite(index);
-            if (c != null) { // null: closed (the namespace was removed; its data is gone)
-                c.put(within, src, pos, n);
+            ByteBuffer c = beginWrite(index);
+            try {
+                if (c != null) { // null: closed (the namespace was removed; its data is gone)
+                    c.put(within, src, pos, n);
+                }
+            } finally {
+                endWrite(index);
             }
             pos += n;
             offset += n;
@@ -314,14 +332,28 @@ public final class RamBackend implements BlockBackend {
         }
     }
 
-    /** Gives a written, unpinned sparse chunk's memory back; false when it is pinned (zero it instead). */
+    /**
+     * Gives a written, unpinned sparse chunk's memory back, once the writes copying into it have left (new ones wait
+     * meanwhile), so the deallocation lands wholly before or wholly after each of them; false when it is pinned (zero it
+     * instead).
+     */
     private boolean release(int index) {
         int s = state.get(index);
-        if (s == 0) {
-            return true; // nothing written: already zeroes
+        while (true) {
+            if (s == 0) {
+                return true; // nothing written: already zeroes
+            }
+            if ((s & (PINNED | RELEASING)) != 0) {
+                return false; // pinned (zero in place), or another deallocation is giving it back (zero in place: its
+                              // memory reads as zeroes either way)
+            }
+            if (state.compareAndSet(index, s, s | RELEASING)) {
+                break;
+            }
+            s = state.get(index);
         }
-        if (s != WRITTEN || !state.compareAndSet(index, WRITTEN, RELEASING)) {
-            return false; // pinned (or changing): zero in place
+        while (state.get(index) >= WRITER) {
+            Thread.onSpinWait(); // a write is copying into it: a memcpy of at most one chunk
         }
         ByteBuffer c = chunks.get(index);
         if (mapped) {

@@ -140,4 +140,50 @@ class RamBackendTest {
             sparse.close();
         }
     }
+
+    /**
+     * Issue 29, finding 3: a deallocation of a whole sparse chunk racing a write to part of it. Either may land last
+     * (all zeroes, or the write's data), and afterwards the blocks must keep what a read returns until they are
+     * written again. The chunk's memory was given back (madvise) while the writer was still copying into it, the
+     * chunk was marked unwritten, and a later write elsewhere in the chunk made the rest of that copy appear in blocks
+     * nobody wrote.
+     */
+    @Test
+    void aDeallocationRacingAWriteNeverLeavesBlocksThatChangeUnwritten() throws Exception {
+        RamBackend r = ram(4 * MIB, true, true);
+        int half = (int) MIB;
+        ByteBuffer data = ByteBuffer.allocateDirect(half);
+        for (int i = 0; i < half; i++) {
+            data.put(i, (byte) (i * 31 + 7 | 1)); // never zero
+        }
+        ByteBuffer other = ByteBuffer.allocateDirect(4096);
+        java.util.concurrent.ExecutorService writer = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            for (int round = 0; round < 400; round++) {
+                r.write(0, data.duplicate()); // the chunk holds data: a deallocation gives its memory back
+                java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(2);
+                java.util.concurrent.Future<?> w = writer.submit(() -> {
+                    start.await();
+                    r.write(0, data.duplicate());
+                    return null;
+                });
+                start.await();
+                r.deallocate(0, 2 * MIB);
+                w.get();
+                byte[] before = BackendTest.read(r, 0, half);
+                boolean zeroes = java.util.Arrays.equals(before, new byte[half]);
+                boolean written = true;
+                for (int i = 0; i < half && written; i++) {
+                    written = before[i] == data.get(i);
+                }
+                assertTrue(zeroes || written, "round " + round + ": the deallocation and the write landed mixed");
+                r.write(1536 * 1024, other.duplicate()); // a write elsewhere in the same chunk
+                assertArrayEquals(before, BackendTest.read(r, 0, half), "round " + round
+                        + ": blocks nobody wrote changed after a write elsewhere in their chunk");
+            }
+        } finally {
+            writer.shutdownNow();
+            r.close();
+        }
+    }
 }
