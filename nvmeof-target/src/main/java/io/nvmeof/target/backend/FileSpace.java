@@ -6,6 +6,7 @@ import com.sun.jna.NativeLibrary;
 import com.sun.jna.Platform;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,45 +26,81 @@ final class FileSpace implements AutoCloseable {
     private static final int FALLOC_FL_ZERO_RANGE = 0x10;
     private static final int EOPNOTSUPP = 95;
     private static final int ENOSYS = 38;
-    private static final boolean BOUND = bind();
 
-    private volatile int fd;
-    private volatile boolean punchWorks = true;
-    private volatile boolean zeroRangeWorks = true;
+    /** The three system calls used, so a test can stand in for the kernel. */
+    interface Syscalls {
+        int open(String path, int flags) throws LastErrorException;
+        int close(int fd) throws LastErrorException;
+        int fallocate(int fd, int mode, long offset, long length) throws LastErrorException;
+    }
 
-    private static boolean bind() {
-        if (!Platform.isLinux()) {
-            return false;
+    /** libc through JNA's direct mapping; null where it cannot be bound (not Linux). */
+    static final Syscalls LIBC = Libc.bind();
+
+    private static final class Libc implements Syscalls {
+        static Syscalls bind() {
+            if (!Platform.isLinux()) {
+                return null;
+            }
+            try {
+                Native.register(Natives.class, NativeLibrary.getInstance(Platform.C_LIBRARY_NAME));
+                return new Libc();
+            } catch (Throwable t) {
+                LOG.info("fallocate is not available ({}); file namespaces write zeroes to deallocate", t.toString());
+                return null;
+            }
         }
-        try {
-            Native.register(FileSpace.class, NativeLibrary.getInstance(Platform.C_LIBRARY_NAME));
-            return true;
-        } catch (Throwable t) {
-            LOG.info("fallocate is not available ({}); file namespaces write zeroes to deallocate", t.toString());
-            return false;
+
+        @Override public int open(String path, int flags) { return Natives.open(path, flags); }
+        @Override public int close(int fd) { return Natives.close(fd); }
+        @Override public int fallocate(int fd, int mode, long offset, long length) {
+            return Natives.fallocate(fd, mode, offset, length);
         }
     }
 
-    private static native int open(String path, int flags) throws LastErrorException;
-    private static native int close(int fd) throws LastErrorException;
-    private static native int fallocate(int fd, int mode, long offset, long length) throws LastErrorException;
+    /** JNA's direct mapping: each method binds the libc function of its name. */
+    private static final class Natives {
+        static native int open(String path, int flags) throws LastErrorException;
+        static native int close(int fd) throws LastErrorException;
+        static native int fallocate(int fd, int mode, long offset, long length) throws LastErrorException;
+    }
+
+    private final Syscalls sys;
+    private final int fd;
+    /**
+     * Calls using {@link #fd} now, plus {@link #CLOSED} once {@link #close} was asked: the descriptor is closed by
+     * whoever brings the count to zero after that. Closing it under a call in progress would let a file opened
+     * meanwhile take the same number, and the call would punch a hole in that file.
+     */
+    private final AtomicLong users = new AtomicLong();
+    private static final long CLOSED = Long.MIN_VALUE;
+    private volatile boolean punchWorks = true;
+    private volatile boolean zeroRangeWorks = true;
 
     /** Opens {@code path} for space management; without fallocate the methods below only return false. */
     FileSpace(Path path) throws IOException {
+        this(path, LIBC);
+    }
+
+    FileSpace(Path path, Syscalls sys) throws IOException {
+        this.sys = sys;
         int d = -1;
-        if (BOUND) {
+        if (sys != null) {
             try {
-                d = open(path.toString(), O_RDWR | O_CLOEXEC);
+                d = sys.open(path.toString(), O_RDWR | O_CLOEXEC);
             } catch (LastErrorException e) {
                 throw new IOException("open(" + path + ") for fallocate: errno " + e.getErrorCode());
             }
         }
         fd = d;
+        if (d < 0) {
+            users.set(CLOSED);
+        }
     }
 
     /** Deallocates {@code [offset, offset + length)}; afterwards it reads as zeroes. False: not done, write zeroes. */
     boolean punchHole(long offset, long length) throws IOException {
-        if (fd < 0 || !punchWorks) {
+        if (!punchWorks) {
             return false;
         }
         return call(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length, "PUNCH_HOLE");
@@ -71,15 +108,36 @@ final class FileSpace implements AutoCloseable {
 
     /** Makes {@code [offset, offset + length)} read as zeroes without writing them. False: not done, write zeroes. */
     boolean zeroRange(long offset, long length) throws IOException {
-        if (fd < 0 || !zeroRangeWorks) {
+        if (!zeroRangeWorks) {
             return false;
         }
         return call(FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, offset, length, "ZERO_RANGE");
     }
 
+    private boolean enter() {
+        while (true) {
+            long n = users.get();
+            if (n < 0) {
+                return false;
+            }
+            if (users.compareAndSet(n, n + 1)) {
+                return true;
+            }
+        }
+    }
+
+    private void exit() {
+        if (users.decrementAndGet() == CLOSED) {
+            closeDescriptor(); // close() was asked while this call ran: the last one out closes
+        }
+    }
+
     private boolean call(int mode, long offset, long length, String what) throws IOException {
+        if (!enter()) {
+            return false; // closed (or never opened): the caller writes zeroes, which a closed backend refuses
+        }
         try {
-            fallocate(fd, mode, offset, length);
+            sys.fallocate(fd, mode, offset, length);
             return true;
         } catch (LastErrorException e) {
             if (e.getErrorCode() == EOPNOTSUPP || e.getErrorCode() == ENOSYS) {
@@ -93,19 +151,33 @@ final class FileSpace implements AutoCloseable {
                 return false;
             }
             throw new IOException("fallocate(" + what + ", " + offset + ", " + length + ") failed: errno " + e.getErrorCode());
+        } finally {
+            exit();
         }
     }
 
+    /** Closes the descriptor now, or (a call is using it) as that call returns. Idempotent. */
     @Override
-    public synchronized void close() {
-        int d = fd;
-        fd = -1;
-        if (d >= 0) {
-            try {
-                close(d);
-            } catch (LastErrorException e) {
-                LOG.debug("close({}): errno {}", d, e.getErrorCode());
+    public void close() {
+        while (true) {
+            long n = users.get();
+            if (n < 0) {
+                return; // closed already, or never opened
             }
+            if (users.compareAndSet(n, n | CLOSED)) {
+                if (n == 0) {
+                    closeDescriptor();
+                }
+                return;
+            }
+        }
+    }
+
+    private void closeDescriptor() {
+        try {
+            sys.close(fd);
+        } catch (LastErrorException e) {
+            LOG.debug("close({}): errno {}", fd, e.getErrorCode());
         }
     }
 }
