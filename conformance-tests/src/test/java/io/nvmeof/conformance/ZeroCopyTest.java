@@ -102,6 +102,49 @@ class ZeroCopyTest {
         }
     }
 
+    /**
+     * Issue 29, finding 10: a file namespace's file cut short behind the target's back. Every read past its new end
+     * reads zeroes, as a read through a copy does (the file reads as zeroes past its end), sent by sendfile or not; the
+     * connection stays (a read of 16 KiB and more ended it, and the host's reconnects failed the same way).
+     */
+    @Test
+    void readsPastTheEndOfAFileCutShortBehindTheTargetReadZeroesAndKeepTheConnection() throws Exception {
+        try (NvmeTarget target = start(); RawTcpHost admin = new RawTcpHost(target.tcpPort(0));
+                RawTcpHost io = new RawTcpHost(target.tcpPort(0))) {
+            int cntlid = admin.bringUpAdmin(NQN);
+            io.initialize(0);
+            assertEquals(Status.SUCCESS, io.connect(1, 31, cntlid, NQN, RawTcpHost.HOSTNQN, 0).status());
+            byte[] block = new byte[4096];
+            java.util.Arrays.fill(block, (byte) 0x6B);
+            for (int lba = 0; lba < 1024; lba += 8) {
+                assertEquals(Status.SUCCESS, io.execute(RawTcpHost.rwSqe(Opcodes.IO_WRITE, 3, lba, 8, 4096, true), block)
+                        .status());
+            }
+            Path file = ((io.nvmeof.target.backend.FileBackend) target.core().subsystem(NQN).namespace(3).backend()).path();
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(64 << 10); // someone else cuts the file to 64 KiB
+            }
+            int[] sizes = {4 << 10, 16 << 10, 128 << 10, 512 << 10};
+            for (int size : sizes) {
+                for (long lba : new long[] {0, 96, 1000}) { // within, across and past the new end
+                    RawTcpHost.Reply r = io.executeForData(RawTcpHost.rwSqe(Opcodes.IO_READ, 3, lba, size / 512, size,
+                            false), size);
+                    assertEquals(Status.SUCCESS, r.cqe().status(), size + " bytes at LBA " + lba);
+                    for (int i = 0; i < size; i++) {
+                        long at = lba * 512 + i;
+                        byte expected = at < 64 << 10 ? (byte) 0x6B : 0;
+                        if (r.data()[i] != expected) {
+                            throw new AssertionError(size + " bytes at LBA " + lba + ": byte " + i + " is "
+                                    + r.data()[i] + ", expected " + expected);
+                        }
+                    }
+                }
+            }
+            assertEquals(Status.SUCCESS, admin.propertyGet(ControllerRegisters.CSTS, 4).status(), "still connected");
+        }
+    }
+
     /** Runs {@code f} on each I/O queue's own thread and sums what it returns. */
     private static long sumOverIoQueues(NvmeTarget target, Function<TcpQueue, Long> f) throws Exception {
         long sum = 0;

@@ -3,6 +3,7 @@ package io.nvmeof.netty;
 import io.netty.channel.FileRegion;
 import io.netty.util.AbstractReferenceCounted;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.WritableByteChannel;
 import java.util.function.Consumer;
@@ -13,13 +14,16 @@ import java.util.function.Consumer;
  * {@link #borrow} points it at a range with a reference count of 1, and the owner's recycler gets it back once the
  * channel has sent it and released it.
  *
- * <p>WHY its own class: Netty's {@code DefaultFileRegion} is a new object per send, garbage per I/O on the data path.
- * Like it, a send that finds the file shorter than the range fails (a file cut short under the namespace) instead of
- * retrying without end.
+ * <p>WHY its own class: Netty's {@code DefaultFileRegion} is a new object per send, garbage per I/O on the data path,
+ * and it fails a send that finds the file shorter than the range, which ends the connection. A file cut short behind
+ * the namespace's back reads as zeroes past its end (as a read through a copy does, {@code FileChannel} reading
+ * nothing there), so here the rest of the range is sent as zeroes: the host gets the bytes the PDU promised, the same
+ * for every read size, and the connection stays.
  *
  * <p>Single-threaded: borrowed, sent and released on one event loop.
  */
 public final class BorrowedFileRegion extends AbstractReferenceCounted implements FileRegion {
+    private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(64 << 10).asReadOnlyBuffer();
     private final Consumer<BorrowedFileRegion> recycler;
     private FileChannel file;
     private long position;
@@ -86,11 +90,14 @@ public final class BorrowedFileRegion extends AbstractReferenceCounted implement
             return 0;
         }
         long written = file.transferTo(position + from, left, target);
+        if (written == 0 && file.size() <= position + from) {
+            // Past the end of a file cut short: zeroes (0 from transferTo is otherwise a full socket: try later).
+            ByteBuffer z = ZEROES.duplicate();
+            z.limit((int) Math.min(left, z.capacity()));
+            written = target.write(z);
+        }
         if (written > 0) {
             transferred += written;
-        } else if (written == 0 && file.size() < position + count) {
-            throw new IOException("the file is " + file.size() + " bytes, shorter than the range " + position + "+"
-                    + count + " being sent from it");
         }
         return written;
     }
