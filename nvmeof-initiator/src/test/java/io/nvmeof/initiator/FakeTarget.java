@@ -153,6 +153,18 @@ final class FakeTarget implements AutoCloseable {
         }
     }
 
+    /** Resets the connections of queue {@code qid} (-1: all): a TCP RST, as a target that crashes mid-stream. */
+    void reset(int qid) throws IOException {
+        synchronized (conns) {
+            for (Conn c : conns) {
+                if (qid < 0 || c.qid == qid) {
+                    c.socket.setSoLinger(true, 0);
+                    c.socket.close();
+                }
+            }
+        }
+    }
+
     private final class Conn {
         final Socket socket;
         final DataInputStream in;
