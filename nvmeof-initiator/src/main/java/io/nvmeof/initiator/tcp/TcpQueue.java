@@ -283,7 +283,7 @@ public final class TcpQueue extends SlotQueue<Request> {
         }
         boolean wrote = false;
         Request r;
-        while ((r = submitted.poll()) != null) {
+        while ((r = pollSubmitted()) != null) {
             writeCommand(r);
             wrote = true;
         }
