@@ -1,12 +1,15 @@
 package io.nvmeof.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.ControllerState;
+import io.nvmeof.initiator.ErrorKind;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.TransportId;
 import io.nvmeof.target.NvmeTarget;
 import io.nvmeof.target.backend.RamBackend;
@@ -133,6 +136,43 @@ class InitiatorResilienceTest {
                 assertTrue(TestTargets.eventually(() -> notices.get() == 2, 5000), "notices: " + notices.get());
                 assertTrue(c.isConnected());
             }
+        }
+    }
+    /**
+     * Issue 29: an admin deletes NSID 1 and adds another volume (same size and block size, another UUID) as NSID 1.
+     * The old handle is retired and fails further I/O with NAMESPACE_GONE (before, it kept writing into the new
+     * volume); {@code namespace(1)} gives the new one, with the new identifiers from the target's CNS 03h list.
+     */
+    @Test
+    void aVolumeReplacedLiveUnderTheSameNsidRetiresTheOldHandle() throws Exception {
+        int port = freePort();
+        try (NvmeTarget target = NvmeTarget.start(config(port, dir.resolve("ns.img")));
+             NvmeofController c = NvmeofController.connect(TransportId.tcp("127.0.0.1", port, NQN),
+                     ConnectOptions.builder().build())) {
+            NamespaceHandle old = c.namespace(1);
+            UUID oldUuid = old.uuid().orElseThrow(() -> new AssertionError("the target reports a UUID"));
+            assertTrue(old.nguid().isPresent());
+            ByteBuffer b = ByteBuffer.allocateDirect(4096);
+            old.write(0, 1, b.putLong(0, 0x01D).clear()).get(5, TimeUnit.SECONDS);
+
+            UUID other = UUID.randomUUID();
+            target.core().subsystem(NQN).removeNamespace(1);
+            target.core().subsystem(NQN).addNamespace(new Namespace(1, new RamBackend(16 << 20), 4096, other));
+            assertTrue(TestTargets.eventually(() -> c.namespaces().stream()
+                    .anyMatch(n -> n.uuid().equals(java.util.Optional.of(other))), 5000),
+                    "replaced: " + c.namespaces());
+            assertFalse(old.isCurrent());
+            java.util.concurrent.ExecutionException ee = org.junit.jupiter.api.Assertions.assertThrows(
+                    java.util.concurrent.ExecutionException.class,
+                    () -> old.write(0, 1, b.putLong(0, 0xBAD).clear()).get(5, TimeUnit.SECONDS));
+            assertEquals(ErrorKind.NAMESPACE_GONE, ((NvmeofException) ee.getCause()).kind(),
+                    ee.getCause().getMessage());
+            NamespaceHandle now = c.namespace(1);
+            assertTrue(now.uuid().orElseThrow().equals(other) && !other.equals(oldUuid));
+            ByteBuffer r = ByteBuffer.allocateDirect(4096);
+            now.read(0, 1, r).get(5, TimeUnit.SECONDS);
+            assertEquals(0, r.getLong(0), "the new volume got nothing of the old handle");
+            assertTrue(c.isConnected());
         }
     }
 }

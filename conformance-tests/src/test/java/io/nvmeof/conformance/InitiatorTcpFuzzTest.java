@@ -9,6 +9,7 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.netty.channel.EventLoopGroup;
 import io.nvmeof.initiator.tcp.TcpQueue;
 import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.initiator.transport.NamespaceRef;
 import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
@@ -169,11 +170,12 @@ class InitiatorTcpFuzzTest {
                 commandsSent.countDown();
             }
             if (connected) {
-                q.submit(Opcodes.IO_READ, 1, 0, 0, READ_BYTES / 512 - 1, 0, 0, 0, HostQueue.DIR_C2H, readArea, GUARD,
-                        READ_BYTES, null, 0, (st, result) -> complete(0, st, status, completions, done));
-                q.submit(Opcodes.IO_WRITE, 1, 0, 0, WRITE_BYTES / 512 - 1, 0, 0, 0, HostQueue.DIR_H2C, source, 0,
+                NamespaceRef nsid1 = NamespaceRef.fixed(1);
+                q.submit(Opcodes.IO_READ, nsid1, 0, 0, READ_BYTES / 512 - 1, 0, 0, 0, HostQueue.DIR_C2H, readArea,
+                        GUARD, READ_BYTES, null, 0, (st, result) -> complete(0, st, status, completions, done));
+                q.submit(Opcodes.IO_WRITE, nsid1, 0, 0, WRITE_BYTES / 512 - 1, 0, 0, 0, HostQueue.DIR_H2C, source, 0,
                         WRITE_BYTES, null, 0, (st, result) -> complete(1, st, status, completions, done));
-                q.submit(Opcodes.IO_FLUSH, 1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, null, 0,
+                q.submit(Opcodes.IO_FLUSH, nsid1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, null, 0,
                         (st, result) -> complete(2, st, status, completions, done));
                 assertTrue(done.await(15, TimeUnit.SECONDS), "commands still outstanding: " + completions);
             }

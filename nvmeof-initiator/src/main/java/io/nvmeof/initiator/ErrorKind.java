@@ -16,6 +16,13 @@ public enum ErrorKind {
     TIMED_OUT,
     /** Too many requests waited for a queue slot ({@link IoCallback#ERR_QUEUE_FULL}); wait for room and retry. */
     QUEUE_FULL,
+    /**
+     * The handle's namespace was removed from the controller or replaced by another under the same NSID (its
+     * identifiers changed; {@link IoCallback#ERR_NAMESPACE_GONE}): the request was not sent, and no later one through
+     * that handle is. Take {@link NvmeofController#namespace(long)} again after checking it is the volume you expect
+     * ({@link NamespaceHandle#nguid()}, {@link NamespaceHandle#uuid()}); retrying on the old handle fails again.
+     */
+    NAMESPACE_GONE,
     /** The controller completed the command with an error status that may succeed if retried (DNR clear). */
     NVME_STATUS,
     /** The controller completed the command with an error status and Do Not Retry set. */
@@ -31,6 +38,7 @@ public enum ErrorKind {
             case IoCallback.ERR_TRANSPORT: return CONNECTION_LOST;
             case IoCallback.ERR_CLOSED: return CLOSED_BY_CALLER;
             case IoCallback.ERR_QUEUE_FULL: return QUEUE_FULL;
+            case IoCallback.ERR_NAMESPACE_GONE: return NAMESPACE_GONE;
             default:
                 if (status < 0) {
                     return OTHER;

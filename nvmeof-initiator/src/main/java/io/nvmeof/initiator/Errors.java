@@ -24,6 +24,10 @@ final class Errors {
                 return new NvmeofException(what + " on " + where + " rejected: too many requests are waiting for a free"
                         + " queue slot; wait for room (NvmeofController.awaitRoom) or use more/deeper queues",
                         ErrorKind.QUEUE_FULL);
+            case IoCallback.ERR_NAMESPACE_GONE:
+                return new NvmeofException(what + " on " + where + " not sent: the namespace was removed or replaced"
+                        + " (its identifiers changed); take NvmeofController.namespace(nsid) again after checking it is"
+                        + " the volume you expect", ErrorKind.NAMESPACE_GONE);
             case IoCallback.ERR_TRANSPORT:
             default:
                 String why = q.failure();

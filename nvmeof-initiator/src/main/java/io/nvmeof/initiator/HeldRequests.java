@@ -3,6 +3,7 @@ package io.nvmeof.initiator;
 import io.nvmeof.initiator.transport.CompletionListener;
 import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.initiator.transport.LateCompletions;
+import io.nvmeof.initiator.transport.NamespaceRef;
 import io.nvmeof.initiator.transport.PendingRequest;
 import io.nvmeof.protocol.Command;
 import java.nio.ByteBuffer;
@@ -17,6 +18,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * meanwhile (it is the queue {@link NvmeofController#pickQueue()} gives out then). Once reconnected they are sent
  * again on the new queues; when the controller gives up, fails fast or is closed, they fail. Each request leaves
  * exactly once: every path takes it with {@code poll()}.
+ *
+ * <p>A request whose namespace was removed or replaced meanwhile (its {@link NamespaceRef} no longer current) is
+ * never sent again: it fails with {@link IoCallback#ERR_NAMESPACE_GONE}.
  *
  * <p>Only the reconnect path allocates (an SQE copy per request), never the steady-state I/O path.
  */
@@ -60,6 +64,10 @@ final class HeldRequests implements HostQueue {
      * failed, closed): the caller fails it.
      */
     boolean hold(PendingRequest p) {
+        if (!p.namespace().isCurrent()) {
+            failLater(p, IoCallback.ERR_NAMESPACE_GONE); // would never be sent again: fail it now, as it is
+            return true;
+        }
         if (!owner.holds() || owner.failFast()) {
             return false;
         }
@@ -89,9 +97,13 @@ final class HeldRequests implements HostQueue {
                 return;
             }
             count.decrementAndGet();
-            if (q != null) {
-                q.submit(new UnsafeBuffer(p.sqe()), p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(),
-                        p.context(), p.listener());
+            if (!p.namespace().isCurrent()) {
+                // Its namespace was removed or replaced while the controller reconnected (the reconnect retires the
+                // handle before it publishes CONNECTED, so a drain that saw CONNECTED sees that): the NSID may name
+                // another volume now. The queue checks again as it sends.
+                failLater(p, IoCallback.ERR_NAMESPACE_GONE);
+            } else if (q != null) {
+                q.resubmit(p);
             } else {
                 failLater(p, s == ControllerState.CLOSED ? IoCallback.ERR_CLOSED : IoCallback.ERR_TRANSPORT);
             }
@@ -111,13 +123,14 @@ final class HeldRequests implements HostQueue {
     // ------------------------------------------------------------------------------------------ as a HostQueue
 
     @Override
-    public void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
-                       int dir, ByteBuffer data, int dataStart, int dataLength,
+    public void submit(int opcode, NamespaceRef namespace, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14,
+                       int cdw15, int dir, ByteBuffer data, int dataStart, int dataLength,
                        IoCallback cb, long ctx, CompletionListener listener) {
         UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
-        new Command().<Command>wrap(sqe, 0).opcode(opcode).nsid(nsid).cdw10(cdw10).cdw11(cdw11).cdw12(cdw12)
-                .cdw13(cdw13).cdw(14, cdw14).cdw(15, cdw15);
-        take(new PendingRequest(sqe.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener, System.nanoTime()));
+        new Command().<Command>wrap(sqe, 0).opcode(opcode).nsid(namespace.nsid()).cdw10(cdw10).cdw11(cdw11)
+                .cdw12(cdw12).cdw13(cdw13).cdw(14, cdw14).cdw(15, cdw15);
+        take(new PendingRequest(sqe.byteArray(), namespace, dir, data, dataStart, dataLength, cb, ctx, listener,
+                System.nanoTime()));
     }
 
     @Override
@@ -125,7 +138,13 @@ final class HeldRequests implements HostQueue {
                        IoCallback cb, long ctx, CompletionListener listener) {
         byte[] sqe = new byte[Command.LENGTH];
         sqeTemplate.getBytes(0, sqe);
-        take(new PendingRequest(sqe, dir, data, dataStart, dataLength, cb, ctx, listener, System.nanoTime()));
+        take(new PendingRequest(sqe, NamespaceRef.UNBOUND, dir, data, dataStart, dataLength, cb, ctx, listener,
+                System.nanoTime()));
+    }
+
+    @Override
+    public void resubmit(PendingRequest request) {
+        take(request);
     }
 
     private void take(PendingRequest p) {

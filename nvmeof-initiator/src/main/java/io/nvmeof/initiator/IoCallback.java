@@ -31,6 +31,12 @@ public interface IoCallback {
     int ERR_CLOSED = -3;
     /** Too many requests were waiting for a free queue slot (see {@link NamespaceHandle}). */
     int ERR_QUEUE_FULL = -4;
+    /**
+     * The namespace of the handle the request came through was removed, or replaced by another volume under the same
+     * NSID (its identifiers changed), before the request was sent; it was not sent, and never will be. Take the
+     * namespace again with {@link NvmeofController#namespace(long)} after checking it is the volume you expect.
+     */
+    int ERR_NAMESPACE_GONE = -5;
 
     /** Text for a status as delivered to {@link #onComplete}: transport codes by name, NVMe codes by spec name. */
     static String describe(int status) {
@@ -39,6 +45,7 @@ public interface IoCallback {
             case ERR_TRANSPORT: return "TRANSPORT_ERROR (transport -2)";
             case ERR_CLOSED: return "CONTROLLER_CLOSED (transport -3)";
             case ERR_QUEUE_FULL: return "QUEUE_FULL (transport -4)";
+            case ERR_NAMESPACE_GONE: return "NAMESPACE_GONE (host -5: the namespace was removed or replaced; not sent)";
             default:
                 return status < 0 ? "transport error " + status : io.nvmeof.protocol.Status.name(status);
         }

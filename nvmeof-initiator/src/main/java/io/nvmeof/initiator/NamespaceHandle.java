@@ -2,9 +2,12 @@ package io.nvmeof.initiator;
 
 import io.nvmeof.initiator.transport.CompletionListener;
 import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.initiator.transport.NamespaceRef;
 import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import java.nio.ByteBuffer;
+import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -26,32 +29,78 @@ import org.agrona.concurrent.UnsafeBuffer;
  * <p>Futures: the I/O cannot be withdrawn from the controller, so cancelling a returned future, or completing it from
  * outside (as {@code orTimeout} does), takes effect only when the command is done with the buffer: the future then
  * completes with that cancellation or exception. After it completes, however, nothing writes into the buffer.
+ *
+ * <p>Identity: a handle stands for one namespace, told apart by its identifiers ({@link #nguid()}, {@link #eui64()},
+ * {@link #uuid()}), not for whatever its NSID names. It stays valid across reconnects and rescans while the controller
+ * reports the same identifiers and block size under its NSID (a grown namespace keeps its handle; {@link #blockCount()}
+ * follows). When the namespace is removed, or another volume appears under the NSID (its identifiers changed; for a
+ * controller that reports no identifiers, its size or block size changed), as the Linux host removes such a
+ * namespace, the controller <em>retires</em> the handle: {@link #isCurrent()} turns false, its
+ * {@link ControllerStateListener#namespacesChanged} report follows, and every request of this handle that
+ * is not on the wire yet (new ones, ones waiting for a queue slot, ones held or handed back while reconnecting) fails
+ * with {@link ErrorKind#NAMESPACE_GONE} ({@link IoCallback#ERR_NAMESPACE_GONE}) instead of reaching the new volume.
+ * Take {@link NvmeofController#namespace(long)} again after checking it is the volume you expect.
+ *
+ * <p>What the host cannot control: requests already sent when the target replaced the namespace, and those sent
+ * between that and the host noticing it (the next reconnect, or the Namespace Attribute Changed event's rescan),
+ * reach whatever the target serves under the NSID then. Compare the identifiers after a change to be sure.
  */
-public final class NamespaceHandle {
+public final class NamespaceHandle implements NamespaceRef {
     private static final int MAX_BLOCKS = 65536; // NLB is a 16-bit 0-based field
     /** CDW12 bit 30 of Read and Write: Force Unit Access. */
     private static final int CDW12_FUA = 1 << 30;
 
     private final NvmeofController ctrl;
     private final long nsid;
-    private final long blockCount;
+    /** NSZE: volatile, as a rescan or reconnect updates it when the namespace grows (same identifiers). */
+    private volatile long blockCount;
     private final int blockSize;
+    private final NamespaceIdentifiers ids;
+    /**
+     * Null while this is the namespace its NSID names; once retired, why (removed, or replaced and how). Written once,
+     * by the controller's scan; read on every send ({@link #isCurrent()}).
+     */
+    private volatile String retiredBecause;
 
-    NamespaceHandle(NvmeofController ctrl, long nsid, long blockCount, int blockSize) {
+    NamespaceHandle(NvmeofController ctrl, long nsid, long blockCount, int blockSize, NamespaceIdentifiers ids) {
         this.ctrl = ctrl;
         this.nsid = nsid;
         this.blockCount = blockCount;
         this.blockSize = blockSize;
+        this.ids = ids;
     }
 
+    @Override
     public long nsid() { return nsid; }
 
-    /** Namespace size in logical blocks (NSZE). */
+    /** Namespace size in logical blocks (NSZE), as of the last scan: it follows a namespace that grows. */
     public long blockCount() { return blockCount; }
 
     public int blockSize() { return blockSize; }
 
     public long sizeBytes() { return blockCount * blockSize; }
+
+    /** The namespace's NGUID (16 bytes, a copy), when the controller reports one (not all zeros). */
+    public Optional<byte[]> nguid() { return Optional.ofNullable(ids.nguid()); }
+
+    /** The namespace's IEEE EUI-64 (8 bytes, a copy), when the controller reports one (not all zeros). */
+    public Optional<byte[]> eui64() { return Optional.ofNullable(ids.eui64()); }
+
+    /**
+     * The namespace's UUID, when the controller reports one in its Namespace Identification Descriptor list (Identify
+     * CNS 03h, NVMe 1.3 and later; a controller that refuses it reports none).
+     */
+    public Optional<UUID> uuid() { return Optional.ofNullable(ids.uuid()); }
+
+    /**
+     * True while this handle's namespace is the one its NSID names on the controller; false once it was removed or
+     * replaced (see the class comment): every later request fails with {@link ErrorKind#NAMESPACE_GONE}.
+     */
+    @Override
+    public boolean isCurrent() { return retiredBecause == null; }
+
+    /** Why this handle was retired (removed, or replaced and which identifiers changed); empty while current. */
+    public Optional<String> retiredBecause() { return Optional.ofNullable(retiredBecause); }
 
     /** Largest {@code blocks} one read or write may carry (MDTS / block size, at most 65536). */
     public int maxBlocksPerIo() {
@@ -100,7 +149,7 @@ public final class NamespaceHandle {
         IoFuture f = new IoFuture(this, "Flush", -1, 0);
         HostQueue q = ctrl.pickQueue();
         f.queue = q;
-        q.submit(Opcodes.IO_FLUSH, nsid, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, null, 0, f);
+        q.submit(Opcodes.IO_FLUSH, this, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, null, 0, f);
         return f;
     }
 
@@ -109,7 +158,7 @@ public final class NamespaceHandle {
         IoFuture f = new IoFuture(this, "Write Zeroes", lba, blocks);
         HostQueue q = ctrl.pickQueue();
         f.queue = q;
-        q.submit(Opcodes.IO_WRITE_ZEROES, nsid, (int) lba, (int) (lba >>> 32), blocks - 1, 0, 0, 0,
+        q.submit(Opcodes.IO_WRITE_ZEROES, this, (int) lba, (int) (lba >>> 32), blocks - 1, 0, 0, 0,
                 HostQueue.DIR_NONE, null, 0, 0, null, 0, f);
         return f;
     }
@@ -125,7 +174,7 @@ public final class NamespaceHandle {
         HostQueue q = ctrl.pickQueue();
         f.queue = q;
         // CDW10 NR = 0 (one range, 0-based); CDW11 bit 2 = AD.
-        q.submit(Opcodes.IO_DATASET_MANAGEMENT, nsid, 0, 0x4, 0, 0, 0, 0, HostQueue.DIR_H2C,
+        q.submit(Opcodes.IO_DATASET_MANAGEMENT, this, 0, 0x4, 0, 0, 0, 0, HostQueue.DIR_H2C,
                 ByteBuffer.wrap(range), 0, range.length, null, 0, f);
         return f;
     }
@@ -158,7 +207,7 @@ public final class NamespaceHandle {
             f.queue = q;
         }
         // SLBA in CDW10-11, NLB (0-based) in CDW12 15:0, flags (FUA) above it.
-        q.submit(opcode, nsid, (int) lba, (int) (lba >>> 32), (blocks - 1) | cdw12Flags, 0, 0, 0, dir, buf,
+        q.submit(opcode, this, (int) lba, (int) (lba >>> 32), (blocks - 1) | cdw12Flags, 0, 0, 0, dir, buf,
                 buf.position(), len, cb, ctx, f);
     }
 
@@ -192,9 +241,36 @@ public final class NamespaceHandle {
         return (int) len;
     }
 
+    /** Same namespace as far as the controller tells: see {@link NvmeofController}'s scan. */
+    NamespaceIdentifiers identifiers() { return ids; }
+
+    /** The scan found the namespace grown (or shrunk) under the same identifiers. */
+    void resize(long blocks) {
+        blockCount = blocks;
+    }
+
+    /**
+     * The controller's scan found this namespace removed or replaced. The write is volatile and comes before the
+     * controller publishes anything that lets a request of this handle be sent on a new association (see
+     * NvmeofController.identifyNamespaces); every send reads it just before the command goes on the wire.
+     */
+    void retire(String why) {
+        if (retiredBecause == null) {
+            retiredBecause = why;
+        }
+    }
+
+    /** The message a request of a retired handle fails with: which NSID, why, and what to do. */
+    String goneMessage(String what) {
+        return what + " not sent: " + retiredBecause + "; this handle sends no more I/O. Take controller.namespace("
+                + nsid + ") again after checking it is the volume you expect (nguid(), uuid())";
+    }
+
     @Override
     public String toString() {
-        return "NamespaceHandle[nsid " + nsid + ", " + blockCount + " x " + blockSize + " B]";
+        String why = retiredBecause;
+        return "NamespaceHandle[nsid " + nsid + ", " + blockCount + " x " + blockSize + " B, " + ids
+                + (why != null ? ", retired: " + why : "") + "]";
     }
 
     /**
@@ -229,8 +305,10 @@ public final class NamespaceHandle {
             } else {
                 String what = lba < 0 ? op + " (nsid " + ns.nsid + ")"
                         : op + " (nsid " + ns.nsid + ", lba " + lba + ", " + blocks + " blocks)";
-                super.completeExceptionally(Errors.failure(what, status, io.nvmeof.protocol.Status.SET_IO, queue,
-                        ns.ctrl.commandTimeout()));
+                super.completeExceptionally(status == IoCallback.ERR_NAMESPACE_GONE
+                        ? new NvmeofException(ns.goneMessage(what), ErrorKind.NAMESPACE_GONE)
+                        : Errors.failure(what, status, io.nvmeof.protocol.Status.SET_IO, queue,
+                                ns.ctrl.commandTimeout()));
             }
         }
 

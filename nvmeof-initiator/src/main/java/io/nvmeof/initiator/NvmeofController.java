@@ -15,6 +15,7 @@ import io.nvmeof.protocol.fabrics.FabricsCommand;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.identify.IdentifyController;
 import io.nvmeof.protocol.identify.IdentifyNamespace;
+import io.nvmeof.protocol.identify.NamespaceDescriptor;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.protocol.log.DiscoveryLogHeader;
 import io.nvmeof.protocol.regs.ControllerRegisters;
@@ -54,6 +55,12 @@ import org.slf4j.LoggerFactory;
  * {@link ConnectOptions#reconnectDelay()} and sends the interrupted reads and writes again on the new queues, holding
  * new I/O meanwhile. Callers see a failure only after {@link ConnectOptions#fastIoFailTimeout()} or, when the
  * controller gives up, {@link ConnectOptions#ctrlLossTimeout()}; {@link ConnectOptions#stateListener()} follows it.
+ *
+ * <p>Namespaces: {@link #namespace(long)} gives the handle of the namespace an NSID names now. A handle stays valid
+ * across reconnects and rescans while the controller reports the same namespace under its NSID (same identifiers and
+ * block size); once the namespace is removed or replaced, the handle is retired and fails every request not yet sent
+ * with {@link ErrorKind#NAMESPACE_GONE} (see {@link NamespaceHandle}), and
+ * {@link ControllerStateListener#namespacesChanged} is told.
  *
  * <p>The synchronous admin methods block the caller up to {@link ConnectOptions#commandTimeout()}; they must not be
  * called from an I/O completion callback (the event loop), and throw {@link IllegalStateException} if they are.
@@ -107,6 +114,8 @@ public final class NvmeofController implements AutoCloseable {
     private int queueDepth;
     private volatile List<NamespaceHandle> namespaces = List.of();
     private volatile Map<Long, NamespaceHandle> byNsid = Map.of();
+    /** A reconnect attempt changed the namespaces but failed before reporting it. Under {@link #association}. */
+    private boolean namespacesUnreported;
     private ScheduledFuture<?> keepAliveTask;
     /** When the outstanding Keep Alive was sent (System.nanoTime), 0 when none is outstanding. */
     private volatile long keepAliveSent;
@@ -236,9 +245,12 @@ public final class NvmeofController implements AutoCloseable {
 
         if (!isDiscoveryController()) {
             int count = negotiateQueueCount();
-            boolean changed = identifyNamespaces();
+            // Remembered until reported: an attempt that found the change may fail after it (the next one then
+            // finds nothing new), and the change must still be told.
+            namespacesUnreported |= identifyNamespaces() && gen > 0;
             connectIoQueues(count, gen);
-            if (changed && gen > 0) {
+            if (namespacesUnreported) {
+                namespacesUnreported = false;
                 reportNamespaces();
             }
         }
@@ -302,9 +314,22 @@ public final class NvmeofController implements AutoCloseable {
     }
 
     /**
-     * Reads the active namespace list and each namespace's Identify data. Handles of namespaces that stayed the same
-     * (size and block size) are kept, so callers' handles stay valid across rescans and reconnects; returns whether
-     * anything changed.
+     * Reads the active namespace list and each namespace's Identify data and identifiers. A handle is kept when its
+     * NSID still names the same namespace: the same identifiers (compared as Linux's {@code nvme_ns_ids_equal}; for a
+     * controller that reports none, the same size) and the same block size; a kept handle's size follows a namespace
+     * that grew. Every other old handle is retired ({@link NamespaceHandle#retire}): its requests not yet sent fail
+     * with {@link IoCallback#ERR_NAMESPACE_GONE}. Returns whether anything changed (handles or sizes).
+     *
+     * <p>Ordering, which keeps a retired handle's requests off the wire: the retirement is a volatile write made here,
+     * on the thread holding {@link #association}. On a reconnect this runs inside {@link #establish}, before the new
+     * I/O queues are published ({@code ioQueues}) and before {@code state} becomes CONNECTED; until then
+     * {@link #pickQueue} gives out {@link #held}, and the old association's queues are failed already, so every
+     * request of the old handle is either held or handed back to {@link #held}, and {@link HeldRequests#drain} (which
+     * reads CONNECTED, or runs after it on this thread) sees the retirement. A request that reaches a queue anyway
+     * (picked just before, a live rescan) is checked again on that queue's I/O thread just before it is written
+     * ({@code SlotQueue.pollSubmitted}, and {@code startPending} for the overflow queue): a check that comes after
+     * this write in the synchronization order sees it, one that comes before was a send already under way when the
+     * host retired the handle (as one on the wire, outside its control).
      */
     private boolean identifyNamespaces() {
         // CNS 02h lists active NSIDs greater than the given one, in increasing order, 1024 per page, zero-terminated.
@@ -347,6 +372,7 @@ public final class NvmeofController implements AutoCloseable {
             LOG.warn("{}: the active namespace list breaks the specification's rules: {}", id, oddity);
         }
         Map<Long, NamespaceHandle> map = new LinkedHashMap<>();
+        Map<NamespaceHandle, Long> resized = new java.util.IdentityHashMap<>();
         for (long nsid : nsids) {
             byte[] data;
             try {
@@ -385,14 +411,142 @@ public final class NvmeofController implements AutoCloseable {
                 LOG.warn("{}: namespace {} uses extended LBAs with {} bytes of metadata; this initiator transfers data only",
                         id, nsid, ns.lbafMetadataSize(format));
             }
+            NamespaceIdentifiers ids = namespaceIdentifiers(nsid, ns);
+            int blockSize = 1 << shift;
             NamespaceHandle old = byNsid.get(nsid);
-            boolean same = old != null && old.blockCount() == ns.nsze() && old.blockSize() == 1 << shift;
-            map.put(nsid, same ? old : new NamespaceHandle(this, nsid, ns.nsze(), 1 << shift));
+            if (old != null && sameNamespace(old, ids, ns.nsze(), blockSize)) {
+                if (old.blockCount() != ns.nsze()) {
+                    resized.put(old, ns.nsze());
+                }
+                map.put(nsid, old);
+            } else {
+                map.put(nsid, new NamespaceHandle(this, nsid, ns.nsze(), blockSize, ids));
+            }
         }
-        boolean changed = !map.equals(byNsid);
+        Map<Long, NamespaceHandle> before = byNsid;
+        boolean changed = !map.equals(before) || !resized.isEmpty();
+        resized.forEach((h, blocks) -> {
+            LOG.info("{}: namespace {} ({}) resized from {} to {} blocks of {} bytes", id, h.nsid(), h.identifiers(),
+                    h.blockCount(), blocks, h.blockSize());
+            h.resize(blocks);
+        });
+        // The new handles first, so a caller told its handle was retired finds the new one at once.
         byNsid = Collections.unmodifiableMap(map);
         namespaces = List.copyOf(map.values());
+        for (NamespaceHandle old : before.values()) {
+            NamespaceHandle now = map.get(old.nsid());
+            if (now != old) {
+                String why = retirement(old, now, nsids.contains(old.nsid()));
+                LOG.warn("{}; its handle fails every request not yet sent", why);
+                old.retire(why);
+            }
+        }
         return changed;
+    }
+
+    /**
+     * Whether {@code old} is still the namespace Identify now describes: as Linux's {@code nvme_ns_ids_equal} (every
+     * identifier equal, all-zero ones counting as none) with the same block size; without any identifier on either
+     * side, size and block size are all there is to go by.
+     */
+    private static boolean sameNamespace(NamespaceHandle old, NamespaceIdentifiers ids, long nsze, int blockSize) {
+        if (old.blockSize() != blockSize) {
+            return false;
+        }
+        if (!ids.any() && !old.identifiers().any()) {
+            return old.blockCount() == nsze;
+        }
+        return old.identifiers().sameAs(ids);
+    }
+
+    /** Why {@code old} is retired, for its requests' errors and the log: which NSID, removed or replaced and how. */
+    private String retirement(NamespaceHandle old, NamespaceHandle now, boolean listed) {
+        String ns = "namespace " + old.nsid() + " of " + id;
+        if (now == null) {
+            return ns + " was removed (" + (listed ? "listed, but its Identify failed or it is no longer usable"
+                    : "no longer in the active namespace list") + ")";
+        }
+        NamespaceIdentifiers was = old.identifiers();
+        NamespaceIdentifiers is = now.identifiers();
+        if (!was.sameAs(is)) {
+            return ns + " was replaced: its identifiers changed (" + was.changesTo(is) + ")";
+        }
+        if (old.blockSize() != now.blockSize()) {
+            return ns + " was replaced: its block size changed from " + old.blockSize() + " to " + now.blockSize()
+                    + " bytes";
+        }
+        return ns + " was replaced: the controller reports no identifiers, and its size changed from "
+                + old.blockCount() + " to " + now.blockCount() + " blocks";
+    }
+
+    /**
+     * NGUID and EUI-64 of Identify Namespace, and the Namespace Identification Descriptor list (CNS 03h) for the UUID,
+     * as Linux reads it: from NVMe 1.3 on, and a controller that refuses it or returns an empty or malformed list
+     * just reports no UUID. Identifiers the list gives win over Identify Namespace's (as in Linux), which fill in
+     * those it does not give.
+     */
+    private NamespaceIdentifiers namespaceIdentifiers(long nsid, IdentifyNamespace ns) {
+        byte[] nguid = new byte[NamespaceIdentifiers.NGUID_LENGTH];
+        byte[] eui64 = new byte[NamespaceIdentifiers.EUI64_LENGTH];
+        ns.readNguid(nguid);
+        ns.readEui64(eui64);
+        UUID uuid = null;
+        if (vs >= ControllerRegisters.VERSION_1_3) {
+            byte[] list = null;
+            try {
+                list = identify(Opcodes.CNS_NAMESPACE_DESCRIPTORS, nsid);
+            } catch (NvmeStatusException e) {
+                LOG.debug("{}: namespace {}: no Namespace Identification Descriptor list ({})", id, nsid,
+                        e.getMessage());
+            }
+            NamespaceIdentifiers listed = list == null ? null : descriptors(nsid, list);
+            if (listed != null) {
+                if (listed.nguid() != null) {
+                    nguid = listed.nguid();
+                }
+                if (listed.eui64() != null) {
+                    eui64 = listed.eui64();
+                }
+                uuid = listed.uuid();
+            }
+        }
+        return new NamespaceIdentifiers(nguid, eui64, uuid);
+    }
+
+    /** Parses a descriptor list; null (and a warning) when an entry's length does not fit its type or the page. */
+    private NamespaceIdentifiers descriptors(long nsid, byte[] list) {
+        byte[] nguid = null;
+        byte[] eui64 = null;
+        UUID uuid = null;
+        NamespaceDescriptor d = new NamespaceDescriptor();
+        UnsafeBuffer page = new UnsafeBuffer(list);
+        for (int at = 0; at + NamespaceDescriptor.NID <= list.length; ) {
+            d.wrap(page, at);
+            int type = d.nidt();
+            int len = d.nidl();
+            if (len == 0) {
+                break; // the list ends at the first entry without an identifier
+            }
+            int expected = type == NamespaceDescriptor.TYPE_EUI64 ? NamespaceIdentifiers.EUI64_LENGTH
+                    : type == NamespaceDescriptor.TYPE_NGUID || type == NamespaceDescriptor.TYPE_UUID ? 16 : -1;
+            if (at + NamespaceDescriptor.NID + len > list.length || expected >= 0 && len != expected) {
+                LOG.warn("{}: namespace {}: malformed Namespace Identification Descriptor (type {}, length {} at"
+                        + " offset {}); its list is ignored", id, nsid, type, len, at);
+                return null;
+            }
+            byte[] nid = new byte[len];
+            d.nid(nid);
+            if (type == NamespaceDescriptor.TYPE_EUI64) {
+                eui64 = nid;
+            } else if (type == NamespaceDescriptor.TYPE_NGUID) {
+                nguid = nid;
+            } else if (type == NamespaceDescriptor.TYPE_UUID) {
+                ByteBuffer b = ByteBuffer.wrap(nid); // RFC 4122 byte order, as Linux's uuid_t
+                uuid = new UUID(b.getLong(), b.getLong());
+            }
+            at += NamespaceDescriptor.NID + len;
+        }
+        return new NamespaceIdentifiers(nguid, eui64, uuid);
     }
 
     /** Set Features Number of Queues: asks for {@code ioQueues} SQs and CQs, uses min(granted, asked). */
@@ -549,7 +703,8 @@ public final class NvmeofController implements AutoCloseable {
 
     /**
      * Reads the active namespaces again (as after a Namespace Attribute Changed event, which triggers it by itself):
-     * new ones appear in {@link #namespaces()}, removed ones go; handles of unchanged ones stay valid. Blocks.
+     * new ones appear in {@link #namespaces()}, removed ones go; handles of unchanged ones stay valid (a grown one with
+     * its new size), those of removed or replaced ones are retired ({@link ErrorKind#NAMESPACE_GONE}). Blocks.
      */
     public List<NamespaceHandle> rescanNamespaces() {
         association.lock();
@@ -757,7 +912,12 @@ public final class NvmeofController implements AutoCloseable {
 
     public List<NamespaceHandle> namespaces() { return namespaces; }
 
-    /** @throws IllegalArgumentException when {@code nsid} is not an active namespace of this controller */
+    /**
+     * The handle of the namespace {@code nsid} names now (as of the last scan). After a handle failed with
+     * {@link ErrorKind#NAMESPACE_GONE}, this gives the new one, if any: check its identifiers before using it.
+     *
+     * @throws IllegalArgumentException when {@code nsid} is not an active namespace of this controller
+     */
     public NamespaceHandle namespace(long nsid) {
         NamespaceHandle ns = byNsid.get(nsid);
         if (ns == null) {

@@ -4,6 +4,7 @@ import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.identify.IdentifyController;
 import io.nvmeof.protocol.identify.IdentifyNamespace;
+import io.nvmeof.protocol.identify.NamespaceDescriptor;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.protocol.log.DiscoveryLogHeader;
 import io.nvmeof.protocol.regs.ControllerRegisters;
@@ -44,6 +45,8 @@ final class FakeTarget implements AutoCloseable {
     static final long NO_DATA_LBA = 1200;
     /** Writes here get their R2T only after {@link #r2tDelayMs}: past a short command timeout. */
     static final long DELAYED_R2T_LBA = 1300;
+    /** Reads here are answered only once {@link #gate} opens (the connection's thread waits for it). */
+    static final long GATED_LBA = 1400;
     static final int INLINE = 8192;
     /** The in-capsule data size advertised (IOCCSZ). */
     volatile int inline = INLINE;
@@ -62,7 +65,23 @@ final class FakeTarget implements AutoCloseable {
     record H2C(int cccid, int ttag, long datao, long datal, int flags) {
     }
 
-    final byte[] disk = new byte[BLOCKS * BLOCK];
+    /** Namespace 1's volume; {@link #replaceVolume} puts another in its place under the same NSID. */
+    volatile byte[] disk = new byte[BLOCKS * BLOCK];
+    /** Namespace 1's NSZE; 0 takes it out of the active namespace list. */
+    volatile long nsze = BLOCKS;
+    /** Namespace 1's NGUID and EUI-64 in Identify Namespace; null reports none (zeros). */
+    volatile byte[] nguid;
+    volatile byte[] eui64;
+    /** Namespace 1's UUID, in the Namespace Identification Descriptor list. */
+    volatile java.util.UUID uuid;
+    /**
+     * Answers Identify CNS 03h with NGUID, EUI-64 and UUID descriptors (those set); when false it refuses it
+     * (INVALID_FIELD), as a controller older than NVMe 1.3 may.
+     */
+    volatile boolean descriptors;
+    final java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+    /** Asynchronous Event Requests received and not yet answered: the connection and the command id. */
+    private final List<Object[]> asyncEvents = Collections.synchronizedList(new ArrayList<>());
     final List<Sqe> commands = Collections.synchronizedList(new ArrayList<>());
     final List<H2C> h2c = Collections.synchronizedList(new ArrayList<>());
     final List<String> errors = Collections.synchronizedList(new ArrayList<>());
@@ -70,6 +89,8 @@ final class FakeTarget implements AutoCloseable {
     final List<Integer> termReqs = Collections.synchronizedList(new ArrayList<>());
     final AtomicInteger keepAlives = new AtomicInteger();
     final AtomicInteger connections = new AtomicInteger();
+    /** PDUs of I/O queues read and not answered while {@link #hung}. */
+    final AtomicInteger ignoredIo = new AtomicInteger();
     volatile int maxh2cdata = 8192;
     volatile boolean readSuccessFlag;
     volatile int grantedQueues = 8;
@@ -142,11 +163,56 @@ final class FakeTarget implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------ per connection
 
+    /**
+     * Another volume under NSID 1, as a target restarted with another backing file or an admin that deleted NSID 1
+     * and added another volume as NSID 1: empty, {@code blocks} long, with the identifiers given.
+     */
+    void replaceVolume(int blocks, byte[] newNguid, java.util.UUID newUuid) {
+        disk = new byte[blocks * BLOCK];
+        nguid = newNguid;
+        uuid = newUuid;
+        nsze = blocks;
+    }
+
+    /** Asynchronous Event Requests waiting for an event. */
+    int asyncEventsWaiting() {
+        return asyncEvents.size();
+    }
+
+    /** Completes the outstanding Asynchronous Event Requests with a Namespace Attribute Changed notice. */
+    void namespaceAttributeChanged() {
+        List<Object[]> aers;
+        synchronized (asyncEvents) {
+            aers = new ArrayList<>(asyncEvents);
+            asyncEvents.clear();
+        }
+        // DW0: type 2 (notice), information 00h (namespace attribute changed), log page 04h (changed namespaces).
+        for (Object[] a : aers) {
+            try {
+                ((Conn) a[0]).respond((Integer) a[1], 0, 0x0004_0002L);
+            } catch (IOException e) {
+                // that connection is gone (its association with it)
+            }
+        }
+    }
+
     /** Closes the connections of queue {@code qid} (-1: all), as a target that restarts or loses them. */
     void drop(int qid) throws IOException {
         synchronized (conns) {
             for (Conn c : conns) {
                 if (qid < 0 || c.qid == qid) {
+                    c.socket.close();
+                }
+            }
+        }
+    }
+
+    /** Resets the connections of queue {@code qid} (-1: all): a TCP RST, as a target that crashes mid-stream. */
+    void reset(int qid) throws IOException {
+        synchronized (conns) {
+            for (Conn c : conns) {
+                if (qid < 0 || c.qid == qid) {
+                    c.socket.setSoLinger(true, 0);
                     c.socket.close();
                 }
             }
@@ -182,7 +248,7 @@ final class FakeTarget implements AutoCloseable {
         }
 
         /** Sends header (hlen bytes, common header filled here) plus optional data, with negotiated digests. */
-        void send(byte[] header, int type, int flags, byte[] data, int off, int len) throws IOException {
+        synchronized void send(byte[] header, int type, int flags, byte[] data, int off, int len) throws IOException {
             int hlen = header.length;
             int hdl = hd ? 4 : 0;
             boolean withData = data != null;
@@ -312,6 +378,9 @@ final class FakeTarget implements AutoCloseable {
             byte[] p;
             while ((p = c.readPdu()) != null) {
                 if (hung) {
+                    if (c.qid > 0) {
+                        ignoredIo.incrementAndGet();
+                    }
                     continue;
                 }
                 if (p[0] == 0x02) {
@@ -444,17 +513,45 @@ final class FakeTarget implements AutoCloseable {
                             .controllerType(discovery ? IdentifyController.CNTRLTYPE_DISCOVERY : IdentifyController.CNTRLTYPE_IO)
                             .subnqn(discovery ? Nqn.DISCOVERY : NQN);
                 } else if (cns == 2) {
-                    if (nsid < 1) {
+                    if (nsid < 1 && nsze > 0) {
                         le(d).putInt(0, 1);
                     }
-                } else if (cns == 0 && nsid == 1) {
+                } else if (cns == 0 && nsid == 1 && nsze > 0) {
                     IdentifyNamespace ns = new IdentifyNamespace().wrap(u, 0);
-                    ns.nsze(BLOCKS).ncap(BLOCKS).nuse(BLOCKS).nlbaf(0).flbas(0).lbaf(0, 0, 9, 0);
+                    long n = nsze;
+                    ns.nsze(n).ncap(n).nuse(n).nlbaf(0).flbas(0).lbaf(0, 0, 9, 0);
+                    byte[] g = nguid;
+                    byte[] e = eui64;
+                    if (g != null) {
+                        ns.nguid(g);
+                    }
+                    if (e != null) {
+                        ns.eui64(e);
+                    }
+                } else if (cns == 3 && nsid == 1 && nsze > 0 && descriptors) {
+                    NamespaceDescriptor nd = new NamespaceDescriptor();
+                    int at = 0;
+                    byte[] e = eui64;
+                    byte[] g = nguid;
+                    java.util.UUID id = uuid;
+                    if (e != null) {
+                        at += nd.<NamespaceDescriptor>wrap(u, at).write(1, e);
+                    }
+                    if (g != null) {
+                        at += nd.<NamespaceDescriptor>wrap(u, at).write(2, g);
+                    }
+                    if (id != null) {
+                        byte[] raw = ByteBuffer.allocate(16).putLong(id.getMostSignificantBits())
+                                .putLong(id.getLeastSignificantBits()).array();
+                        at += nd.<NamespaceDescriptor>wrap(u, at).write(3, raw);
+                    }
+                    nd.<NamespaceDescriptor>wrap(u, at).write(4, new byte[] {0}); // CSI: NVM
                 } else {
                     c.respond(cid, Status.INVALID_FIELD | Status.DNR, 0);
                     return;
                 }
-                edit.accept(cns == 1 ? "identify-controller" : cns == 2 ? "namespace-list" : "identify-namespace", d);
+                edit.accept(cns == 1 ? "identify-controller" : cns == 2 ? "namespace-list"
+                        : cns == 3 ? "namespace-descriptors" : "identify-namespace", d);
                 c.sendData(cid, d, 0, d.length, readSuccessFlag);
                 break;
             }
@@ -469,6 +566,9 @@ final class FakeTarget implements AutoCloseable {
             case 0x0A: // Get Features: only FID 0x42 is "unsupported", to produce an error status
                 c.respond(cid, (cdw10 & 0xFF) == 0x42 ? Status.INVALID_FIELD | Status.DNR : 0, 0x1234);
                 break;
+            case 0x0C: // Asynchronous Event Request: answered by namespaceAttributeChanged()
+                asyncEvents.add(new Object[] {c, cid});
+                break;
             case 0x18:
                 keepAlives.incrementAndGet();
                 c.respond(cid, 0, 0);
@@ -478,6 +578,14 @@ final class FakeTarget implements AutoCloseable {
                 long numd = ((cdw10 >>> 16) & 0xFFFF) | ((long) (cdw11 & 0xFFFF) << 16);
                 int len = (int) ((numd + 1) * 4);
                 long off = b.getLong(8 + 48);
+                if (lid == 0x04) { // Changed Namespace List: NSID 1
+                    byte[] out = new byte[len];
+                    if (off == 0 && len >= 4) {
+                        le(out).putInt(0, 1);
+                    }
+                    c.sendData(cid, out, 0, len, readSuccessFlag);
+                    return;
+                }
                 if (lid != 0x70) {
                     c.respond(cid, Status.INVALID_LOG_PAGE | Status.DNR, 0);
                     return;
@@ -510,14 +618,23 @@ final class FakeTarget implements AutoCloseable {
         long slba = b.getLong(8 + 40);
         int nlb = (b.getInt(8 + 48) & 0xFFFF) + 1;
         int len = nlb * BLOCK;
+        byte[] disk = this.disk; // the volume at the time the command arrived
+        long blocks = disk.length / BLOCK;
         switch (opcode) {
             case 0x02: // Read
                 if (slba == BLACKHOLE_LBA) {
                     return; // never answered: drives the initiator's timeout
                 }
-                if (slba + nlb > BLOCKS) {
+                if (slba + nlb > blocks) {
                     c.respond(cid, Status.LBA_RANGE | Status.DNR, 0);
                     return;
+                }
+                if (slba == GATED_LBA) {
+                    try {
+                        gate.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
                 }
                 if (slba == CORRUPT_LBA) {
                     byte[] h = new byte[24];
@@ -554,7 +671,7 @@ final class FakeTarget implements AutoCloseable {
                 if (data.length != len) {
                     errors.add("write of " + nlb + " blocks carried " + data.length + " bytes");
                 }
-                if (slba + nlb > BLOCKS) {
+                if (slba + nlb > blocks) {
                     c.respond(cid, Status.LBA_RANGE | Status.DNR, 0);
                     return;
                 }

@@ -338,6 +338,35 @@ class ReconnectTest extends FakeTargetCase {
         }
     }
 
+    /**
+     * Issue 29, finding 11: an ordinary connection reset (or broken pipe) is logged as one line, without a stack
+     * trace; before, it was a WARN with Netty's whole read loop. (slf4j-simple writes to the System.err of the
+     * moment, so the test swaps it.)
+     */
+    @Test
+    void aConnectionResetIsLoggedWithoutAStackTrace() throws Exception {
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream err = System.err;
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+            System.setErr(new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8));
+            try {
+                target.reset(1);
+                waitFor(() -> log.toString(java.nio.charset.StandardCharsets.UTF_8).contains("queue 1 of"), 5000,
+                        "the reset logged");
+                waitFor(() -> c.lastFailure() != null, 5000, "the loss noticed");
+                waitFor(c::isConnected, 5000, "reconnected");
+            } finally {
+                System.setErr(err);
+            }
+            String text = log.toString(java.nio.charset.StandardCharsets.UTF_8);
+            err.print(text);
+            assertTrue(text.contains("queue 1 of") && text.toLowerCase().contains("connection reset"), text);
+            assertFalse(text.lines().anyMatch(l -> l.startsWith("\tat ") || l.startsWith("Caused by")),
+                    "no stack trace for a connection reset:\n" + text);
+            c.namespace(1).write(0, 1, filled(512, 'r')).get(5, TimeUnit.SECONDS);
+        }
+    }
+
     /** Capacity: in-flight counts, waiting for room, and per-queue statistics over TCP. */
     @Test
     void capacityIsVisibleAndCallersCanWaitForRoom() throws Exception {

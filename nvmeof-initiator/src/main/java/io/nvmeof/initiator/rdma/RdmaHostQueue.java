@@ -271,7 +271,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         }
         int n = 0;
         RdmaRequest r;
-        while (canStart() && (r = submitted.poll()) != null) {
+        while (canStart() && (r = pollSubmitted()) != null) {
             post(r);
             n++;
         }

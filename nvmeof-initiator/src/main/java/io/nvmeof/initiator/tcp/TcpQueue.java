@@ -283,7 +283,7 @@ public final class TcpQueue extends SlotQueue<Request> {
         }
         boolean wrote = false;
         Request r;
-        while ((r = submitted.poll()) != null) {
+        while ((r = pollSubmitted()) != null) {
             writeCommand(r);
             wrote = true;
         }
@@ -374,12 +374,19 @@ public final class TcpQueue extends SlotQueue<Request> {
 
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            if (!(cause instanceof java.io.IOException)) {
+            boolean network = cause instanceof java.io.IOException;
+            if (!network) {
                 internalErrors++; // not the network's doing: what the target sent is refused before it gets here
             }
             if (state == OPEN) {
-                LOG.warn("{}: transport error", label, cause);
-                fail("transport error: " + cause, IoCallback.ERR_TRANSPORT);
+                if (network) {
+                    // A connection reset or broken pipe is the network's ordinary way of ending: fail() logs it as
+                    // one line ("failed: connection error: ..."); a stack trace would show only Netty's read loop.
+                    fail("connection error: " + cause, IoCallback.ERR_TRANSPORT);
+                } else {
+                    LOG.warn("{}: unexpected error on the queue's event loop", label, cause);
+                    fail("transport error: " + cause, IoCallback.ERR_TRANSPORT);
+                }
             }
             if (!icFuture.isDone()) {
                 icFuture.completeExceptionally(new NvmeofException(label + ": transport error during ICReq/ICResp", cause));

@@ -23,15 +23,23 @@ public interface HostQueue {
     /**
      * Submits a command built from fields (the I/O hot path). CID, PSDT and the data pointer are filled in here.
      * {@code data} is used from absolute index {@code dataStart} for {@code dataLength} bytes; its position and limit
-     * are never touched.
+     * are never touched. The NSID is {@code namespace.nsid()}; the command is sent only while
+     * {@code namespace.isCurrent()}, checked when it goes on the wire, else it completes with
+     * {@link IoCallback#ERR_NAMESPACE_GONE} (use {@link NamespaceRef#fixed} for no such check).
      */
-    void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
+    void submit(int opcode, NamespaceRef namespace, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
                 int dir, ByteBuffer data, int dataStart, int dataLength,
                 IoCallback cb, long ctx, CompletionListener listener);
 
-    /** Submits a command whose 64-byte SQE the caller prepared (admin and Fabrics commands). */
+    /** Submits a command whose 64-byte SQE the caller prepared (admin, Fabrics: {@link NamespaceRef#UNBOUND}). */
     void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
                 IoCallback cb, long ctx, CompletionListener listener);
+
+    /**
+     * Sends again a request taken back from a failed queue or held while reconnecting: its SQE (a new CID and data
+     * pointer are filled in), for the namespace it was first submitted for (checked as {@link #submit} checks it).
+     */
+    void resubmit(PendingRequest request);
 
     int qid();
 

@@ -42,6 +42,12 @@ public abstract class QueueSlot {
      */
     public int failCode;
 
+    /**
+     * What the command was submitted for; the I/O thread sends it only while this is current
+     * ({@link SlotQueue#pollSubmitted}). A plain field: published with the slot by the hand-over.
+     */
+    public NamespaceRef namespace;
+
     public IoCallback callback;
     public long context;
     public CompletionListener listener;

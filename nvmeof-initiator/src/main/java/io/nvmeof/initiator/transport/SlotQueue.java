@@ -32,6 +32,11 @@ import org.slf4j.LoggerFactory;
  * bound they fail with {@link IoCallback#ERR_QUEUE_FULL}). Submitting never blocks, which matters because callbacks
  * run on the I/O thread and commonly resubmit.
  *
+ * <p>Namespace identity: each request carries the {@link NamespaceRef} it was submitted for (a plain field of its slot,
+ * or of its {@link PendingRequest}); the I/O thread reads {@link NamespaceRef#isCurrent()} just before it sends the
+ * command ({@link #pollSubmitted}, {@link #startPending}) and fails it with {@link IoCallback#ERR_NAMESPACE_GONE}
+ * instead when the namespace was removed or replaced meanwhile.
+ *
  * <p>Completion: exactly once per accepted submission, never on the submitting thread. A submission refused at once
  * (queue closed or failed, overflow full) is completed on the I/O thread, or by {@link LateCompletions} once that is
  * gone, so a callback that submits again cannot recurse. A submission racing {@link #close()} is completed by the I/O
@@ -197,44 +202,62 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     // ------------------------------------------------------------------------------------------------ submission
 
     @Override
-    public final void submit(int opcode, long nsid, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14, int cdw15,
-                             int dir, ByteBuffer data, int dataStart, int dataLength,
+    public final void submit(int opcode, NamespaceRef namespace, int cdw10, int cdw11, int cdw12, int cdw13, int cdw14,
+                             int cdw15, int dir, ByteBuffer data, int dataStart, int dataLength,
                              IoCallback cb, long ctx, CompletionListener listener) {
+        long nsid = namespace.nsid();
         if (state != OPEN) {
             UnsafeBuffer copy = new UnsafeBuffer(new byte[Command.LENGTH]);
             fill(new Command().<Command>wrap(copy, 0), opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
-            refuse(copy.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener);
+            refuse(new PendingRequest(copy.byteArray(), namespace, dir, data, dataStart, dataLength, cb, ctx, listener,
+                    System.nanoTime()));
             return;
         }
         R r = claim();
         if (r != null) {
             r.sqe.setMemory(0, Command.LENGTH, (byte) 0);
             fill(r.cmd, opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
+            r.namespace = namespace;
             launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
         } else {
             UnsafeBuffer copy = new UnsafeBuffer(new byte[Command.LENGTH]);
             fill(new Command().<Command>wrap(copy, 0), opcode, nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15);
-            overflow(copy.byteArray(), dir, data, dataStart, dataLength, cb, ctx, listener);
+            overflow(new PendingRequest(copy.byteArray(), namespace, dir, data, dataStart, dataLength, cb, ctx,
+                    listener, System.nanoTime()));
         }
     }
 
     @Override
     public final void submit(DirectBuffer sqeTemplate, int dir, ByteBuffer data, int dataStart, int dataLength,
                              IoCallback cb, long ctx, CompletionListener listener) {
+        submit(sqeTemplate, NamespaceRef.UNBOUND, dir, data, dataStart, dataLength, cb, ctx, listener);
+    }
+
+    @Override
+    public final void resubmit(PendingRequest p) {
+        submit(new UnsafeBuffer(p.sqe()), p.namespace(), p.dir(), p.data(), p.dataStart(), p.dataLength(),
+                p.callback(), p.context(), p.listener());
+    }
+
+    private void submit(DirectBuffer sqeTemplate, NamespaceRef namespace, int dir, ByteBuffer data, int dataStart,
+                        int dataLength, IoCallback cb, long ctx, CompletionListener listener) {
         if (state != OPEN) {
             byte[] copy = new byte[Command.LENGTH];
             sqeTemplate.getBytes(0, copy);
-            refuse(copy, dir, data, dataStart, dataLength, cb, ctx, listener);
+            refuse(new PendingRequest(copy, namespace, dir, data, dataStart, dataLength, cb, ctx, listener,
+                    System.nanoTime()));
             return;
         }
         R r = claim();
         if (r != null) {
             r.sqe.putBytes(0, sqeTemplate, 0, Command.LENGTH);
+            r.namespace = namespace;
             launch(r, dir, data, dataStart, dataLength, cb, ctx, listener);
         } else {
             byte[] copy = new byte[Command.LENGTH];
             sqeTemplate.getBytes(0, copy);
-            overflow(copy, dir, data, dataStart, dataLength, cb, ctx, listener);
+            overflow(new PendingRequest(copy, namespace, dir, data, dataStart, dataLength, cb, ctx, listener,
+                    System.nanoTime()));
         }
     }
 
@@ -243,14 +266,12 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
      * goes to the controller to be sent again after the reconnect, as the requests in flight on it do; one the host
      * closed fails. Only this failure path copies the command.
      */
-    private void refuse(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                        CompletionListener listener) {
+    private void refuse(PendingRequest p) {
         RequestSink sink = requeue;
-        if (state == FAILED && sink != null && sink.offer(new PendingRequest(sqe, dir, data, dataStart, dataLength, cb,
-                ctx, listener, System.nanoTime()))) {
+        if (state == FAILED && sink != null && sink.offer(p)) {
             return;
         }
-        deliverLater(cb, ctx, listener, closedCode());
+        deliverLater(p.callback(), p.context(), p.listener(), closedCode());
     }
 
     /** A free slot, or null when none is free or requests already wait (they go first, in order). */
@@ -332,15 +353,14 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         failAll(closedCode());
     }
 
-    private void overflow(byte[] sqe, int dir, ByteBuffer data, int dataStart, int dataLength, IoCallback cb, long ctx,
-                          CompletionListener listener) {
+    private void overflow(PendingRequest p) {
         if (pendingCount.incrementAndGet() > pendingLimit) {
             pendingCount.decrementAndGet();
             queueFull.increment();
-            deliverLater(cb, ctx, listener, IoCallback.ERR_QUEUE_FULL);
+            deliverLater(p.callback(), p.context(), p.listener(), IoCallback.ERR_QUEUE_FULL);
             return;
         }
-        pending.offer(new PendingRequest(sqe, dir, data, dataStart, dataLength, cb, ctx, listener, System.nanoTime()));
+        pending.offer(p);
         handOver();
         afterHandOver();
     }
@@ -444,7 +464,14 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
                 break;
             }
             pendingCount.decrementAndGet();
+            if (!p.namespace().isCurrent()) {
+                // Its namespace was removed or replaced while it waited: the NSID may name another volume now.
+                release(r);
+                deliver(p.callback(), p.context(), p.listener(), IoCallback.ERR_NAMESPACE_GONE, 0);
+                continue;
+            }
             r.sqe.putBytes(0, p.sqe());
+            r.namespace = p.namespace();
             try {
                 describe(r, p.dir(), p.data(), p.dataStart(), p.dataLength(), p.callback(), p.context(), p.listener());
             } catch (RuntimeException | OutOfMemoryError e) {
@@ -477,6 +504,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         r.callback = null;
         r.listener = null;
         r.data = null;
+        r.namespace = null;
         r.state = QueueSlot.FREE;
         r.failCode = 0;
         free.offer(r);
@@ -555,6 +583,26 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         }
     }
 
+    /**
+     * I/O thread: the next handed-over slot to send, or null. A slot whose namespace was removed or replaced since it
+     * was submitted is completed here with {@link IoCallback#ERR_NAMESPACE_GONE} and never sent: this read of
+     * {@link NamespaceRef#isCurrent()} is the last thing before the command goes on the wire, on the thread that puts
+     * it there (one volatile read per command, nothing else added to the steady-state path).
+     */
+    protected final R pollSubmitted() {
+        R r;
+        while ((r = submitted.poll()) != null) {
+            if (r.namespace.isCurrent()) {
+                return r;
+            }
+            releaseAndDeliver(r, IoCallback.ERR_NAMESPACE_GONE, 0);
+            if (state != OPEN) {
+                return null; // the callback closed or failed the queue: its failure path takes what is left
+            }
+        }
+        return null;
+    }
+
     /** Fails what was handed over but not sent yet (on the I/O thread, or once it is gone). */
     protected final void failSubmitted(int code) {
         R r;
@@ -572,8 +620,8 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         if (code == IoCallback.ERR_TRANSPORT && sink != null && r.failCode == 0) {
             byte[] sqe = new byte[Command.LENGTH];
             r.sqe.getBytes(0, sqe);
-            PendingRequest p = new PendingRequest(sqe, r.dir, r.data, r.dataStart, r.dataLength, r.callback, r.context,
-                    r.listener, System.nanoTime());
+            PendingRequest p = new PendingRequest(sqe, r.namespace, r.dir, r.data, r.dataStart, r.dataLength,
+                    r.callback, r.context, r.listener, System.nanoTime());
             release(r);
             if (!sink.offer(p)) {
                 deliver(p.callback(), p.context(), p.listener(), code, 0);

@@ -21,6 +21,8 @@ import org.junit.jupiter.api.Test;
  * commands when the test says so: slots, command identifiers, overflow order, back-pressure, failure of waiting work.
  */
 class SlotQueueTest {
+    static final NamespaceRef NS1 = NamespaceRef.fixed(1);
+
     static final class Slot extends QueueSlot {
         Slot(int index) {
             super(index, new UnsafeBuffer(new byte[64]));
@@ -129,7 +131,7 @@ class SlotQueueTest {
                 return;
             }
             Slot r;
-            while (canStart() && (r = submitted.poll()) != null) {
+            while (canStart() && (r = pollSubmitted()) != null) {
                 start(r);
             }
             startPending();
@@ -154,7 +156,7 @@ class SlotQueueTest {
     }
 
     static void submit(FakeQueue q, int tag, List<String> log) {
-        q.submit(Opcodes.IO_READ, 1, tag, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0,
+        q.submit(Opcodes.IO_READ, NS1, tag, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0,
                 (ctx, status) -> log.add(ctx + ":" + status), tag, null);
     }
 
@@ -220,7 +222,7 @@ class SlotQueueTest {
     void aSubmissionTheTransportRefusesFreesItsSlot() {
         FakeQueue q = new FakeQueue(1);
         List<String> log = new ArrayList<>();
-        assertThrows(IllegalArgumentException.class, () -> q.submit(Opcodes.IO_READ, 1, 9, 0, 0, 0, 0, 0,
+        assertThrows(IllegalArgumentException.class, () -> q.submit(Opcodes.IO_READ, NS1, 9, 0, 0, 0, 0, 0,
                 HostQueue.DIR_NONE, null, 0, -1, (c, s) -> log.add("called"), 0, null));
         submit(q, 3, log);
         q.runIoThread();
@@ -248,13 +250,14 @@ class SlotQueueTest {
             maxDepth.accumulateAndGet(depth.incrementAndGet(), Math::max);
             assertEquals(IoCallback.ERR_CLOSED, status);
             if (completions.incrementAndGet() < n) {
-                q.submit(Opcodes.IO_READ, 1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, chain[0], ctx + 1, null);
+                q.submit(Opcodes.IO_READ, NS1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, chain[0], ctx + 1,
+                        null);
             } else {
                 done.countDown();
             }
             depth.decrementAndGet();
         };
-        q.submit(Opcodes.IO_READ, 1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, chain[0], 0, null);
+        q.submit(Opcodes.IO_READ, NS1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, chain[0], 0, null);
         assertTrue(done.await(20, java.util.concurrent.TimeUnit.SECONDS), "completions: " + completions.get());
         assertEquals(n, completions.get());
         assertEquals(1, maxDepth.get(), "a callback never runs inside another");
@@ -287,13 +290,57 @@ class SlotQueueTest {
         assertEquals(List.of("3:" + IoCallback.ERR_CLOSED), log, "a queue closed by the host still refuses");
     }
 
+    /** A namespace reference a test retires by hand, as the controller's scan retires a handle. */
+    static final class Retirable implements NamespaceRef {
+        volatile boolean current = true;
+
+        @Override
+        public long nsid() {
+            return 1;
+        }
+
+        @Override
+        public boolean isCurrent() {
+            return current;
+        }
+    }
+
+    /**
+     * Issue 29: a request of a namespace retired after it was submitted but before it went on the wire (handed over
+     * to the I/O thread, or waiting for a slot) fails with ERR_NAMESPACE_GONE instead of being sent; others go on, and
+     * a request handed back by a failed queue keeps its namespace, so it is checked again when resent.
+     */
+    @Test
+    void requestsOfARetiredNamespaceAreNotSent() {
+        FakeQueue q = new FakeQueue(1);
+        Retirable ns = new Retirable();
+        List<String> log = new ArrayList<>();
+        IoCallback cb = (ctx, status) -> log.add(ctx + ":" + status);
+        q.submit(Opcodes.IO_READ, ns, 1, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, 1, null); // handed over
+        q.submit(Opcodes.IO_READ, ns, 2, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, 2, null); // waits
+        q.submit(Opcodes.IO_READ, NS1, 3, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, 3, null); // waits
+        ns.current = false;
+        q.runIoThread();
+        assertEquals(List.of(3), q.wire, "only the request of the namespace still current went out");
+        assertEquals(List.of("1:" + IoCallback.ERR_NAMESPACE_GONE, "2:" + IoCallback.ERR_NAMESPACE_GONE), log);
+
+        Retirable other = new Retirable();
+        List<PendingRequest> handedBack = new ArrayList<>();
+        q.requeueTo(handedBack::add);
+        q.submit(Opcodes.IO_READ, other, 4, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, 4, null); // waits
+        q.fail("connection lost", IoCallback.ERR_TRANSPORT);
+        assertEquals(2, handedBack.size(), "the one in flight and the one waiting");
+        assertSame(NS1, handedBack.get(0).namespace());
+        assertSame(other, handedBack.get(1).namespace());
+    }
+
     @Test
     void anErrorThrownByACallbackFailsTheQueue() {
         FakeQueue q = new FakeQueue(2);
         List<String> log = new ArrayList<>();
         List<String> failures = new ArrayList<>();
         q.failureListener(x -> failures.add(x.failure()));
-        q.submit(Opcodes.IO_READ, 1, 1, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, (ctx, status) -> {
+        q.submit(Opcodes.IO_READ, NS1, 1, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, (ctx, status) -> {
             throw new StackOverflowError("deep");
         }, 1, null);
         submit(q, 2, log);
@@ -340,7 +387,8 @@ class SlotQueueTest {
                 int base = t * perThread;
                 submitters[t] = new Thread(() -> {
                     for (int i = 0; i < perThread; i++) {
-                        q.submit(Opcodes.IO_READ, 1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, base + i, null);
+                        q.submit(Opcodes.IO_READ, NS1, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, base + i,
+                                null);
                     }
                 });
                 submitters[t].start();
