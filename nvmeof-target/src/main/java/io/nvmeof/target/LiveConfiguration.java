@@ -582,8 +582,11 @@ public final class LiveConfiguration {
             String path = n != null ? n.path() : null;
             String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
             Boolean sparse = ns.backend() instanceof io.nvmeof.target.backend.RamBackend r && r.sparse() ? true : null;
+            // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
+            // document, the empty volume would claim the identity of the one whose data is gone.
+            String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
             namespaces.add(new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path,
-                    ns.uuid().toString(), nguid, sparse));
+                    uuid, nguid, sparse));
         }
         namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
         return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),

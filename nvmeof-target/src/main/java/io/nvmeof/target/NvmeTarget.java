@@ -170,9 +170,23 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** The effective UUID of a namespace: as configured, else derived from the subsystem NQN and NSID (stable). */
-    static UUID namespaceUuid(String nqn, long nsid, NamespaceConfig n) {
-        return n.uuid() != null ? UUID.fromString(n.uuid())
-                : UUID.nameUUIDFromBytes((nqn + "/" + nsid).getBytes(StandardCharsets.UTF_8));
+    /**
+     * The UUID (and, unless configured, NGUID) hosts see for a namespace: as configured, else one that tells volumes
+     * apart, since a host takes a namespace whose identifiers are unchanged for the same volume (Linux's
+     * {@code nvme_ns_ids_equal}; the initiator's handles) and sends it the writes it held across a reconnect. A file or
+     * block device: derived from the subsystem NQN, the NSID and the path, so the same file keeps its identity across
+     * restarts and another file under the NSID is another namespace. A RAM namespace: new each time it is made (the
+     * volume is new and empty), and not written into the exported document.
+     */
+    public static UUID namespaceUuid(String nqn, long nsid, NamespaceConfig n, String kind) {
+        if (n.uuid() != null) {
+            return UUID.fromString(n.uuid());
+        }
+        if ("ram".equals(kind)) {
+            return UUID.randomUUID();
+        }
+        return UUID.nameUUIDFromBytes((nqn + "/" + nsid + "/" + Path.of(n.path()).toAbsolutePath().normalize())
+                .getBytes(StandardCharsets.UTF_8));
     }
 
     Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
@@ -210,7 +224,7 @@ public final class NvmeTarget implements AutoCloseable {
                         + "' (use ram, file or block)");
         }
         try {
-            Namespace ns = new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n), nguid);
+            Namespace ns = new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n, kind), nguid);
             backends.add(backend);
             return ns;
         } catch (RuntimeException e) {

@@ -76,4 +76,44 @@ class LiveConfigurationTest {
             assertNull(again.core().subsystem(NQN));
         }
     }
+
+    /**
+     * Issue 29, finding 2 (the target's half): hosts take a namespace whose identifiers are unchanged for the same
+     * volume, so another volume under the same NSID must not have the same ones. Before, both were derived from the
+     * subsystem NQN and NSID alone: another file added live as NSID 1, or a RAM namespace made anew (empty) by a
+     * restart, looked to every host like the volume it had been writing to.
+     */
+    @Test
+    void anotherVolumeUnderTheSameNsidHasOtherIdentifiersAndTheSameFileKeepsItsOwn() throws Exception {
+        TargetConfig config = new TargetConfig(1, 4, 128, 1 << 20,
+                List.of(new TargetConfig.ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
+                List.of(new SubsystemConfig(NQN, null, null, 8, true, null, List.of(
+                        new NamespaceConfig(1L, "file", "1MiB", 512, dir.resolve("a.img").toString(), null),
+                        new NamespaceConfig(2L, "ram", "1MiB", 512, null, null)))));
+        java.util.UUID fileA;
+        java.util.UUID ram;
+        byte[] ramNguid;
+        try (NvmeTarget t = NvmeTarget.start(config)) {
+            fileA = t.core().subsystem(NQN).namespace(1).uuid();
+            ram = t.core().subsystem(NQN).namespace(2).uuid();
+            ramNguid = t.core().subsystem(NQN).namespace(2).nguid();
+            SubsystemConfig exported = t.live().export().subsystems().get(0);
+            assertEquals(fileA.toString(), exported.namespaces().get(0).uuid(), "a file's identity is exported");
+            assertNull(exported.namespaces().get(1).uuid(), "a RAM namespace's is not: restored, it would be empty");
+
+            t.live().removeNamespace(NQN, 1);
+            t.live().addNamespace(NQN, new NamespaceConfig(1L, "file", "1MiB", 512, dir.resolve("b.img").toString(),
+                    null));
+            assertTrue(!fileA.equals(t.core().subsystem(NQN).namespace(1).uuid()), "another file, another namespace");
+            t.live().removeNamespace(NQN, 2);
+            t.live().addNamespace(NQN, new NamespaceConfig(2L, "ram", "1MiB", 512, null, null));
+            assertTrue(!ram.equals(t.core().subsystem(NQN).namespace(2).uuid()), "a new RAM volume, a new namespace");
+        }
+        try (NvmeTarget again = NvmeTarget.start(config)) {
+            assertEquals(fileA, again.core().subsystem(NQN).namespace(1).uuid(), "the same file keeps its identity");
+            assertTrue(!ram.equals(again.core().subsystem(NQN).namespace(2).uuid()), "a restarted RAM namespace is empty:"
+                    + " not the namespace hosts knew");
+            assertTrue(!java.util.Arrays.equals(ramNguid, again.core().subsystem(NQN).namespace(2).nguid()));
+        }
+    }
 }

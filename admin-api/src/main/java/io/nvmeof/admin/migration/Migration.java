@@ -203,13 +203,18 @@ public final class Migration {
     }
 
     /**
-     * The UUID hosts see for a namespace of ours: as configured, else the one the target derives from the subsystem
-     * NQN and NSID (the same rule as {@code NvmeTarget.namespaceUuid}). Exports write it so a namespace keeps its
-     * identity on the other target.
+     * The UUID hosts see for a namespace of ours: as configured, else the one the target derives for a file or block
+     * device from the subsystem NQN, the NSID and the path ({@code NvmeTarget.namespaceUuid}). Exports write it so a
+     * namespace keeps its identity on the other target. A RAM namespace without one gets a new UUID each time it is
+     * made, on the other target too (it is a new, empty volume there): derived here from the NQN and NSID, so the
+     * export is the same each time.
      */
     static String effectiveUuid(String nqn, long nsid, NamespaceConfig n, String where) {
         if (n.uuid() == null) {
-            return UUID.nameUUIDFromBytes((nqn + "/" + nsid).getBytes(StandardCharsets.UTF_8)).toString();
+            String kind = n.backend() != null ? n.backend() : n.path() != null ? "file" : "ram";
+            String key = "ram".equals(kind) || n.path() == null ? nqn + "/" + nsid
+                    : nqn + "/" + nsid + "/" + java.nio.file.Path.of(n.path()).toAbsolutePath().normalize();
+            return UUID.nameUUIDFromBytes(key.getBytes(StandardCharsets.UTF_8)).toString();
         }
         if (!n.uuid().matches(UUID_PATTERN)) {
             throw new IllegalArgumentException(where + ".uuid must be a UUID (8-4-4-4-12 hex digits), got '"

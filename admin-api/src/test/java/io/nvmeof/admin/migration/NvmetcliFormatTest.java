@@ -273,8 +273,8 @@ class NvmetcliFormatTest {
         assertEquals(2, n1.at("/namespaces/0/nsid").intValue(), "unnumbered namespaces follow the previous one");
         assertEquals(3, n1.at("/namespaces/1/nsid").intValue());
         String uuid = n1.at("/namespaces/1/device/uuid").asText();
-        assertEquals(java.util.UUID.nameUUIDFromBytes("n1/3".getBytes(StandardCharsets.UTF_8)).toString(), uuid,
-                "the UUID the target derives, so hosts recognise the namespace");
+        assertEquals(java.util.UUID.nameUUIDFromBytes("n1/3//dev/nvme1n1".getBytes(StandardCharsets.UTF_8)).toString(),
+                uuid, "the UUID the target derives (NQN, NSID, path), so hosts recognise the namespace");
         assertEquals(uuid, n1.at("/namespaces/1/device/nguid").asText(), "the target's NGUID is the UUID's bytes");
     }
 
