@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.nvmeof.protocol.Completion;
-import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.tcp.PduHeader;
@@ -21,7 +20,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -120,30 +118,16 @@ class AbortTest {
         h.send(h.capsule(sqe, data));
     }
 
-    /** The next {@code n} responses on {@code h}, by CID. */
     private static Map<Integer, Completion> responses(RawTcpHost h, int n) throws IOException {
-        Map<Integer, Completion> out = new HashMap<>();
-        while (out.size() < n) {
-            byte[] pdu = h.readPdu();
-            if (pdu[0] == PduHeader.TYPE_CAPSULE_RESP) {
-                Completion c = new Completion().wrap(new UnsafeBuffer(Arrays.copyOfRange(pdu, 8, 24)), 0);
-                assertTrue(out.put(c.cid(), c) == null, "CID " + c.cid() + " completed twice");
-            }
-        }
-        return out;
+        return h.responses(n);
     }
 
     private static byte[] deallocate(long nsid) {
-        byte[] sqe = RawTcpHost.sqe();
-        RawTcpHost.cmd(sqe).opcode(Opcodes.IO_DATASET_MANAGEMENT).nsid(nsid).cdw10(0).cdw11(0x4);
-        RawTcpHost.sgl(sqe).inCapsule(0, DatasetRange.LENGTH);
-        return sqe;
+        return RawTcpHost.deallocateSqe(nsid, 1);
     }
 
     private static byte[] range(long slba, long blocks) {
-        byte[] b = new byte[DatasetRange.LENGTH];
-        new DatasetRange().<DatasetRange>wrap(new UnsafeBuffer(b), 0).slba(slba).blocks(blocks);
-        return b;
+        return RawTcpHost.ranges(slba, blocks);
     }
 
     private int abort(int sqid, int cid, int abortCid) throws IOException {

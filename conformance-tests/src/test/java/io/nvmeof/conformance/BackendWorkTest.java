@@ -6,10 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.nvmeof.protocol.Completion;
-import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
-import io.nvmeof.protocol.tcp.PduHeader;
 import io.nvmeof.protocol.regs.ControllerRegisters;
 import io.nvmeof.target.NvmeTarget;
 import io.nvmeof.target.backend.BlockBackend;
@@ -24,7 +22,6 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -32,7 +29,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -173,16 +169,11 @@ class BackendWorkTest {
     }
 
     private static byte[] deallocate(long nsid) {
-        byte[] sqe = RawTcpHost.sqe();
-        RawTcpHost.cmd(sqe).opcode(Opcodes.IO_DATASET_MANAGEMENT).nsid(nsid).cdw10(0).cdw11(0x4);
-        RawTcpHost.sgl(sqe).inCapsule(0, DatasetRange.LENGTH);
-        return sqe;
+        return RawTcpHost.deallocateSqe(nsid, 1);
     }
 
     private static byte[] range(long slba, long blocks) {
-        byte[] b = new byte[DatasetRange.LENGTH];
-        new DatasetRange().<DatasetRange>wrap(new UnsafeBuffer(b), 0).slba(slba).blocks(blocks);
-        return b;
+        return RawTcpHost.ranges(slba, blocks);
     }
 
     private static byte[] writeZeroes(long nsid, long slba, int blocks) {
@@ -214,17 +205,8 @@ class BackendWorkTest {
         return r.data();
     }
 
-    /** The next {@code n} responses on {@code h}, by CID. */
     private static Map<Integer, Completion> responses(RawTcpHost h, int n) throws IOException {
-        Map<Integer, Completion> out = new HashMap<>();
-        while (out.size() < n) {
-            byte[] pdu = h.readPdu();
-            if (pdu[0] == PduHeader.TYPE_CAPSULE_RESP) {
-                Completion c = new Completion().wrap(new UnsafeBuffer(Arrays.copyOfRange(pdu, 8, 24)), 0);
-                assertTrue(out.put(c.cid(), c) == null, "CID " + c.cid() + " completed twice");
-            }
-        }
-        return out;
+        return h.responses(n);
     }
 
     /** Whether a PDU arrives on {@code h} within {@code ms} (it is consumed). */

@@ -362,6 +362,41 @@ final class RawTcpHost implements AutoCloseable {
         return b;
     }
 
+    /** Dataset Management with the deallocate attribute, {@code ranges} ranges in the capsule (see {@link #ranges}). */
+    static byte[] deallocateSqe(long nsid, int ranges) {
+        byte[] sqe = sqe();
+        cmd(sqe).opcode(Opcodes.IO_DATASET_MANAGEMENT).nsid(nsid).cdw10(ranges - 1).cdw11(0x4);
+        sgl(sqe).inCapsule(0, ranges * io.nvmeof.protocol.DatasetRange.LENGTH);
+        return sqe;
+    }
+
+    /** Dataset Management ranges: pairs of starting LBA and block count. */
+    static byte[] ranges(long... slbaAndBlocks) {
+        int n = slbaAndBlocks.length / 2;
+        byte[] b = new byte[n * io.nvmeof.protocol.DatasetRange.LENGTH];
+        io.nvmeof.protocol.DatasetRange r = new io.nvmeof.protocol.DatasetRange();
+        for (int i = 0; i < n; i++) {
+            r.<io.nvmeof.protocol.DatasetRange>wrap(new UnsafeBuffer(b), i * io.nvmeof.protocol.DatasetRange.LENGTH)
+                    .slba(slbaAndBlocks[2 * i]).blocks(slbaAndBlocks[2 * i + 1]);
+        }
+        return b;
+    }
+
+    /** Reads PDUs until {@code n} responses have come; returns them by CID (a CID completed twice is an error). */
+    java.util.Map<Integer, Completion> responses(int n) throws IOException {
+        java.util.Map<Integer, Completion> out = new java.util.HashMap<>();
+        while (out.size() < n) {
+            byte[] pdu = readPdu();
+            if (pdu[0] == PduHeader.TYPE_CAPSULE_RESP) {
+                Completion c = new Completion().wrap(new UnsafeBuffer(Arrays.copyOfRange(pdu, 8, 24)), 0);
+                if (out.put(c.cid(), c) != null) {
+                    throw new IOException("CID " + c.cid() + " completed twice");
+                }
+            }
+        }
+        return out;
+    }
+
     static byte[] rwSqe(int opcode, long nsid, long slba, int blocks, int sglLength, boolean inCapsule) {
         byte[] b = sqe();
         cmd(b).opcode(opcode).nsid(nsid).slba(slba).blockCount(blocks);

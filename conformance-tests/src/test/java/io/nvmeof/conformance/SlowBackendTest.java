@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.nvmeof.protocol.Completion;
-import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.regs.ControllerRegisters;
@@ -24,7 +23,6 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -118,20 +116,11 @@ class SlowBackendTest {
     }
 
     private static byte[] deallocateSqe(long nsid, int ranges) {
-        byte[] sqe = RawTcpHost.sqe();
-        RawTcpHost.cmd(sqe).opcode(Opcodes.IO_DATASET_MANAGEMENT).nsid(nsid).cdw10(ranges - 1).cdw11(0x4);
-        RawTcpHost.sgl(sqe).inCapsule(0, ranges * DatasetRange.LENGTH);
-        return sqe;
+        return RawTcpHost.deallocateSqe(nsid, ranges);
     }
 
     private static byte[] ranges(long... slbaAndBlocks) {
-        byte[] b = new byte[slbaAndBlocks.length / 2 * DatasetRange.LENGTH];
-        DatasetRange r = new DatasetRange();
-        for (int i = 0; i < slbaAndBlocks.length / 2; i++) {
-            r.<DatasetRange>wrap(new UnsafeBuffer(b), i * DatasetRange.LENGTH).slba(slbaAndBlocks[2 * i])
-                    .blocks(slbaAndBlocks[2 * i + 1]);
-        }
-        return b;
+        return RawTcpHost.ranges(slbaAndBlocks);
     }
 
     /** Admin queue (KATO {@code katoMs}) and I/O queue 1 of a new controller. */

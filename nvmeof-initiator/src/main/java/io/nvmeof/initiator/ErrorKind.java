@@ -12,7 +12,10 @@ public enum ErrorKind {
      * reconnects by itself unless its controller loss timeout ran out (then it is {@link ControllerState#FAILED}).
      */
     CONNECTION_LOST,
-    /** The command got no answer within the command timeout ({@link IoCallback#ERR_TIMEOUT}). */
+    /**
+     * The command got no answer within the command timeout ({@link IoCallback#ERR_TIMEOUT}, which says what it
+     * guarantees): it may have taken effect; against this library's target, never after this host's next commands.
+     */
     TIMED_OUT,
     /** Too many requests waited for a queue slot ({@link IoCallback#ERR_QUEUE_FULL}); wait for room and retry. */
     QUEUE_FULL,

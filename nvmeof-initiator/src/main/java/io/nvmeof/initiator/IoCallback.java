@@ -17,8 +17,23 @@ public interface IoCallback {
     void onComplete(long context, int status);
 
     /**
-     * The command did not complete within {@link ConnectOptions#commandTimeout()}. Its queue was torn down before
-     * this was reported, so the command cannot execute later.
+     * The command did not complete within {@link ConnectOptions#commandTimeout()}. It may or may not have taken
+     * effect. Before this is reported the whole association is torn down (every queue's connection closed, as the
+     * Linux host's error recovery does), so the controller can no longer fetch its data, and what the caller submits
+     * afterwards goes through the next association. What happens to the command on the controller's side:
+     * <ul>
+     * <li>this library's target never runs a command whose queue closed before it started, and answers the host's
+     * next Connect (same host NQN and host ID) only once the old association's running commands have finished, so
+     * the timed-out command either never takes effect or takes effect before anything this host submits after being
+     * told (a close the target has not yet seen when the next Connect arrives excepted; the reconnect comes
+     * {@link ConnectOptions#reconnectDelay()} later);</li>
+     * <li>Linux nvmet finishes a closed queue's commands before it frees the queue but does not hold the next Connect
+     * for them; a command still in its backend (a long Write Zeroes, a flush) could then land after the caller's
+     * next commands to the same blocks;</li>
+     * <li>another host's commands are not ordered after it by anything: coordinate hosts sharing blocks yourself
+     * (reservations).</li>
+     * </ul>
+     * The command is not sent again.
      */
     int ERR_TIMEOUT = -1;
     /**

@@ -20,7 +20,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -290,24 +289,6 @@ class NamespaceIdentityTest extends FakeTargetCase {
     private static void assertGone(CompletableFuture<Void> f) {
         NvmeofException e = failure(f);
         assertEquals(ErrorKind.NAMESPACE_GONE, e.kind(), e.getMessage());
-    }
-
-    private static void waitFor(BooleanSupplier condition, long ms, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within " + ms + " ms: " + what);
-            }
-            Thread.sleep(5);
-        }
-    }
-
-    private static ByteBuffer filled(int len, char c) {
-        ByteBuffer b = ByteBuffer.allocateDirect(len);
-        for (int i = 0; i < len; i++) {
-            b.put(i, (byte) c);
-        }
-        return b;
     }
 
     private static byte[] hex(String s) {

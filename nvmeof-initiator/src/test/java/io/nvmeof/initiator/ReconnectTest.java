@@ -18,7 +18,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -32,24 +31,6 @@ class ReconnectTest extends FakeTargetCase {
     private static ConnectOptions.Builder opts() {
         return ConnectOptions.builder().connectTimeout(Duration.ofSeconds(2)).commandTimeout(Duration.ofSeconds(5))
                 .reconnectDelay(Duration.ofMillis(100));
-    }
-
-    private static void waitFor(BooleanSupplier condition, long ms, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within " + ms + " ms: " + what);
-            }
-            Thread.sleep(5);
-        }
-    }
-
-    private static ByteBuffer filled(int len, char c) {
-        ByteBuffer b = ByteBuffer.allocateDirect(len);
-        for (int i = 0; i < len; i++) {
-            b.put(i, (byte) c);
-        }
-        return b;
     }
 
     /**

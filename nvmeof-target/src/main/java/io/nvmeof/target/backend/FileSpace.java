@@ -6,7 +6,6 @@ import com.sun.jna.NativeLibrary;
 import com.sun.jna.Platform;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,12 +67,10 @@ final class FileSpace implements AutoCloseable {
     private final Syscalls sys;
     private final int fd;
     /**
-     * Calls using {@link #fd} now, plus {@link #CLOSED} once {@link #close} was asked: the descriptor is closed by
-     * whoever brings the count to zero after that. Closing it under a call in progress would let a file opened
+     * Calls using {@link #fd}: the descriptor is closed by whoever leaves it unused once {@link #close} was asked. Closing it under a call in progress would let a file opened
      * meanwhile take the same number, and the call would punch a hole in that file.
      */
-    private final AtomicLong users = new AtomicLong();
-    private static final long CLOSED = Long.MIN_VALUE;
+    private final UseCount users = new UseCount();
     private volatile boolean punchWorks = true;
     private volatile boolean zeroRangeWorks = true;
 
@@ -94,7 +91,7 @@ final class FileSpace implements AutoCloseable {
         }
         fd = d;
         if (d < 0) {
-            users.set(CLOSED);
+            users.close(); // nothing to manage: every call answers "not done"
         }
     }
 
@@ -114,26 +111,8 @@ final class FileSpace implements AutoCloseable {
         return call(FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, offset, length, "ZERO_RANGE");
     }
 
-    private boolean enter() {
-        while (true) {
-            long n = users.get();
-            if (n < 0) {
-                return false;
-            }
-            if (users.compareAndSet(n, n + 1)) {
-                return true;
-            }
-        }
-    }
-
-    private void exit() {
-        if (users.decrementAndGet() == CLOSED) {
-            closeDescriptor(); // close() was asked while this call ran: the last one out closes
-        }
-    }
-
     private boolean call(int mode, long offset, long length, String what) throws IOException {
-        if (!enter()) {
+        if (!users.enter()) {
             return false; // closed (or never opened): the caller writes zeroes, which a closed backend refuses
         }
         try {
@@ -152,24 +131,17 @@ final class FileSpace implements AutoCloseable {
             }
             throw new IOException("fallocate(" + what + ", " + offset + ", " + length + ") failed: errno " + e.getErrorCode());
         } finally {
-            exit();
+            if (users.exit()) {
+                closeDescriptor(); // close() was asked while this call ran: the last one out closes
+            }
         }
     }
 
     /** Closes the descriptor now, or (a call is using it) as that call returns. Idempotent. */
     @Override
     public void close() {
-        while (true) {
-            long n = users.get();
-            if (n < 0) {
-                return; // closed already, or never opened
-            }
-            if (users.compareAndSet(n, n | CLOSED)) {
-                if (n == 0) {
-                    closeDescriptor();
-                }
-                return;
-            }
+        if (users.close()) {
+            closeDescriptor();
         }
     }
 

@@ -52,11 +52,10 @@ public final class Namespace {
     /** Flushes (and the flush of a FUA write) that may block run here: never behind the space changes. */
     private final BackendLane flushLane;
     /**
-     * Backend work in flight on this namespace off the poll groups (queued or running), plus {@link #RETIRED} once
-     * the namespace's backend is being closed: from then on no work may start on it.
+     * Backend work in flight on this namespace off the poll groups (queued or running); closed once the namespace's
+     * backend is retired: from then on no work may start on it.
      */
-    private final java.util.concurrent.atomic.AtomicLong backendUsers = new java.util.concurrent.atomic.AtomicLong();
-    private static final long RETIRED = Long.MIN_VALUE;
+    private final io.nvmeof.target.backend.UseCount backendUsers = new io.nvmeof.target.backend.UseCount();
 
     public long nsid() { return nsid; }
     public BlockBackend backend() { return backend; }
@@ -65,19 +64,11 @@ public final class Namespace {
 
     /** Counts a use of the backend off the poll groups; false once retired (then the backend must not be used). */
     boolean enterBackend() {
-        while (true) {
-            long n = backendUsers.get();
-            if (n < 0) {
-                return false;
-            }
-            if (backendUsers.compareAndSet(n, n + 1)) {
-                return true;
-            }
-        }
+        return backendUsers.enter();
     }
 
     void exitBackend() {
-        backendUsers.decrementAndGet();
+        backendUsers.exit(); // retiring waits for no user (retireBackendIfIdle): the last one out closes nothing
     }
 
     /**
@@ -97,8 +88,7 @@ public final class Namespace {
 
     /** Backend work queued or running off the poll groups on this namespace now. */
     public long backendWorkInFlight() {
-        long n = backendUsers.get();
-        return n < 0 ? n - RETIRED : n;
+        return backendUsers.users();
     }
 
     /**
@@ -106,7 +96,7 @@ public final class Namespace {
      * caller may close it. False (nothing changed) while some is queued or running.
      */
     public boolean retireBackendIfIdle() {
-        return backendUsers.compareAndSet(0, RETIRED);
+        return backendUsers.closeIfUnused();
     }
     public int blockSize() { return 1 << blockShift; }
     public int blockShift() { return blockShift; }
