@@ -182,7 +182,8 @@ final class BlockModel {
      * Reads that returned a block mixing values the read may return, one of them a write still in flight during the
      * read. A buffered file's page cache and a RAM namespace's memory copy a write into the block while a read copies
      * out of it, with nothing between them (as Linux nvmet's buffered_io file backend and SPDK's malloc bdev): such a
-     * read is counted, not failed. A mix seen when no write was in flight is a torn write that stayed: a violation.
+     * read is counted, not failed, as is a block that a failed write (one cut short with its connection) left mixed,
+     * which NVMe allows. A mix seen when no write was in flight or failed is a torn write that stayed: a violation.
      */
     private long tornReads;
 
@@ -190,7 +191,10 @@ final class BlockModel {
         return tornReads;
     }
 
-    /** Whether every 8-byte word of the block is that of one operation the read may return, one of them in flight. */
+    /**
+     * Whether every 8-byte word of the block is that of one operation the read may return, one of them in flight during
+     * the read or failed.
+     */
     private boolean tornByAWriteInFlight(List<Op> list, long lba, ByteBuffer data, int at, long after, long readStart,
             long readEnd) {
         List<ByteBuffer> candidates = new ArrayList<>();
@@ -202,7 +206,8 @@ final class BlockModel {
                     fill(b, 0, lba, o.id);
                 }
                 candidates.add(b);
-                inFlight |= o.ended > readStart;
+                // In flight during the read, or failed: a write cut short may leave its blocks in any mix (NVMe).
+                inFlight |= o.ended > readStart || !o.certain;
             }
         }
         if (!inFlight) {

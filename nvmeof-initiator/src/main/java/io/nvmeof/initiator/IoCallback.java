@@ -24,14 +24,14 @@ public interface IoCallback {
      * <ul>
      * <li>this library's target never runs a command whose queue closed before it started, and answers the host's
      * next Connect (same host NQN and host ID) only once the old association's running commands have finished, so
-     * the timed-out command either never takes effect or takes effect before anything this host submits after being
-     * told (a close the target has not yet seen when the next Connect arrives excepted; the reconnect comes
+     * the timed-out command either never takes effect or takes effect before anything submitted through this
+     * controller after the caller was told (a close the target has not yet seen when the next Connect arrives excepted; the reconnect comes
      * {@link ConnectOptions#reconnectDelay()} later);</li>
      * <li>Linux nvmet finishes a closed queue's commands before it frees the queue but does not hold the next Connect
      * for them; a command still in its backend (a long Write Zeroes, a flush) could then land after the caller's
      * next commands to the same blocks;</li>
-     * <li>another host's commands are not ordered after it by anything: coordinate hosts sharing blocks yourself
-     * (reservations).</li>
+     * <li>commands sent through another controller (another host, or another path of this one with the same host NQN
+     * and host ID) are not ordered after it by anything: coordinate writers sharing blocks yourself.</li>
      * </ul>
      * The command is not sent again.
      */

@@ -185,8 +185,13 @@ public final class NvmeTarget implements AutoCloseable {
         if ("ram".equals(kind)) {
             return UUID.randomUUID();
         }
-        return UUID.nameUUIDFromBytes((nqn + "/" + nsid + "/" + Path.of(n.path()).toAbsolutePath().normalize())
-                .getBytes(StandardCharsets.UTF_8));
+        Path path = Path.of(n.path()).toAbsolutePath().normalize();
+        try {
+            path = path.toRealPath(); // one device or file, however it is named (/dev/disk/by-id/... or /dev/sdX)
+        } catch (IOException e) {
+            // not there (yet): as written
+        }
+        return UUID.nameUUIDFromBytes((nqn + "/" + nsid + "/" + path).getBytes(StandardCharsets.UTF_8));
     }
 
     Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
@@ -246,7 +251,7 @@ public final class NvmeTarget implements AutoCloseable {
         if (pollGroups.isShuttingDown()) {
             return; // the target is stopping: it closes every backend itself
         }
-        io.nvmeof.target.core.NamespaceDrain.closeWhenDrained(ns, sub, pollGroups.next(), () -> {
+        io.nvmeof.target.core.NamespaceDrain.closeWhenDrained(ns, core.queuesOf(sub), pollGroups.next(), () -> {
             // Closing may block (fdatasync): never on the poll group that ran the check.
             Thread t = new Thread(() -> {
                 for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {

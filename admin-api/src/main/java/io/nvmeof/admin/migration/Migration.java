@@ -205,9 +205,8 @@ public final class Migration {
     /**
      * The UUID hosts see for a namespace of ours: as configured, else the one the target derives for a file or block
      * device from the subsystem NQN, the NSID and the path ({@code NvmeTarget.namespaceUuid}). Exports write it so a
-     * namespace keeps its identity on the other target. A RAM namespace without one gets a new UUID each time it is
-     * made, on the other target too (it is a new, empty volume there): derived here from the NQN and NSID, so the
-     * export is the same each time.
+     * namespace keeps its identity on the other target. (A RAM namespace without one gets new identifiers each time
+     * it is made: exports leave them out.)
      */
     static String effectiveUuid(String nqn, long nsid, NamespaceConfig n, String where) {
         if (n.uuid() == null) {

@@ -822,12 +822,17 @@ public final class SpdkFormat {
                 default -> throw new IllegalArgumentException(where + ".backend '" + n.backend()
                         + "' is not ram, file or block");
             };
-            String uuid = Migration.effectiveUuid(nqn, nsid, n, where);
             ObjectNode params = call(nvmfConfig, "nvmf_subsystem_add_ns");
             params.put("nqn", nqn);
             ObjectNode ns = params.putObject("namespace");
             ns.put("nsid", nsid);
             ns.put("bdev_name", bdevName);
+            if ("ram".equals(backend) && n.uuid() == null && n.nguid() == null) {
+                // A RAM namespace made there is a new, empty volume: SPDK gives it identifiers of its own, as the
+                // target does each time it makes one (NvmeTarget.namespaceUuid).
+                return;
+            }
+            String uuid = Migration.effectiveUuid(nqn, nsid, n, where);
             // As SPDK writes it: 32 upper-case hex digits.
             ns.put("nguid", Migration.effectiveNguid(uuid, n, where).toUpperCase(Locale.ROOT));
             ns.put("uuid", uuid);

@@ -343,9 +343,16 @@ public final class RamBackend implements BlockBackend {
             if (s == 0) {
                 return true; // nothing written: already zeroes
             }
-            if ((s & (PINNED | RELEASING)) != 0) {
-                return false; // pinned (zero in place), or another deallocation is giving it back (zero in place: its
-                              // memory reads as zeroes either way)
+            if ((s & PINNED) != 0) {
+                return false; // pinned: zero in place
+            }
+            if ((s & RELEASING) != 0) {
+                // Another deallocation is giving it back: once it has, the chunk reads as zeroes, which is this one's
+                // result too. Zeroing in place meanwhile would tear a write that lands as soon as it is done.
+                while ((state.get(index) & RELEASING) != 0) {
+                    Thread.onSpinWait();
+                }
+                return true;
             }
             if (state.compareAndSet(index, s, s | RELEASING)) {
                 break;

@@ -113,8 +113,14 @@ final class BackendTicket {
         }
     }
 
-    /** Completes a request whose work could not be queued (the target is stopping). */
+    /**
+     * Completes a request whose work could not be queued (the target is stopping), unless a thread already serving the
+     * lane took the ticket meanwhile (then it runs and completes the request).
+     */
     void refuse() {
+        if (!state.compareAndSet(QUEUED, WITHDRAWN)) {
+            return;
+        }
         exit();
         req.backendTicket = null;
         req.complete(Status.ABORT_SQ_DELETED);

@@ -115,7 +115,7 @@ public final class Controller {
      * Applies a host write to CC (Linux {@code nvmet_update_cc}): enable sets CSTS.RDY (or CFS for an unsupported
      * configuration), disable resets the controller, a shutdown notification completes at once.
      */
-    public void writeCc(long value) {
+    public synchronized void writeCc(long value) {
         long old = cc;
         cc = value;
         boolean wasEnabled = ControllerRegisters.ccEnabled(old);
@@ -235,13 +235,15 @@ public final class Controller {
     /** A backend thread: the flush of a shutdown, then SHST complete (with CFS when a namespace failed to flush). */
     private void finishShutdown() {
         int failed = flushNamespaces();
-        long status = (csts & ~0xCL) | (long) ControllerRegisters.SHST_COMPLETE << 2;
-        if (failed > 0) {
-            // Shutdown has no status of its own; Controller Fatal Status is how a controller reports an error it
-            // cannot return in a completion, so a host checking CSTS learns that its data may not be durable.
-            status |= ControllerRegisters.CSTS_CFS;
+        synchronized (this) { // CSTS changes under this monitor, as CC writes make them
+            long status = (csts & ~0xCL) | (long) ControllerRegisters.SHST_COMPLETE << 2;
+            if (failed > 0) {
+                // Shutdown has no status of its own; Controller Fatal Status is how a controller reports an error it
+                // cannot return in a completion, so a host checking CSTS learns that its data may not be durable.
+                status |= ControllerRegisters.CSTS_CFS;
+            }
+            csts = status;
         }
-        csts = status;
         LOG.info("controller {}: shutdown complete{}", cntlid, failed > 0 ? " (" + failed
                 + " namespace(s) failed to flush: CSTS.CFS set)" : "");
     }
@@ -251,8 +253,11 @@ public final class Controller {
         if (!queues.compareAndSet(qid, null, sq)) {
             return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
         }
-        if (dead.get()) {
+        if (dead.get() || resetPending || !ready()) {
+            // Torn down, or reset (CC.EN 0) since the Connect was checked: a drain that counted this queue while it
+            // was attached must learn it is gone, or the controller would never read as drained.
             queues.compareAndSet(qid, sq, null);
+            maybeFinishPending();
             return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
         }
         return Status.SUCCESS;

@@ -38,11 +38,13 @@ public final class NamespaceDrain {
     }
 
     /**
-     * Runs {@code close} (on {@code timer}) once no queue of {@code sub}'s controllers holds a request for {@code ns},
-     * which must already be removed from the subsystem.
+     * Runs {@code close} (on {@code timer}) once none of {@code queues} (its subsystem's, {@code
+     * TargetCore.queuesOf}) holds a request for {@code ns}, which must already be removed from the subsystem, and no
+     * work off the poll groups uses it.
      */
-    public static void closeWhenDrained(Namespace ns, Subsystem sub, ScheduledExecutorService timer, Runnable close) {
-        new NamespaceDrain(ns, sub.queues(), timer, close).ask();
+    public static void closeWhenDrained(Namespace ns, List<SubmissionQueue> queues, ScheduledExecutorService timer,
+            Runnable close) {
+        new NamespaceDrain(ns, queues, timer, close).ask();
     }
 
     private void ask() {

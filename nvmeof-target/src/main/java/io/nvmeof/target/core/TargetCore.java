@@ -218,6 +218,25 @@ public final class TargetCore {
      */
     public static final long CONNECT_HOLD_NANOS = TimeUnit.SECONDS.toNanos(5);
 
+    /**
+     * The queues that may still hold requests for {@code s}'s namespaces: its controllers' and those of its controllers
+     * torn down whose queues' closes may not be taken yet (see {@link NamespaceDrain}).
+     */
+    public List<SubmissionQueue> queuesOf(Subsystem s) {
+        List<SubmissionQueue> out = s.queues();
+        for (Controller c : draining) {
+            if (c.subsystem() == s) {
+                for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
+                    SubmissionQueue q = c.queue(qid);
+                    if (q != null && !out.contains(q)) {
+                        out.add(q);
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
     /** Controllers torn down whose work has not finished yet (for tests and the admin view). */
     public int drainingControllers() { return draining.size(); }
 
@@ -275,7 +294,13 @@ public final class TargetCore {
             if (heldConnects.remove(req)) {
                 try {
                     req.sq().transport().execute(() -> {
-                        if (req.inUse && !req.sq().connected()) { // else its connection closed meanwhile
+                        if (!req.inUse) {
+                            return; // its connection closed meanwhile
+                        }
+                        if (req.sq().connected()) {
+                            // A second Connect held on the same queue, after the first connected it.
+                            req.complete(Status.COMMAND_SEQUENCE_ERROR | Status.DNR);
+                        } else {
                             execute(req);
                         }
                     });
