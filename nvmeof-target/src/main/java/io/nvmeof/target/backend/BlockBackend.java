@@ -70,7 +70,7 @@ public interface BlockBackend extends AutoCloseable {
 
     /**
      * Whether a flush, or zeroing or deallocating {@code bytes}, may take long enough to stall a poll group (file
-     * system calls, fdatasync, zeroing gigabytes of memory). Such work runs on the core's backend executor instead.
+     * system calls, fdatasync, zeroing gigabytes of memory). Such work runs in its namespace's backend lanes instead.
      */
     default boolean mayBlock(long bytes) {
         return false;

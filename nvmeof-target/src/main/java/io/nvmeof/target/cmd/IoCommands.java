@@ -18,7 +18,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The NVM command set on block backends (Linux nvmet io-cmd-file.c / io-cmd-bdev.c): parse checks the namespace,
- * the LBA range and the transfer size; the execute steps run the backend I/O on the queue's thread.
+ * the LBA range and the transfer size; the execute steps run the backend I/O on the queue's thread, or (work that
+ * may block) in the namespace's backend lanes.
  */
 public final class IoCommands {
     private static final Logger LOG = LoggerFactory.getLogger(IoCommands.class);
@@ -129,7 +130,7 @@ public final class IoCommands {
         req.sq().countWrite(req.transferLength);
         if (req.cmd.fua() || !req.sq().controller().writeCacheEnabled()) {
             // Durable before it completes: the data is stored (above, on this thread, while the transport's buffer
-            // is still valid), so only the flush is left; it goes to the backend executor where it may block (a
+            // is still valid), so only the flush is left; it goes to the namespace's flush lane where it may block (a
             // file's fdatasync), and the buffer is given back now rather than held across it.
             req.releaseData();
             run(req, req.ns.backend().mayBlock(0), TargetCore.BackendKind.FLUSH_OF_STORED_WRITE, IoCommands::flush);
@@ -155,7 +156,7 @@ public final class IoCommands {
     }
 
     // Flush and Write Zeroes go through non-capturing method references (one shared instance each): no allocation per
-    // command, and the same step whether it runs here or on the backend executor.
+    // command, and the same step whether it runs here or in a backend lane.
 
     static void executeWriteZeroes(Request req) {
         long bytes = (long) req.cmd.blockCount() << req.ns.blockShift();

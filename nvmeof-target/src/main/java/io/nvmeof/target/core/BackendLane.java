@@ -18,7 +18,10 @@ final class BackendLane {
     private final String name;
     private final int maxRunning;
     private final ArrayDeque<BackendTicket> waiting = new ArrayDeque<>();
+    /** Threads serving this lane, started or running a ticket. */
     private int running;
+    /** Of {@link #running}, those inside a ticket now. */
+    private int busy;
 
     BackendLane(String name, int maxRunning) {
         this.name = name;
@@ -55,15 +58,21 @@ final class BackendLane {
 
     /** A backend thread: runs this lane's tickets in order until none is left. */
     private void serve() {
+        boolean ran = false;
         while (true) {
             BackendTicket t;
             synchronized (this) {
+                if (ran) {
+                    busy--;
+                }
                 t = waiting.poll();
                 if (t == null) {
                     running--;
                     return;
                 }
+                busy++;
             }
+            ran = true;
             t.run();
         }
     }
@@ -73,9 +82,9 @@ final class BackendLane {
         waiting.remove(t);
     }
 
-    /** Tickets waiting for a thread. */
+    /** Tickets waiting for a thread: beyond those a thread serving this lane is about to take. */
     synchronized int waiting() {
-        return waiting.size();
+        return Math.max(0, waiting.size() - (running - busy));
     }
 
     /** Threads serving this lane now. */

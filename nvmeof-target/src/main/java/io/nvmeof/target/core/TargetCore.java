@@ -513,7 +513,7 @@ public final class TargetCore {
         return n;
     }
 
-    /** Runs work that may block (a flush at controller shutdown) on the backend executor; dropped at target shutdown. */
+    /** Runs work that may block (a flush at controller shutdown) on a backend thread; at target shutdown, here. */
     void runBackendWork(Runnable work) {
         try {
             backendWork.execute(work);

@@ -470,7 +470,7 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
      * A view of an I/O queue Write's in-capsule data where it arrived (the receive buffer), or null to copy it as
      * for any other command: the write copies it into the namespace directly, one copy and no buffer allocated.
      * WHY only Write: it runs on this thread before {@link TargetCore#submit} returns, whatever the backend (writes
-     * never go to the backend executor), so the view is never read after the receive buffer moves on; commands that
+     * never go to a backend lane), so the view is never read after the receive buffer moves on; commands that
      * may be handed to another thread (Dataset Management's ranges, Connect's data) get a copy.
      */
     private ByteBuf lendInCapsuleWrite(Request req, ByteBuf buf, int index, int length) {
