@@ -360,7 +360,7 @@ class IntegrityModelTest {
             boolean deallocate = kind >= 90;
             boolean chunk = nsid == 1 && r.nextInt(3) == 0;
             long at = chunk ? (long) r.nextInt(HOT_BLOCKS / CHUNK_BLOCKS) * CHUNK_BLOCKS : lba;
-            int n = chunk ? CHUNK_BLOCKS : blocks * (1 + r.nextInt(4));
+            int n = chunk ? CHUNK_BLOCKS : (int) Math.min(blocks * (1 + r.nextInt(4)), NS_BLOCKS - lba);
             count(deallocate ? Count.DEALLOCATES : Count.WRITE_ZEROES);
             BlockModel.Op op = vol.begin(nextOp.getAndIncrement(), true, h.name + (deallocate ? " deallocate" :
                     " write zeroes") + " LBA " + at + "+" + n, at, n, start);
