@@ -275,6 +275,18 @@ public final class Controller {
         return qid >= 0 && qid < queues.length() ? queues.get(qid) : null;
     }
 
+    /** The queues connected now, admin queue first (read racily: a queue may close meanwhile). */
+    public java.util.List<SubmissionQueue> queues() {
+        java.util.List<SubmissionQueue> out = new java.util.ArrayList<>();
+        for (int qid = 0; qid < queues.length(); qid++) {
+            SubmissionQueue q = queues.get(qid);
+            if (q != null) {
+                out.add(q);
+            }
+        }
+        return out;
+    }
+
     public int connectedIoQueues() {
         int n = 0;
         for (int i = 1; i < queues.length(); i++) {

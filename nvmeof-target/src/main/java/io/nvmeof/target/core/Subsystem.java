@@ -117,29 +117,13 @@ public final class Subsystem {
         controllers.remove(c.cntlid(), c);
     }
 
-    /**
-     * The queues that may still hold requests for this subsystem's namespaces: every connected queue of its controllers
-     * and, once the subsystem was removed, those its controllers had then (their closes may not be taken yet, and a
-     * command may still be running on their poll groups).
-     */
+    /** Every connected queue of this subsystem's controllers. */
     public java.util.List<SubmissionQueue> queues() {
-        java.util.List<SubmissionQueue> out = new java.util.ArrayList<>(queuesAtRemoval);
+        java.util.List<SubmissionQueue> out = new java.util.ArrayList<>();
         for (Controller c : controllers.values()) {
-            for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
-                SubmissionQueue q = c.queue(qid);
-                if (q != null && !out.contains(q)) {
-                    out.add(q);
-                }
-            }
+            out.addAll(c.queues());
         }
         return out;
-    }
-
-    /** See {@link #queues}: set once, as the subsystem is removed and before its controllers are torn down. */
-    private volatile java.util.List<SubmissionQueue> queuesAtRemoval = java.util.List.of();
-
-    void removed() {
-        queuesAtRemoval = java.util.List.copyOf(queues());
     }
 
     public Controller controller(int cntlid) {

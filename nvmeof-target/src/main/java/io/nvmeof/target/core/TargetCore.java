@@ -100,7 +100,6 @@ public final class TargetCore {
         }
         Subsystem s = subsystems.remove(nqn);
         if (s != null) {
-            s.removed(); // its namespaces are closed only once these queues hold none of their requests
             for (Controller c : s.controllers()) {
                 c.teardown("subsystem removed");
             }
@@ -226,12 +225,7 @@ public final class TargetCore {
         List<SubmissionQueue> out = s.queues();
         for (Controller c : draining) {
             if (c.subsystem() == s) {
-                for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
-                    SubmissionQueue q = c.queue(qid);
-                    if (q != null && !out.contains(q)) {
-                        out.add(q);
-                    }
-                }
+                out.addAll(c.queues()); // unregistered at teardown: not among s's own
             }
         }
         return out;
@@ -243,7 +237,7 @@ public final class TargetCore {
     /** A torn-down controller has drained: Connects held for it go on. Any thread; idempotent. */
     void controllerDrained(Controller c) {
         if (draining.remove(c)) {
-            resumeHeldConnects(System.nanoTime());
+            resumeHeldConnects();
         }
     }
 
@@ -271,7 +265,7 @@ public final class TargetCore {
         heldConnects.add(req);
         // Drained meanwhile (between the check and the add): nobody else resumes it.
         if (!earlierAssociationDraining(s, hostNqn, hostId)) {
-            resumeHeldConnects(now);
+            resumeHeldConnects();
         }
         return ConnectHold.HELD;
     }
@@ -289,7 +283,7 @@ public final class TargetCore {
     }
 
     /** Runs held Connects again on their queues' threads (each checks again, or is refused once held too long). */
-    private void resumeHeldConnects(long now) {
+    private void resumeHeldConnects() {
         for (Request req : heldConnects) {
             if (heldConnects.remove(req)) {
                 try {
@@ -315,7 +309,7 @@ public final class TargetCore {
     private void expireHeldConnects(long now) {
         for (Request req : heldConnects) {
             if (now - req.connectHeldSince > CONNECT_HOLD_NANOS) {
-                resumeHeldConnects(now);
+                resumeHeldConnects();
                 return;
             }
         }
