@@ -38,9 +38,11 @@ if [ ! -f "$fio_src/config-host.h" ]; then
   (cd "$fio_src" && ./configure --disable-native > configure.out 2>&1) || skip "fio's configure failed (see $fio_src/configure.out)"
 fi
 
-if [ -f "$lib" ] && [ "$lib" -nt "$src_dir/nvmeof_fio.c" ] && [ "$lib" -nt "$0" ] && [ "$lib" -nt "$fio_src/config-host.h" ]; then
-  exit 0
-fi
+up_to_date=1
+for input in "$src_dir"/*.c "$src_dir"/*.h "$0" "$fio_src/config-host.h"; do
+  [ -f "$lib" ] && [ "$lib" -nt "$input" ] || up_to_date=0
+done
+[ "$up_to_date" = 1 ] && exit 0
 mkdir -p "$out_dir"
 libjvm=""
 [ -f "$java_home/lib/server/libjvm.so" ] && libjvm="$java_home/lib/server/libjvm.so"
@@ -49,6 +51,6 @@ libjvm=""
 $cc -std=gnu11 -O2 -g -fPIC -shared -Wall -Wno-unused-parameter -Wno-pointer-arith -Wno-sign-compare -Wno-format-truncation \
   -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -D_LARGEFILE_SOURCE -include "$fio_src/config-host.h" -I"$fio_src" \
   -I"$jni" -I"$jni/linux" -DNVMEOF_DEFAULT_LIBJVM="\"$libjvm\"" \
-  -o "$lib" "$src_dir/nvmeof_fio.c" -ldl -lpthread
+  -o "$lib" "$src_dir"/*.c -ldl -lpthread
 echo "$version" > "$out_dir/fio-version"
 echo "[INFO] nvmeof-native: built $lib for fio $version"

@@ -3,18 +3,22 @@
  * initiator. It starts a JVM in fio's process through the JNI invocation API (as fio's own libhdfs engine does), and
  * maps the engine hooks onto io.nvmeof.fio.FioJob:
  *
- *   setup       asks io.nvmeof.fio.Probe, in a child process, for the namespace's size (fio forks its jobs after
- *               setup in process mode, and a JVM does not survive fork), and adds the job's one "file"
- *   init        starts the JVM once per process (or attaches this thread), and opens a FioJob: one controller
+ *   setup       reads fio's filename= in SPDK's syntax (spdk_filename.c: one namespace per fio file), or takes the
+ *               engine's options for a job with no filename; asks io.nvmeof.fio.Probe, in a child process, for each
+ *               namespace's size (fio forks its jobs after setup in process mode, and a JVM does not survive fork)
+ *   init        starts the JVM once per process (or attaches this thread), and opens a FioJob: one controller per
+ *               distinct target
  *   iomem_alloc allocates fio's I/O buffers here and hands them to Java once, to register with the controller
  *   queue       appends a submission to memory shared with Java
  *   commit      one JNI call for the whole batch
  *   getevents   reads completions from the shared ring with no JNI call, spinning briefly then sleeping on a futex
- *               that the Java completion wakes (a JNI call only when this thread sleeps)
+ *               that the Java completion wakes (a JNI call only when this thread sleeps); while fio is stopping
+ *               (runtime over, a signal, an error), it has the job fail the I/O held for a target that is gone
  *   cleanup     closes the FioJob, detaches the thread
  *
  * Built by native/src/main/fio/build.sh against the headers of the fio that is installed (Debian's source package).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,7 @@
 
 #include "fio.h"
 #include "optgroup.h"
+#include "spdk_filename.h"
 
 #ifndef NVMEOF_DEFAULT_LIBJVM
 #define NVMEOF_DEFAULT_LIBJVM ""
@@ -79,6 +84,14 @@ struct nvmeof_options {
 	char *hostnqn;
 	unsigned int io_queues;
 	unsigned int busy_poll_us;
+	/* Strings, read by check_options: fio retries a refused integer after its "-" (a range), so "-2" became 2. */
+	char *ctrl_loss_tmo;
+	char *fast_io_fail_tmo;
+	char *reconnect_delay;
+	/* ... in seconds, -1 for forever or off */
+	int ctrl_loss_s;
+	int fast_io_fail_s;
+	int reconnect_delay_s;
 	unsigned int hdr_digest;
 	unsigned int data_digest;
 	char *digest_enable;
@@ -113,6 +126,24 @@ static struct fio_option options[] = {
 	  .off1 = offsetof(struct nvmeof_options, busy_poll_us), .def = "0", .minval = 0, .maxval = 1000000,
 	  .help = "NVMe/TCP: microseconds the initiator's event loop keeps polling after its last work (0: block)",
 	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	/*
+	 * On a lost connection the kernel host holds I/O and reconnects every 10 s for 600 s. A benchmark wants to ride
+	 * through a target restart but to fail, and end with its report, soon after a target that stays down: so a
+	 * reconnect every second for 10 s, I/O held meanwhile. Whatever they are, fio's runtime and Ctrl-C still end
+	 * the job (getevents).
+	 */
+	{ .name = "ctrl_loss_tmo", .lname = "Controller loss timeout", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, ctrl_loss_tmo), .def = "10",
+	  .help = "Seconds to keep reconnecting after the connection is lost, I/O held, before it fails (-1: forever,"
+		  " 0: fail at once; nvme connect --ctrl-loss-tmo)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "fast_io_fail_tmo", .lname = "Fast I/O fail timeout", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, fast_io_fail_tmo), .def = "-1",
+	  .help = "Seconds I/O is held while reconnecting before it fails, reconnecting going on (-1: until"
+		  " ctrl_loss_tmo; nvme connect --fast_io_fail_tmo)", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
+	{ .name = "reconnect_delay", .lname = "Reconnect delay", .type = FIO_OPT_STR_STORE,
+	  .off1 = offsetof(struct nvmeof_options, reconnect_delay), .def = "1",
+	  .help = "Seconds between reconnect attempts (nvme connect --reconnect-delay)", .category = FIO_OPT_C_ENGINE,
+	  .group = FIO_OPT_G_INVALID },
 	{ .name = "hdr_digest", .lname = "Header digest", .type = FIO_OPT_BOOL,
 	  .off1 = offsetof(struct nvmeof_options, hdr_digest), .def = "0",
 	  .help = "NVMe/TCP header digest", .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
@@ -137,8 +168,18 @@ static struct fio_option options[] = {
 	{ .name = NULL },
 };
 
+/* One fio file: where its I/O goes, and what the probe found there. */
+struct nvmeof_file {
+	struct nvmeof_target target;
+	unsigned long long size;
+	unsigned long long max_io;
+	int block_size;
+};
+
 /* Per job. */
 struct nvmeof_job {
+	struct nvmeof_file *files; /* one per fio file, in fio's order (the submission's file index) */
+	unsigned int nfiles;
 	char *shared;           /* the ring shared with Java */
 	size_t shared_size;
 	unsigned int ring_mask;
@@ -150,12 +191,10 @@ struct nvmeof_job {
 	unsigned int index_capacity;
 	struct io_u **events;
 	jobject job;             /* the FioJob (a global reference) */
-	int block_size;
-	unsigned long long size;
-	unsigned long long max_io;
 	int attached;            /* this thread was attached by us (to detach at cleanup) */
 	int spin;                /* rounds getevents spins before sleeping (adaptive) */
 	int error_logged;
+	int abandon_logged;
 };
 
 /* ------------------------------------------------------------------------------------------------ the JVM */
@@ -163,7 +202,8 @@ struct nvmeof_job {
 static pthread_mutex_t jvm_lock = PTHREAD_MUTEX_INITIALIZER;
 static JavaVM *jvm;
 static jclass job_class;
-static jmethodID m_open, m_memory, m_submit, m_close, m_describe, m_size, m_block, m_maxio;
+static jclass string_class;
+static jmethodID m_open, m_memory, m_submit, m_close, m_describe, m_abandon;
 
 static void JNICALL native_wake(JNIEnv *env, jclass cls, jlong address)
 {
@@ -400,15 +440,15 @@ static JNIEnv *java_env(struct thread_data *td, int *attached)
 			return NULL;
 		}
 		m_open = (*env)->GetStaticMethodID(env, job_class, "open",
-			"(Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;JLjava/lang/String;IIZZILjava/nio/ByteBuffer;I)Lio/nvmeof/fio/FioJob;");
+			"([Ljava/lang/String;Ljava/nio/ByteBuffer;I)Lio/nvmeof/fio/FioJob;");
 		m_memory = (*env)->GetMethodID(env, job_class, "memory", "(Ljava/nio/ByteBuffer;)V");
 		m_submit = (*env)->GetMethodID(env, job_class, "submit", "(I)V");
 		m_close = (*env)->GetMethodID(env, job_class, "close", "()V");
-		m_size = (*env)->GetMethodID(env, job_class, "sizeBytes", "()J");
-		m_block = (*env)->GetMethodID(env, job_class, "blockSize", "()I");
-		m_maxio = (*env)->GetMethodID(env, job_class, "maxTransferBytes", "()J");
 		m_describe = (*env)->GetStaticMethodID(env, job_class, "describe", "(I)Ljava/lang/String;");
-		if (!m_open || !m_memory || !m_submit || !m_close || !m_size || !m_block || !m_maxio || !m_describe) {
+		m_abandon = (*env)->GetMethodID(env, job_class, "abandonUnreachable", "()Ljava/lang/String;");
+		local = (*env)->FindClass(env, "java/lang/String");
+		string_class = local ? (jclass) (*env)->NewGlobalRef(env, local) : NULL;
+		if (!m_open || !m_memory || !m_submit || !m_close || !m_describe || !m_abandon || !string_class) {
 			(*env)->ExceptionClear(env);
 			log_err("nvmeof: io.nvmeof.fio.FioJob in %s does not match this engine; rebuild both\n", cp);
 			pthread_mutex_unlock(&jvm_lock);
@@ -464,6 +504,20 @@ static void defaulted(char **opt, const char *env, const char *def)
 	*opt = strdup(e && e[0] ? e : def);
 }
 
+/* An option of whole seconds, from min up to a year (nvme-cli's connect takes the same, -1 meaning forever or off). */
+static int seconds(const char *text, const char *name, const char *meaning, int min, int *out)
+{
+	char *end;
+	long v = strtol(text ? text : "", &end, 10);
+
+	if (!text || !text[0] || *end || v < min || v > 365L * 24 * 3600) {
+		log_err("nvmeof: %s=%s is not a number of seconds (%s)\n", name, text ? text : "", meaning);
+		return 1;
+	}
+	*out = (int) v;
+	return 0;
+}
+
 static int check_options(struct nvmeof_options *o)
 {
 	char *end;
@@ -491,6 +545,11 @@ static int check_options(struct nvmeof_options *o)
 		log_err("nvmeof: trsvcid=%s is not a port number (1-65535)\n", o->trsvcid ? o->trsvcid : "");
 		return 1;
 	}
+	if (seconds(o->ctrl_loss_tmo, "ctrl_loss_tmo", "-1 to reconnect forever, 0 never to", -1, &o->ctrl_loss_s)
+	    || seconds(o->fast_io_fail_tmo, "fast_io_fail_tmo", "-1 to hold I/O until ctrl_loss_tmo", -1,
+		       &o->fast_io_fail_s)
+	    || seconds(o->reconnect_delay, "reconnect_delay", "at least 1", 1, &o->reconnect_delay_s))
+		return 1;
 	if (o->digest_enable && strcasecmp(o->digest_enable, "HEADER") && strcasecmp(o->digest_enable, "DATA")
 	    && strcasecmp(o->digest_enable, "BOTH") && strcasecmp(o->digest_enable, "NONE")) {
 		log_err("nvmeof: digest_enable=%s is not HEADER, DATA, BOTH or NONE\n", o->digest_enable);
@@ -499,14 +558,167 @@ static int check_options(struct nvmeof_options *o)
 	return 0;
 }
 
-/* Runs io.nvmeof.fio.Probe in a child process: no JVM in fio's parent, which forks the jobs later. */
-static int probe(struct thread_data *td, unsigned long long *size, int *block, unsigned long long *maxio)
+/* ------------------------------------------------------------------------------------------------ where the I/O goes */
+
+/* The target the job's own options name, as the job set them: empty where it did not (before check_options). */
+static void options_as_set(struct nvmeof_options *o, struct nvmeof_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->trtype, sizeof(t->trtype), "%s", o->trtype ? o->trtype : "");
+	snprintf(t->traddr, sizeof(t->traddr), "%s", o->traddr ? o->traddr : "");
+	snprintf(t->trsvcid, sizeof(t->trsvcid), "%s", o->trsvcid ? o->trsvcid : "");
+	snprintf(t->subnqn, sizeof(t->subnqn), "%s", o->subnqn ? o->subnqn : "");
+	t->nsid = o->nsid;
+}
+
+static int filename_error(struct fio_file *f, const char *why)
+{
+	log_err("nvmeof: filename '%s' %s\n", f->file_name, why);
+	return 1;
+}
+
+/* One namespace per fio file, from fio's filename= in SPDK's syntax. */
+static int targets_from_filenames(struct thread_data *td, struct nvmeof_job *j, const struct nvmeof_target *set)
+{
+	struct nvmeof_target resolved;
+	struct fio_file *f;
+	unsigned int i;
+	char err[512];
+
+	options_as_set(td->eo, &resolved);
+	/* A word that is not key=value is most often an NQN cut at a ':' fio split at: said first, as it explains the rest. */
+	for_each_file(td, f, i)
+		if (spdk_filename_parse(f->file_name, &j->files[i].target, err, sizeof(err)) == FILENAME_NOT_KEY_VALUE)
+			return filename_error(f, err);
+	for_each_file(td, f, i)
+		if (spdk_filename_parse(f->file_name, &j->files[i].target, err, sizeof(err))
+		    || spdk_filename_complete(&j->files[i].target, set, &resolved, err, sizeof(err)))
+			return filename_error(f, err);
+	return 0;
+}
+
+/* A job with no filename=: fio named its files after the job; its one file is the namespace the options name. */
+static int target_from_options(struct thread_data *td, struct nvmeof_job *j)
+{
+	if (!td->files_index) {
+		/* Pretend to deal with one file, as engines/nbd.c does. */
+		add_file(td, "nvmeof", 0, 0);
+		td->o.nr_files = td->o.nr_files ? : 1;
+		td->o.open_files++;
+	}
+	if (td->files_index > 1) {
+		log_err("nvmeof: nrfiles=%u without filename=: each file would be the one namespace the engine's options"
+			" name; give each its own filename=trtype=... traddr=... subnqn=... ns=...\n", td->files_index);
+		return 1;
+	}
+	options_as_set(td->eo, &j->files[0].target);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ settings */
+
+/* What the engine hands Java, FioJob.open and Probe alike: key=value strings (io.nvmeof.fio.JobSettings). */
+struct settings {
+	char **v;
+	int n;
+};
+
+static void free_settings(struct settings *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+static int add_setting(struct settings *s, const char *fmt, ...)
+{
+	char **grown = realloc(s->v, (s->n + 1) * sizeof(char *));
+	va_list ap;
+	int rc;
+
+	if (!grown)
+		return -1;
+	s->v = grown;
+	va_start(ap, fmt);
+	rc = vasprintf(&s->v[s->n], fmt, ap);
+	va_end(ap);
+	if (rc < 0)
+		return -1;
+	s->n++;
+	return 0;
+}
+
+/* The job's settings, one namespace= per fio file; queue_depth 0 leaves the queue depth out (the probe's case). */
+static int job_settings(struct thread_data *td, struct nvmeof_job *j, unsigned int queue_depth, struct settings *s)
 {
 	struct nvmeof_options *o = td->eo;
-	char libjvm[PATH_MAX], java[PATH_MAX], cp[PATH_MAX], nsid[16], hd[2], dd[2];
-	char out[1024], err[1024];
-	int po[2], pe[2], status, hdgst, ddgst;
-	ssize_t n, m;
+	int hdgst, ddgst, rc = 0;
+
+	digests(o, &hdgst, &ddgst);
+	memset(s, 0, sizeof(*s));
+	if (o->hostnqn && o->hostnqn[0])
+		rc |= add_setting(s, "hostnqn=%s", o->hostnqn);
+	if (queue_depth)
+		rc |= add_setting(s, "queue_depth=%u", queue_depth);
+	rc |= add_setting(s, "io_queues=%u", o->io_queues);
+	rc |= add_setting(s, "hdgst=%d", hdgst);
+	rc |= add_setting(s, "ddgst=%d", ddgst);
+	rc |= add_setting(s, "busy_poll_us=%u", o->busy_poll_us);
+	rc |= add_setting(s, "ctrl_loss_tmo=%d", o->ctrl_loss_s);
+	rc |= add_setting(s, "fast_io_fail_tmo=%d", o->fast_io_fail_s);
+	rc |= add_setting(s, "reconnect_delay=%d", o->reconnect_delay_s);
+	for (unsigned int i = 0; i < j->nfiles; i++) {
+		struct nvmeof_target *t = &j->files[i].target;
+
+		rc |= add_setting(s, "namespace=%s\t%s\t%s\t%s\t%u", t->trtype, t->traddr, t->trsvcid, t->subnqn, t->nsid);
+	}
+	if (rc) {
+		free_settings(s);
+		td_verror(td, ENOMEM, "settings");
+		return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ probe */
+
+/* All a pipe gives until its end, NUL-terminated, without a trailing newline (what does not fit is dropped). */
+static void read_all(int fd, char *buf, size_t size)
+{
+	char sink[4096];
+	size_t n = 0;
+
+	for (;;) {
+		int room = n + 1 < size;
+		ssize_t r = read(fd, room ? buf + n : sink, room ? size - 1 - n : sizeof(sink));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (room)
+			n += (size_t) r;
+	}
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+}
+
+/* Runs io.nvmeof.fio.Probe in a child process (no JVM in fio's parent, which forks the jobs later): each file's size. */
+static int probe(struct thread_data *td, struct nvmeof_job *j)
+{
+	static const char *const jvm_args[] = { "-Xrs", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		"--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=error" };
+	const int fixed = sizeof(jvm_args) / sizeof(jvm_args[0]);
+	struct nvmeof_options *o = td->eo;
+	char libjvm[PATH_MAX], java[PATH_MAX], cp[PATH_MAX], err[1024];
+	size_t out_size = (size_t) j->nfiles * 96 + 64;
+	char *out = NULL, *line;
+	const char **argv = NULL;
+	struct settings s;
+	int po[2], pe[2], status, a = 0, rc = 1;
 	pid_t pid;
 
 	if (!find_libjvm(o, libjvm, sizeof(libjvm))) {
@@ -521,60 +733,80 @@ static int probe(struct thread_data *td, unsigned long long *size, int *block, u
 			" java_classpath=PATH\n", cp);
 		return 1;
 	}
-	digests(o, &hdgst, &ddgst);
-	snprintf(nsid, sizeof(nsid), "%u", o->nsid);
-	snprintf(hd, sizeof(hd), "%d", hdgst);
-	snprintf(dd, sizeof(dd), "%d", ddgst);
+	if (job_settings(td, j, 0, &s))
+		return 1;
+	out = malloc(out_size);
+	argv = calloc(fixed + 5 + s.n, sizeof(char *));
+	if (!out || !argv) {
+		td_verror(td, ENOMEM, "probe");
+		goto out;
+	}
+	argv[a++] = java;
+	for (int i = 0; i < fixed; i++)
+		argv[a++] = jvm_args[i];
+	argv[a++] = "-cp";
+	argv[a++] = cp;
+	argv[a++] = "io.nvmeof.fio.Probe";
+	for (int i = 0; i < s.n; i++)
+		argv[a++] = s.v[i];
 	if (pipe(po) || pipe(pe)) {
 		td_verror(td, errno, "pipe");
-		return 1;
+		goto out;
 	}
 	pid = fork();
 	if (pid < 0) {
 		td_verror(td, errno, "fork");
-		return 1;
+		goto out;
 	}
 	if (pid == 0) {
 		dup2(po[1], 1);
 		dup2(pe[1], 2);
 		close(po[0]);
 		close(pe[0]);
-		execl(java, java, "-Xrs", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-		      "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
-		      "-Dorg.slf4j.simpleLogger.defaultLogLevel=error", "-cp", cp, "io.nvmeof.fio.Probe", o->trtype,
-		      o->traddr, o->trsvcid, o->subnqn, nsid, o->hostnqn && o->hostnqn[0] ? o->hostnqn : "-", hd, dd,
-		      (char *) NULL);
+		execv(java, (char *const *) argv);
 		fprintf(stderr, "cannot run %s: %s\n", java, strerror(errno));
 		_exit(127);
 	}
 	close(po[1]);
 	close(pe[1]);
-	n = read(po[0], out, sizeof(out) - 1);
-	m = read(pe[0], err, sizeof(err) - 1);
+	/* The probe says little on stderr (one line, or a JVM warning): stdout can be read to its end first. */
+	read_all(po[0], out, out_size);
+	read_all(pe[0], err, sizeof(err));
 	close(po[0]);
 	close(pe[0]);
 	waitpid(pid, &status, 0);
-	out[n > 0 ? n : 0] = 0;
-	err[m > 0 ? m : 0] = 0;
-	if (m > 0 && err[m - 1] == '\n')
-		err[m - 1] = 0;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0
-	    || sscanf(out, "size=%llu block=%d maxio=%llu", size, block, maxio) != 3) {
-		log_err("nvmeof: %s://%s:%s/%s nsid %u: %s\n", o->trtype, o->traddr, o->trsvcid, o->subnqn, o->nsid,
-			err[0] ? err : "the probe failed");
-		return 1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		log_err("nvmeof: %s\n", err[0] ? err : "the probe (io.nvmeof.fio.Probe) failed and said nothing");
+		goto out;
 	}
-	return 0;
+	line = out;
+	for (unsigned int i = 0; i < j->nfiles; i++) {
+		struct nvmeof_file *f = &j->files[i];
+
+		if (!line || sscanf(line, "size=%llu block=%d maxio=%llu", &f->size, &f->block_size, &f->max_io) != 3
+		    || f->block_size <= 0) {
+			log_err("nvmeof: the probe's answer for file %u is not size=B block=B maxio=B: '%s'\n", i, out);
+			goto out;
+		}
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	rc = 0;
+out:
+	free_settings(&s);
+	free(argv);
+	free(out);
+	return rc;
 }
 
 static int nvmeof_setup(struct thread_data *td)
 {
 	struct nvmeof_options *o = td->eo;
+	struct nvmeof_target set;
 	struct nvmeof_job *j;
 	struct fio_file *f;
+	unsigned int i;
 
-	if (check_options(o))
-		return 1;
 	if (!td->io_ops_data) {
 		j = calloc(1, sizeof(*j));
 		if (!j) {
@@ -584,47 +816,80 @@ static int nvmeof_setup(struct thread_data *td)
 		td->io_ops_data = j;
 	}
 	j = td->io_ops_data;
-	if (probe(td, &j->size, &j->block_size, &j->max_io))
+	/* fio calls setup again in the job when create_serialize=0: the files are known by then. */
+	if (j->nfiles)
+		return 0;
+	options_as_set(o, &set);
+	if (check_options(o))
 		return 1;
-	/* Pretend to deal with one file, as engines/nbd.c does. */
-	if (!td->files_index) {
-		add_file(td, "nvmeof", 0, 0);
-		td->o.nr_files = td->o.nr_files ? : 1;
-		td->o.open_files++;
+	j->files = calloc(td->files_index ? td->files_index : 1, sizeof(*j->files));
+	if (!j->files) {
+		td_verror(td, ENOMEM, "calloc");
+		return 1;
 	}
-	f = td->files[0];
-	f->real_file_size = j->size;
+	if (td->o.filename ? targets_from_filenames(td, j, &set) : target_from_options(td, j))
+		return 1;
+	j->nfiles = td->files_index;
+	if (probe(td, j)) {
+		j->nfiles = 0;
+		return 1;
+	}
+	for_each_file(td, f, i)
+		f->real_file_size = j->files[i].size;
 	return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ init, cleanup */
 
-static int check_block_sizes(struct thread_data *td, int block)
+static int check_block_sizes(struct thread_data *td, struct nvmeof_job *j)
 {
-	for (int d = DDIR_READ; d <= DDIR_TRIM; d++) {
-		if (td->o.min_bs[d] % block || td->o.max_bs[d] % block) {
-			log_err("nvmeof: block sizes must be multiples of the namespace's %d-byte blocks (bs=%llu..%llu for %s)\n",
-				block, td->o.min_bs[d], td->o.max_bs[d], d == DDIR_READ ? "reads" : d == DDIR_WRITE ? "writes" : "trims");
-			return 1;
+	for (unsigned int i = 0; i < j->nfiles; i++) {
+		int block = j->files[i].block_size;
+		struct nvmeof_target *t = &j->files[i].target;
+
+		for (int d = DDIR_READ; d <= DDIR_TRIM; d++) {
+			if (td->o.min_bs[d] % block || td->o.max_bs[d] % block) {
+				log_err("nvmeof: block sizes must be multiples of the namespace's %d-byte blocks (bs=%llu..%llu for"
+					" %s; %s://%s:%s/%s nsid %u)\n", block, td->o.min_bs[d], td->o.max_bs[d],
+					d == DDIR_READ ? "reads" : d == DDIR_WRITE ? "writes" : "trims", t->trtype, t->traddr,
+					t->trsvcid, t->subnqn, t->nsid);
+				return 1;
+			}
 		}
 	}
 	return 0;
 }
 
+/* The job's settings as a Java String[] (a local reference), or NULL. */
+static jobjectArray java_settings(JNIEnv *env, struct settings *s)
+{
+	jobjectArray a = (*env)->NewObjectArray(env, s->n, string_class, NULL);
+
+	for (int i = 0; a && i < s->n; i++) {
+		jstring v = (*env)->NewStringUTF(env, s->v[i]);
+
+		if (!v)
+			return NULL;
+		(*env)->SetObjectArrayElement(env, a, i, v);
+		(*env)->DeleteLocalRef(env, v);
+	}
+	return a;
+}
+
 static int nvmeof_init(struct thread_data *td)
 {
-	struct nvmeof_options *o = td->eo;
 	struct nvmeof_job *j = td->io_ops_data;
 	unsigned int depth = td->o.iodepth ? td->o.iodepth : 1;
-	unsigned int ring = 1, port, hdgst, ddgst;
+	unsigned int ring = 1;
+	struct settings s;
 	JNIEnv *env;
-	jobject local;
+	jobject local = NULL;
 
 	if (!j) {
 		log_err("nvmeof: init before setup\n");
 		return 1;
 	}
-	if (check_block_sizes(td, j->block_size))
+	if (check_block_sizes(td, j))
 		return 1;
 	while (ring < 2 * depth)
 		ring <<= 1;
@@ -649,32 +914,25 @@ static int nvmeof_init(struct thread_data *td)
 	env = java_env(td, &j->attached);
 	if (!env)
 		return 1;
-	port = (unsigned int) strtoul(o->trsvcid, NULL, 10);
-	digests(o, (int *) &hdgst, (int *) &ddgst);
+	/* Queue depth: fio's iodepth, and room for I/O split at the transfer limit. */
+	if (job_settings(td, j, depth + 1, &s))
+		return 1;
 	{
-		jstring trtype = (*env)->NewStringUTF(env, o->trtype);
-		jstring traddr = (*env)->NewStringUTF(env, o->traddr);
-		jstring subnqn = (*env)->NewStringUTF(env, o->subnqn);
-		jstring hostnqn = o->hostnqn && o->hostnqn[0] ? (*env)->NewStringUTF(env, o->hostnqn) : NULL;
+		jobjectArray settings = java_settings(env, &s);
 		jobject shared = (*env)->NewDirectByteBuffer(env, j->shared, (jlong) j->shared_size);
 
-		/* Queue depth: fio's iodepth, and room for I/O split at the transfer limit. */
-		local = (*env)->CallStaticObjectMethod(env, job_class, m_open, trtype, traddr, (jint) port, subnqn,
-						       (jlong) o->nsid, hostnqn, (jint) o->io_queues, (jint) (depth + 1),
-						       (jboolean) hdgst, (jboolean) ddgst, (jint) o->busy_poll_us, shared,
-						       (jint) j->index_capacity);
-		(*env)->DeleteLocalRef(env, trtype);
-		(*env)->DeleteLocalRef(env, traddr);
-		(*env)->DeleteLocalRef(env, subnqn);
-		if (hostnqn)
-			(*env)->DeleteLocalRef(env, hostnqn);
+		if (settings && shared)
+			local = (*env)->CallStaticObjectMethod(env, job_class, m_open, settings, shared,
+							       (jint) j->index_capacity);
+		(*env)->DeleteLocalRef(env, settings);
 		(*env)->DeleteLocalRef(env, shared);
 	}
+	free_settings(&s);
 	if ((*env)->ExceptionCheck(env) || !local) {
 		char msg[1024];
 
 		exception_text(env, msg, sizeof(msg));
-		log_err("nvmeof: %s://%s:%s/%s nsid %u: %s\n", o->trtype, o->traddr, o->trsvcid, o->subnqn, o->nsid, msg);
+		log_err("nvmeof: %s\n", msg);
 		return 1;
 	}
 	j->job = (*env)->NewGlobalRef(env, local);
@@ -713,6 +971,7 @@ static void nvmeof_cleanup(struct thread_data *td)
 	free(j->events);
 	free(j->io_by_index);
 	free(j->shared);
+	free(j->files);
 	free(j);
 	td->io_ops_data = NULL;
 }
@@ -757,6 +1016,8 @@ static void nvmeof_iomem_free(struct thread_data *td)
 static enum fio_q_status nvmeof_queue(struct thread_data *td, struct io_u *io_u)
 {
 	struct nvmeof_job *j = td->io_ops_data;
+	unsigned int file = io_u->file->fileno;
+	int block;
 	char *s;
 	unsigned char op;
 
@@ -779,9 +1040,15 @@ static enum fio_q_status nvmeof_queue(struct thread_data *td, struct io_u *io_u)
 		io_u->error = EINVAL;
 		return FIO_Q_COMPLETED;
 	}
-	if (op != OP_FLUSH && (io_u->offset % j->block_size || io_u->xfer_buflen % j->block_size)) {
+	if (file >= j->nfiles) {
+		log_err("nvmeof: I/O for file %u of a job of %u\n", file, j->nfiles);
+		io_u->error = EINVAL;
+		return FIO_Q_COMPLETED;
+	}
+	block = j->files[file].block_size;
+	if (op != OP_FLUSH && (io_u->offset % block || io_u->xfer_buflen % block)) {
 		log_err("nvmeof: I/O at %llu of %llu bytes is not in whole %d-byte blocks\n",
-			(unsigned long long) io_u->offset, (unsigned long long) io_u->xfer_buflen, j->block_size);
+			(unsigned long long) io_u->offset, (unsigned long long) io_u->xfer_buflen, block);
 		io_u->error = EINVAL;
 		return FIO_Q_COMPLETED;
 	}
@@ -790,8 +1057,9 @@ static enum fio_q_status nvmeof_queue(struct thread_data *td, struct io_u *io_u)
 	s = j->shared + RING_ENTRIES + (size_t) (j->ring_mask + 1) * RING_ENTRY + (size_t) j->queued * RING_SUBMISSION;
 	s[0] = (char) op;
 	*(unsigned int *) (s + 4) = io_u->index;
-	*(unsigned long long *) (s + 8) = io_u->offset / j->block_size;
-	*(unsigned int *) (s + 16) = (unsigned int) (io_u->xfer_buflen / j->block_size);
+	*(unsigned long long *) (s + 8) = io_u->offset / block;
+	*(unsigned int *) (s + 16) = (unsigned int) (io_u->xfer_buflen / block);
+	*(unsigned int *) (s + 20) = file;
 	*(unsigned long long *) (s + 24) = op == OP_FLUSH ? 0
 		: (unsigned long long) ((char *) io_u->xfer_buf - (char *) td->orig_buffer);
 	j->io_by_index[io_u->index] = io_u;
@@ -868,6 +1136,48 @@ static unsigned int reap(struct thread_data *td, struct nvmeof_job *j, unsigned 
 	return got;
 }
 
+/*
+ * fio wants the job to end and waits for its I/O: its runtime is over (fio checks that only between I/Os, so not
+ * while getevents waits), it was told to stop (Ctrl-C, SIGTERM, exitall), or an I/O failed.
+ */
+static int stopping(struct thread_data *td)
+{
+	return td->terminate || td->error
+	       || (td->o.timeout && !in_ramp_time(td) && utime_since_now(&td->epoch) >= td->o.timeout);
+}
+
+/*
+ * While fio is stopping, the I/O held for a target that is gone (its controller reconnecting) would keep the job until
+ * ctrl_loss_tmo: the job fails that I/O instead (FioJob.abandonUnreachable), and fio counts it as errors. Runs only
+ * before getevents sleeps.
+ */
+static void abandon_unreachable(struct nvmeof_job *j)
+{
+	JNIEnv *env = current_env();
+	jstring said;
+
+	if (!env)
+		return;
+	said = (jstring) (*env)->CallObjectMethod(env, j->job, m_abandon);
+	if ((*env)->ExceptionCheck(env)) {
+		char msg[512];
+
+		exception_text(env, msg, sizeof(msg));
+		log_err("nvmeof: failing the I/O of an unreachable target: %s\n", msg);
+		return;
+	}
+	if (said) {
+		const char *c = (*env)->GetStringUTFChars(env, said, NULL);
+
+		if (c && !j->abandon_logged)
+			log_err("nvmeof: %s\n", c);
+		j->abandon_logged = 1;
+		if (c)
+			(*env)->ReleaseStringUTFChars(env, said, c);
+		(*env)->DeleteLocalRef(env, said);
+	}
+}
+
 static int nvmeof_getevents(struct thread_data *td, unsigned int min, unsigned int max, const struct timespec *t)
 {
 	struct nvmeof_job *j = td->io_ops_data;
@@ -896,6 +1206,8 @@ static int nvmeof_getevents(struct thread_data *td, unsigned int min, unsigned i
 		}
 		if (!spin_fixed && j->spin > SPIN_MIN)
 			j->spin -= j->spin / 4;
+		if (stopping(td))
+			abandon_unreachable(j);
 		{
 			unsigned int seen = __atomic_load_n(futex, __ATOMIC_SEQ_CST);
 			struct timespec wait = { 0, 100 * 1000 * 1000 }; /* a bound, in case a wake-up is missed */
@@ -947,8 +1259,8 @@ static int nvmeof_get_file_size(struct thread_data *td, struct fio_file *f)
 {
 	struct nvmeof_job *j = td->io_ops_data;
 
-	if (j && j->size) {
-		f->real_file_size = j->size;
+	if (j && f->fileno >= 0 && (unsigned int) f->fileno < j->nfiles) {
+		f->real_file_size = j->files[f->fileno].size;
 		fio_file_set_size_known(f);
 	}
 	return 0;

@@ -3,18 +3,13 @@ package io.nvmeof.conformance;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.conformance.FioRunner.Run;
 import io.nvmeof.target.NvmeTarget;
 import io.nvmeof.target.config.TargetConfig;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -29,8 +24,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(300)
 class FioEngineTest {
-    static final Path REPO = Path.of("..").toAbsolutePath().normalize();
-    static final Path ENGINE = REPO.resolve("native/target/fio/nvmeof-fio.so");
     static final String NQN = TargetConfig.DEFAULT_NQN;
     static NvmeTarget target;
 
@@ -39,9 +32,7 @@ class FioEngineTest {
 
     @BeforeAll
     static void start() throws IOException {
-        assumeTrue(Files.exists(ENGINE), "the fio engine was not built (" + ENGINE + "): the build said why (no fio, or no"
-                + " fio source in ~/.cache/nvmeof-fio; ./test fetches it with apt-get source fio)");
-        assumeTrue(Files.exists(REPO.resolve("nvmeof-cli/target/nvmeof.jar")), "nvmeof-cli/target/nvmeof.jar is not built");
+        FioRunner.assumeBuilt();
         target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "256MiB", 512, null));
     }
 
@@ -52,30 +43,12 @@ class FioEngineTest {
         }
     }
 
-    /** fio's exit code, stdout (the JSON when asked) and stderr. */
-    record Run(int exit, String out, String err) {
-        JsonNode json() throws IOException {
-            return new ObjectMapper().readTree(out.substring(out.indexOf('{')));
-        }
-    }
-
     Run fio(String jobFile, String... args) throws Exception {
-        Path job = dir.resolve("job.fio");
-        Files.writeString(job, jobFile);
-        List<String> cmd = new ArrayList<>(List.of("fio", "--output-format=json"));
-        cmd.addAll(List.of(args));
-        cmd.add(job.toString());
-        Path out = dir.resolve("out.json");
-        Path err = dir.resolve("err.txt");
-        // In the test's directory: fio writes its verify state files (*-verify.state) where it runs.
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectOutput(out.toFile())
-                .redirectError(err.toFile()).start();
-        assertTrue(p.waitFor(240, TimeUnit.SECONDS), "fio did not finish: " + Files.readString(err));
-        return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
+        return new FioRunner(dir).run(jobFile, args);
     }
 
     String global(String more) {
-        return "[global]\nioengine=external:" + ENGINE + "\nsubnqn=" + NQN + "\ntraddr=127.0.0.1\ntrsvcid="
+        return "[global]\nioengine=external:" + FioRunner.ENGINE + "\nsubnqn=" + NQN + "\ntraddr=127.0.0.1\ntrsvcid="
                 + target.tcpPort(0) + "\n" + more;
     }
 
@@ -151,7 +124,7 @@ class FioEngineTest {
             assertTrue(r.err().contains(c[1]) || r.out().contains(c[1]), c[0] + ": " + r.err());
             assertTrue(!r.err().contains("SIGSEGV") && !r.err().contains("core dumped"), c[0] + " crashed: " + r.err());
         }
-        Run badPort = fio("[x]\nioengine=external:" + ENGINE + "\nrw=read\nsize=1m\ntrsvcid=http\n");
+        Run badPort = fio("[x]\nioengine=external:" + FioRunner.ENGINE + "\nrw=read\nsize=1m\ntrsvcid=http\n");
         assertNotEquals(0, badPort.exit());
         assertTrue(badPort.err().contains("trsvcid=http is not a port number"), badPort.err());
     }

@@ -1,14 +1,14 @@
 package io.nvmeof.fio;
 
 import io.nvmeof.initiator.BatchedIoCallback;
-import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.ControllerState;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeStatusException;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.NvmeofException;
-import io.nvmeof.initiator.TransportId;
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -23,71 +23,60 @@ import java.util.concurrent.CompletableFuture;
  * I/O (flush and trim, rare, use futures).
  *
  * <p>I/O larger than the controller's transfer limit is cut into several commands; the io_u completes when all have.
+ * A job of several fio files (several {@code filename=}s) has one namespace per file and one controller per distinct
+ * target; each submission names its file.
  */
 public final class FioJob implements BatchedIoCallback, AutoCloseable {
-    private final NvmeofController controller;
-    private final NamespaceHandle ns;
+    /** One per distinct target of the job's files. */
+    private final List<NvmeofController> controllers;
+    /** Per fio file (the submission's file index): its namespace, block size and largest command in blocks. */
+    private final NamespaceHandle[] namespaces;
+    private final int[] blockSizes;
+    private final int[] maxBlocks;
     private final SharedRing ring;
-    private final int blockSize;
-    private final int maxBlocks;
     /** Commands still to complete per io_u index, and the first failure among them. */
     private final java.util.concurrent.atomic.AtomicIntegerArray remaining;
     private final java.util.concurrent.atomic.AtomicIntegerArray failed;
     private ByteBuffer memory;
     private ByteBuffer view;
 
-    private FioJob(NvmeofController controller, NamespaceHandle ns, SharedRing ring, int maxIndex) {
-        this.controller = controller;
-        this.ns = ns;
+    private FioJob(List<NvmeofController> controllers, NamespaceHandle[] namespaces, SharedRing ring, int maxIndex) {
+        this.controllers = controllers;
+        this.namespaces = namespaces;
+        this.blockSizes = new int[namespaces.length];
+        this.maxBlocks = new int[namespaces.length];
+        for (int i = 0; i < namespaces.length; i++) {
+            blockSizes[i] = namespaces[i].blockSize();
+            maxBlocks[i] = namespaces[i].maxBlocksPerIo();
+        }
         this.ring = ring;
-        this.blockSize = ns.blockSize();
-        this.maxBlocks = ns.maxBlocksPerIo();
         this.remaining = new java.util.concurrent.atomic.AtomicIntegerArray(maxIndex);
         this.failed = new java.util.concurrent.atomic.AtomicIntegerArray(maxIndex);
     }
 
     /**
-     * Connects (called by the engine's init).
+     * Connects, one controller per distinct target of the job's files (called by the engine's init).
      *
-     * @param busyPollUs the engine's {@code busy_poll_us}: NVMe/TCP event-loop busy polling, 0 for none
+     * @param settings the engine's options and namespaces, see {@link JobSettings}
      * @param shared   the engine's {@link SharedRing} memory
      * @param maxIndex one more than the largest io_u index fio will use
      * @throws IllegalArgumentException or {@link NvmeofException} with a message the engine shows as fio's error
      */
-    public static FioJob open(String trtype, String traddr, int trsvcid, String subnqn, long nsid, String hostnqn,
-                              int ioQueues, int queueDepth, boolean headerDigest, boolean dataDigest, int busyPollUs,
-                              ByteBuffer shared, int maxIndex) {
-        TransportId id = new TransportId(trtype, traddr, trsvcid, subnqn);
-        ConnectOptions.Builder b = ConnectOptions.builder().ioQueues(Math.max(1, ioQueues))
-                .queueDepth(Math.max(2, Math.min(queueDepth, ConnectOptions.MAX_QUEUE_DEPTH)))
-                .headerDigest(headerDigest).dataDigest(dataDigest)
-                .busyPoll(java.time.Duration.ofNanos(busyPollUs * 1000L));
-        if (hostnqn != null) {
-            b.hostNqn(hostnqn);
-        }
+    public static FioJob open(String[] settings, ByteBuffer shared, int maxIndex) {
+        JobSettings job = JobSettings.parse(settings);
         SharedRing ring = new SharedRing(shared);
-        NvmeofController c = NvmeofController.connect(id, b.build());
-        try {
-            NamespaceHandle ns = c.namespace(nsid);
-            return new FioJob(c, ns, ring, maxIndex);
-        } catch (RuntimeException e) {
-            c.close();
-            throw e;
-        }
+        JobSettings.Connected c = job.connect(job.options);
+        return new FioJob(c.controllers(), c.namespaces(), ring, maxIndex);
     }
-
-    public long sizeBytes() { return ns.sizeBytes(); }
-
-    public int blockSize() { return blockSize; }
-
-    public long maxTransferBytes() { return (long) maxBlocks * blockSize; }
 
     /** fio's I/O buffers (all of them, one region): registered once, then every command addresses into it. */
     public void memory(ByteBuffer region) {
         if (!region.isDirect()) {
             throw new IllegalArgumentException("fio's I/O memory must be direct");
         }
-        controller.registerBuffer(region);
+        for (NvmeofController c : controllers) {
+            c.registerBuffer(region);
+        }
         this.memory = region;
         this.view = region.duplicate();
     }
@@ -98,6 +87,9 @@ public final class FioJob implements BatchedIoCallback, AutoCloseable {
         for (int i = 0; i < n; i++) {
             int op = ring.op(i);
             int index = ring.index(i);
+            int file = ring.file(i);
+            NamespaceHandle ns = namespaces[file];
+            int maxBlocks = this.maxBlocks[file];
             long lba = ring.lba(i);
             int blocks = ring.blocks(i);
             switch (op) {
@@ -108,7 +100,7 @@ public final class FioJob implements BatchedIoCallback, AutoCloseable {
                     remaining.set(index, parts);
                     for (int done = 0; done < blocks; done += maxBlocks) {
                         int k = Math.min(maxBlocks, blocks - done);
-                        v.position((int) (offset + (long) done * blockSize));
+                        v.position((int) (offset + (long) done * blockSizes[file]));
                         if (op == SharedRing.OP_READ) {
                             ns.read(lba + done, k, v, this, index);
                         } else {
@@ -169,18 +161,40 @@ public final class FioJob implements BatchedIoCallback, AutoCloseable {
         return IoCallback.describe(status);
     }
 
+    /**
+     * fio is stopping (its runtime is over, a signal, an error) and waits for I/O: the I/O held for a target that is
+     * gone (its controller reconnecting, or given up) will not come back in time, so its controller is closed, which
+     * completes that I/O with {@link IoCallback#ERR_CLOSED}. A connected controller's I/O is left to complete (or to
+     * time out: the keep-alive and command timeouts bound it). Called by the engine's getevents while it waits, once
+     * per sleep; returns what it did, for fio's log, or null.
+     */
+    public String abandonUnreachable() {
+        String said = null;
+        for (NvmeofController c : controllers) {
+            ControllerState s = c.state();
+            if (s == ControllerState.RECONNECTING || s == ControllerState.FAILED) {
+                String why = c.lastFailure();
+                c.close();
+                said = c.transportId() + " is unreachable (" + why + "); fio is stopping, so the I/O held for it fails";
+            }
+        }
+        return said;
+    }
+
     @Override
     public void close() {
         ByteBuffer m = memory;
         memory = null;
-        try {
-            if (m != null) {
-                controller.deregisterBuffer(m);
+        for (NvmeofController c : controllers) {
+            try {
+                if (m != null) {
+                    c.deregisterBuffer(m);
+                }
+            } catch (RuntimeException e) {
+                // closing anyway
             }
-        } catch (RuntimeException e) {
-            // closing anyway
+            c.close();
         }
-        controller.close();
     }
 
     /** Wakes the engine thread sleeping on the futex at {@code address} (implemented by the engine, registered at init). */

@@ -1,48 +1,33 @@
 package io.nvmeof.fio;
 
-import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.NamespaceHandle;
-import io.nvmeof.initiator.NvmeofController;
-import io.nvmeof.initiator.TransportId;
 import java.time.Duration;
 
 /**
- * What the fio engine's {@code setup} asks before fio forks its jobs: the namespace's size, block size and largest
- * transfer. It runs as a separate process, so fio's parent never starts a JVM (a JVM does not survive {@code fork},
- * and fio's {@code process} mode forks after setup). Prints {@code size=B block=B maxio=B} and exits 0, or prints one
- * line on stderr saying what is wrong and exits 1.
+ * What the fio engine's {@code setup} asks before fio forks its jobs: each of the job's namespaces' size, block size
+ * and largest transfer. It runs as a separate process, so fio's parent never starts a JVM (a JVM does not survive
+ * {@code fork}, and fio's {@code process} mode forks after setup). Prints {@code size=B block=B maxio=B}, one line per
+ * namespace in the order given, and exits 0, or prints one line on stderr saying what is wrong and exits 1.
  *
- * <p>Arguments: {@code trtype traddr trsvcid subnqn nsid hostnqn|- hdgst(0|1) ddgst(0|1)}.
+ * <p>Arguments: the engine's settings, as {@link FioJob#open} takes them (see {@link JobSettings}).
  */
 public final class Probe {
     private Probe() {
     }
 
     public static void main(String[] args) {
-        if (args.length != 8) {
-            System.err.println("usage: Probe trtype traddr trsvcid subnqn nsid hostnqn|- hdgst ddgst");
-            System.exit(2);
-        }
         try {
-            int port;
-            long nsid;
-            try {
-                port = Integer.parseInt(args[2]);
-                nsid = Long.parseLong(args[4]);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("trsvcid and nsid must be numbers, got '" + args[2] + "' and '"
-                        + args[4] + "'");
-            }
-            ConnectOptions.Builder b = ConnectOptions.builder().ioQueues(1).queueDepth(2)
+            JobSettings job = JobSettings.parse(args);
+            // Quick and with no reconnecting: this only asks, and fio waits for it before any job starts.
+            try (JobSettings.Connected c = job.connect(job.options.toBuilder().ioQueues(1).queueDepth(2)
                     .connectTimeout(Duration.ofSeconds(10)).commandTimeout(Duration.ofSeconds(10))
-                    .ctrlLossTimeout(Duration.ZERO).headerDigest(args[6].equals("1")).dataDigest(args[7].equals("1"));
-            if (!args[5].equals("-")) {
-                b.hostNqn(args[5]);
-            }
-            try (NvmeofController c = NvmeofController.connect(new TransportId(args[0], args[1], port, args[3]), b.build())) {
-                NamespaceHandle ns = c.namespace(nsid);
-                System.out.println("size=" + ns.sizeBytes() + " block=" + ns.blockSize() + " maxio="
-                        + (long) ns.maxBlocksPerIo() * ns.blockSize());
+                    .ctrlLossTimeout(Duration.ZERO).build())) {
+                StringBuilder out = new StringBuilder();
+                for (NamespaceHandle ns : c.namespaces()) {
+                    out.append("size=").append(ns.sizeBytes()).append(" block=").append(ns.blockSize())
+                            .append(" maxio=").append((long) ns.maxBlocksPerIo() * ns.blockSize()).append('\n');
+                }
+                System.out.print(out);
             }
             System.exit(0);
         } catch (Throwable t) {

@@ -21,7 +21,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  *   132  u32 submission capacity
  *   192  completions: ring capacity x 16 bytes { u64 seq (position + 1 once written), u32 io_u index, i32 status }
  *        submissions: submission capacity x 32 bytes
- *                     { u8 op, 3 pad, u32 io_u index, u64 lba, u32 blocks, u32 pad, u64 offset in the I/O memory }
+ *                     { u8 op, 3 pad, u32 io_u index, u64 lba, u32 blocks, u32 fio file index (the job's
+ *                       namespace), u64 offset in the I/O memory }
  * </pre>
  *
  * A completion is claimed by a fetch-and-add on {@code tail}, written, then published by a volatile store of its
@@ -99,6 +100,8 @@ final class SharedRing {
     long lba(int i) { return buf.getLong(submissions + i * SUBMISSION + 8); }
 
     int blocks(int i) { return buf.getInt(submissions + i * SUBMISSION + 16); }
+
+    int file(int i) { return buf.getInt(submissions + i * SUBMISSION + 20); }
 
     long offset(int i) { return buf.getLong(submissions + i * SUBMISSION + 24); }
 }

@@ -39,12 +39,13 @@ class SharedRingTest {
         ByteBuffer b = memory();
         int s = 192 + RING * 16 + 32;  // the second submission
         b.put(s, (byte) SharedRing.OP_WRITE).putInt(s + 4, 7).putLong(s + 8, 1L << 40).putInt(s + 16, 32)
-                .putLong(s + 24, 262144);
+                .putInt(s + 20, 3).putLong(s + 24, 262144);
         SharedRing ring = new SharedRing(b);
         assertEquals(SharedRing.OP_WRITE, ring.op(1));
         assertEquals(7, ring.index(1));
         assertEquals(1L << 40, ring.lba(1));
         assertEquals(32, ring.blocks(1));
+        assertEquals(3, ring.file(1));
         assertEquals(262144, ring.offset(1));
     }
 
