@@ -48,7 +48,7 @@ libjvm=""
 [ -f "$java_home/lib/server/libjvm.so" ] && libjvm="$java_home/lib/server/libjvm.so"
 # fio's own symbols (add_file, io_u_queued, log_err, ...) are resolved from the fio executable at dlopen, so no
 # --no-undefined here; libjvm is opened at run time (dlopen), not linked.
-$cc -std=gnu11 -O2 -g -fPIC -shared -Wall -Wno-unused-parameter -Wno-pointer-arith -Wno-sign-compare -Wno-format-truncation \
+$cc -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wno-unused-parameter -Wno-pointer-arith -Wno-sign-compare -Wno-format-truncation \
   -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -D_LARGEFILE_SOURCE -include "$fio_src/config-host.h" -I"$fio_src" \
   -I"$jni" -I"$jni/linux" -DNVMEOF_DEFAULT_LIBJVM="\"$libjvm\"" \
   -o "$lib" "$src_dir"/*.c -ldl -lpthread

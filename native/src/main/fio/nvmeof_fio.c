@@ -16,9 +16,10 @@
  *               (runtime over, a signal, an error), it has the job fail the I/O held for a target that is gone
  *   cleanup     closes the FioJob, detaches the thread
  *
- * Built by native/src/main/fio/build.sh against the headers of the fio that is installed (Debian's source package).
+ * The settings and the probe are in probe.c, where the JVM and the jar are in java_paths.c, the reading of filename=
+ * in spdk_filename.c. Built by native/src/main/fio/build.sh against the headers of the fio that is installed (Debian's
+ * source package).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +36,7 @@
 
 #include "fio.h"
 #include "optgroup.h"
-#include "spdk_filename.h"
-
-#ifndef NVMEOF_DEFAULT_LIBJVM
-#define NVMEOF_DEFAULT_LIBJVM ""
-#endif
+#include "nvmeof_fio.h"
 
 /* The shared memory's layout: io.nvmeof.fio.SharedRing has the same. */
 #define RING_TAIL 0
@@ -73,32 +70,6 @@ static int spin_fixed = -1;
  * NVMEOF_FIO_WAKE=first|batch overrides the choice, made from the CPUs fio may use.
  */
 static int wake_at_batch_end = -1;
-
-struct nvmeof_options {
-	void *pad; /* an option at offset 0 would read as "not set" (see fio's skeleton_external.c) */
-	char *trtype;
-	char *traddr;
-	char *trsvcid;
-	char *subnqn;
-	unsigned int nsid;
-	char *hostnqn;
-	unsigned int io_queues;
-	unsigned int busy_poll_us;
-	/* Strings, read by check_options: fio retries a refused integer after its "-" (a range), so "-2" became 2. */
-	char *ctrl_loss_tmo;
-	char *fast_io_fail_tmo;
-	char *reconnect_delay;
-	/* ... in seconds, -1 for forever or off */
-	int ctrl_loss_s;
-	int fast_io_fail_s;
-	int reconnect_delay_s;
-	unsigned int hdr_digest;
-	unsigned int data_digest;
-	char *digest_enable;
-	char *java_classpath;
-	char *java_opts;
-	char *jvm;
-};
 
 static struct fio_option options[] = {
 	{ .name = "trtype", .lname = "NVMe-oF transport", .type = FIO_OPT_STR_STORE,
@@ -168,35 +139,6 @@ static struct fio_option options[] = {
 	{ .name = NULL },
 };
 
-/* One fio file: where its I/O goes, and what the probe found there. */
-struct nvmeof_file {
-	struct nvmeof_target target;
-	unsigned long long size;
-	unsigned long long max_io;
-	int block_size;
-};
-
-/* Per job. */
-struct nvmeof_job {
-	struct nvmeof_file *files; /* one per fio file, in fio's order (the submission's file index) */
-	unsigned int nfiles;
-	char *shared;           /* the ring shared with Java */
-	size_t shared_size;
-	unsigned int ring_mask;
-	unsigned int submit_capacity;
-	unsigned long long head; /* next completion to take */
-	unsigned int queued;     /* submissions written since the last commit */
-	struct io_u **queued_io;
-	struct io_u **io_by_index;
-	unsigned int index_capacity;
-	struct io_u **events;
-	jobject job;             /* the FioJob (a global reference) */
-	int attached;            /* this thread was attached by us (to detach at cleanup) */
-	int spin;                /* rounds getevents spins before sleeping (adaptive) */
-	int error_logged;
-	int abandon_logged;
-};
-
 /* ------------------------------------------------------------------------------------------------ the JVM */
 
 static pthread_mutex_t jvm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -211,116 +153,6 @@ static void JNICALL native_wake(JNIEnv *env, jclass cls, jlong address)
 
 	__atomic_add_fetch(word, 1, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-/* Where this engine's .so lives, for the default class path. */
-static void engine_dir(char *out, size_t len)
-{
-	Dl_info info;
-
-	out[0] = 0;
-	if (dladdr((void *) engine_dir, &info) && info.dli_fname) {
-		char real[PATH_MAX];
-		char *slash;
-
-		if (!realpath(info.dli_fname, real))
-			snprintf(real, sizeof(real), "%s", info.dli_fname);
-		slash = strrchr(real, '/');
-		if (slash)
-			*slash = 0;
-		snprintf(out, len, "%s", real);
-	}
-}
-
-static int readable(const char *path)
-{
-	return path && path[0] && access(path, R_OK) == 0;
-}
-
-static void default_classpath(struct nvmeof_options *o, char *out, size_t len)
-{
-	char dir[PATH_MAX];
-	const char *env = getenv("NVMEOF_FIO_CLASSPATH");
-
-	if (o->java_classpath && o->java_classpath[0]) {
-		snprintf(out, len, "%s", o->java_classpath);
-		return;
-	}
-	if (env && env[0]) {
-		snprintf(out, len, "%s", env);
-		return;
-	}
-	engine_dir(dir, sizeof(dir));
-	snprintf(out, len, "%s/nvmeof.jar", dir);
-	if (readable(out))
-		return;
-	/* In the source tree: native/target/fio/nvmeof-fio.so and nvmeof-cli/target/nvmeof.jar. */
-	snprintf(out, len, "%s/../../../nvmeof-cli/target/nvmeof.jar", dir);
-}
-
-/* libjvm.so: the option, $NVMEOF_FIO_JVM, $JAVA_HOME, the java on PATH, the JDK the engine was built with. */
-static int find_libjvm(struct nvmeof_options *o, char *out, size_t len)
-{
-	const char *env = getenv("NVMEOF_FIO_JVM");
-	const char *home = getenv("JAVA_HOME");
-	const char *path = getenv("PATH");
-
-	if (o->jvm && o->jvm[0]) {
-		snprintf(out, len, "%s", o->jvm);
-		return readable(out);
-	}
-	if (env && env[0]) {
-		snprintf(out, len, "%s", env);
-		return readable(out);
-	}
-	if (home && home[0]) {
-		snprintf(out, len, "%s/lib/server/libjvm.so", home);
-		if (readable(out))
-			return 1;
-	}
-	if (path) {
-		char *copy = strdup(path), *save = NULL, *d;
-
-		for (d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-			char java[PATH_MAX], real[PATH_MAX];
-
-			snprintf(java, sizeof(java), "%s/java", d);
-			if (access(java, X_OK) == 0 && realpath(java, real)) {
-				char *slash = strrchr(real, '/');
-
-				if (slash) {
-					*slash = 0; /* .../bin */
-					slash = strrchr(real, '/');
-					if (slash) {
-						*slash = 0;
-						snprintf(out, len, "%s/lib/server/libjvm.so", real);
-						if (readable(out)) {
-							free(copy);
-							return 1;
-						}
-					}
-				}
-			}
-		}
-		free(copy);
-	}
-	snprintf(out, len, "%s", NVMEOF_DEFAULT_LIBJVM);
-	return readable(out);
-}
-
-/* The java launcher next to libjvm.so (lib/server/libjvm.so -> bin/java). */
-static void java_launcher(const char *libjvm, char *out, size_t len)
-{
-	char dir[PATH_MAX];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", libjvm);
-	for (int i = 0; i < 3; i++) {
-		slash = strrchr(dir, '/');
-		if (slash)
-			*slash = 0;
-	}
-	snprintf(out, len, "%s/bin/java", dir);
 }
 
 /* The exception pending in env, as text (and cleared). */
@@ -367,9 +199,7 @@ static JNIEnv *java_env(struct thread_data *td, int *attached)
 		void *h;
 		jint (*create)(JavaVM **, void **, void *);
 
-		if (!find_libjvm(o, libjvm, sizeof(libjvm))) {
-			log_err("nvmeof: cannot start a JVM: no libjvm.so found (tried '%s'); set jvm=PATH, $NVMEOF_FIO_JVM or"
-				" $JAVA_HOME (a Java 17 JDK or JRE)\n", libjvm);
+		if (nvmeof_java_paths(o, libjvm, sizeof(libjvm), cp, sizeof(cp))) {
 			pthread_mutex_unlock(&jvm_lock);
 			return NULL;
 		}
@@ -382,13 +212,6 @@ static JNIEnv *java_env(struct thread_data *td, int *attached)
 		create = (jint (*)(JavaVM **, void **, void *)) dlsym(h, "JNI_CreateJavaVM");
 		if (!create) {
 			log_err("nvmeof: cannot start a JVM: %s has no JNI_CreateJavaVM\n", libjvm);
-			pthread_mutex_unlock(&jvm_lock);
-			return NULL;
-		}
-		default_classpath(o, cp, sizeof(cp));
-		if (!readable(cp) && !strchr(cp, ':')) {
-			log_err("nvmeof: the initiator's jar '%s' is not there; build the project (mvn -DskipTests install)"
-				" or set java_classpath=PATH\n", cp);
 			pthread_mutex_unlock(&jvm_lock);
 			return NULL;
 		}
@@ -480,18 +303,6 @@ static JNIEnv *current_env(void)
 }
 
 /* ------------------------------------------------------------------------------------------------ setup */
-
-static void digests(struct nvmeof_options *o, int *hdgst, int *ddgst)
-{
-	*hdgst = o->hdr_digest;
-	*ddgst = o->data_digest;
-	if (o->digest_enable) {
-		if (!strcasecmp(o->digest_enable, "HEADER") || !strcasecmp(o->digest_enable, "BOTH"))
-			*hdgst = 1;
-		if (!strcasecmp(o->digest_enable, "DATA") || !strcasecmp(o->digest_enable, "BOTH"))
-			*ddgst = 1;
-	}
-}
 
 /* An option the job does not set takes $NAME, else the default (./nvmeof target's). */
 static void defaulted(char **opt, const char *env, const char *def)
@@ -615,190 +426,6 @@ static int target_from_options(struct thread_data *td, struct nvmeof_job *j)
 	return 0;
 }
 
-/* ------------------------------------------------------------------------------------------------ settings */
-
-/* What the engine hands Java, FioJob.open and Probe alike: key=value strings (io.nvmeof.fio.JobSettings). */
-struct settings {
-	char **v;
-	int n;
-};
-
-static void free_settings(struct settings *s)
-{
-	for (int i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->n = 0;
-}
-
-static int add_setting(struct settings *s, const char *fmt, ...)
-{
-	char **grown = realloc(s->v, (s->n + 1) * sizeof(char *));
-	va_list ap;
-	int rc;
-
-	if (!grown)
-		return -1;
-	s->v = grown;
-	va_start(ap, fmt);
-	rc = vasprintf(&s->v[s->n], fmt, ap);
-	va_end(ap);
-	if (rc < 0)
-		return -1;
-	s->n++;
-	return 0;
-}
-
-/* The job's settings, one namespace= per fio file; queue_depth 0 leaves the queue depth out (the probe's case). */
-static int job_settings(struct thread_data *td, struct nvmeof_job *j, unsigned int queue_depth, struct settings *s)
-{
-	struct nvmeof_options *o = td->eo;
-	int hdgst, ddgst, rc = 0;
-
-	digests(o, &hdgst, &ddgst);
-	memset(s, 0, sizeof(*s));
-	if (o->hostnqn && o->hostnqn[0])
-		rc |= add_setting(s, "hostnqn=%s", o->hostnqn);
-	if (queue_depth)
-		rc |= add_setting(s, "queue_depth=%u", queue_depth);
-	rc |= add_setting(s, "io_queues=%u", o->io_queues);
-	rc |= add_setting(s, "hdgst=%d", hdgst);
-	rc |= add_setting(s, "ddgst=%d", ddgst);
-	rc |= add_setting(s, "busy_poll_us=%u", o->busy_poll_us);
-	rc |= add_setting(s, "ctrl_loss_tmo=%d", o->ctrl_loss_s);
-	rc |= add_setting(s, "fast_io_fail_tmo=%d", o->fast_io_fail_s);
-	rc |= add_setting(s, "reconnect_delay=%d", o->reconnect_delay_s);
-	for (unsigned int i = 0; i < j->nfiles; i++) {
-		struct nvmeof_target *t = &j->files[i].target;
-
-		rc |= add_setting(s, "namespace=%s\t%s\t%s\t%s\t%u", t->trtype, t->traddr, t->trsvcid, t->subnqn, t->nsid);
-	}
-	if (rc) {
-		free_settings(s);
-		td_verror(td, ENOMEM, "settings");
-		return 1;
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------------------------------------ probe */
-
-/* All a pipe gives until its end, NUL-terminated, without a trailing newline (what does not fit is dropped). */
-static void read_all(int fd, char *buf, size_t size)
-{
-	char sink[4096];
-	size_t n = 0;
-
-	for (;;) {
-		int room = n + 1 < size;
-		ssize_t r = read(fd, room ? buf + n : sink, room ? size - 1 - n : sizeof(sink));
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (room)
-			n += (size_t) r;
-	}
-	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
-}
-
-/* Runs io.nvmeof.fio.Probe in a child process (no JVM in fio's parent, which forks the jobs later): each file's size. */
-static int probe(struct thread_data *td, struct nvmeof_job *j)
-{
-	static const char *const jvm_args[] = { "-Xrs", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-		"--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=error" };
-	const int fixed = sizeof(jvm_args) / sizeof(jvm_args[0]);
-	struct nvmeof_options *o = td->eo;
-	char libjvm[PATH_MAX], java[PATH_MAX], cp[PATH_MAX], err[1024];
-	size_t out_size = (size_t) j->nfiles * 96 + 64;
-	char *out = NULL, *line;
-	const char **argv = NULL;
-	struct settings s;
-	int po[2], pe[2], status, a = 0, rc = 1;
-	pid_t pid;
-
-	if (!find_libjvm(o, libjvm, sizeof(libjvm))) {
-		log_err("nvmeof: cannot start a JVM: no libjvm.so found (tried '%s'); set jvm=PATH, $NVMEOF_FIO_JVM or"
-			" $JAVA_HOME (a Java 17 JDK or JRE)\n", libjvm);
-		return 1;
-	}
-	java_launcher(libjvm, java, sizeof(java));
-	default_classpath(o, cp, sizeof(cp));
-	if (!readable(cp) && !strchr(cp, ':')) {
-		log_err("nvmeof: the initiator's jar '%s' is not there; build the project (mvn -DskipTests install) or set"
-			" java_classpath=PATH\n", cp);
-		return 1;
-	}
-	if (job_settings(td, j, 0, &s))
-		return 1;
-	out = malloc(out_size);
-	argv = calloc(fixed + 5 + s.n, sizeof(char *));
-	if (!out || !argv) {
-		td_verror(td, ENOMEM, "probe");
-		goto out;
-	}
-	argv[a++] = java;
-	for (int i = 0; i < fixed; i++)
-		argv[a++] = jvm_args[i];
-	argv[a++] = "-cp";
-	argv[a++] = cp;
-	argv[a++] = "io.nvmeof.fio.Probe";
-	for (int i = 0; i < s.n; i++)
-		argv[a++] = s.v[i];
-	if (pipe(po) || pipe(pe)) {
-		td_verror(td, errno, "pipe");
-		goto out;
-	}
-	pid = fork();
-	if (pid < 0) {
-		td_verror(td, errno, "fork");
-		goto out;
-	}
-	if (pid == 0) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]);
-		close(pe[0]);
-		execv(java, (char *const *) argv);
-		fprintf(stderr, "cannot run %s: %s\n", java, strerror(errno));
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	/* The probe says little on stderr (one line, or a JVM warning): stdout can be read to its end first. */
-	read_all(po[0], out, out_size);
-	read_all(pe[0], err, sizeof(err));
-	close(po[0]);
-	close(pe[0]);
-	waitpid(pid, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		log_err("nvmeof: %s\n", err[0] ? err : "the probe (io.nvmeof.fio.Probe) failed and said nothing");
-		goto out;
-	}
-	line = out;
-	for (unsigned int i = 0; i < j->nfiles; i++) {
-		struct nvmeof_file *f = &j->files[i];
-
-		if (!line || sscanf(line, "size=%llu block=%d maxio=%llu", &f->size, &f->block_size, &f->max_io) != 3
-		    || f->block_size <= 0) {
-			log_err("nvmeof: the probe's answer for file %u is not size=B block=B maxio=B: '%s'\n", i, out);
-			goto out;
-		}
-		line = strchr(line, '\n');
-		line = line ? line + 1 : NULL;
-	}
-	rc = 0;
-out:
-	free_settings(&s);
-	free(argv);
-	free(out);
-	return rc;
-}
-
 static int nvmeof_setup(struct thread_data *td)
 {
 	struct nvmeof_options *o = td->eo;
@@ -830,7 +457,7 @@ static int nvmeof_setup(struct thread_data *td)
 	if (td->o.filename ? targets_from_filenames(td, j, &set) : target_from_options(td, j))
 		return 1;
 	j->nfiles = td->files_index;
-	if (probe(td, j)) {
+	if (nvmeof_probe(td, j)) {
 		j->nfiles = 0;
 		return 1;
 	}
@@ -915,7 +542,7 @@ static int nvmeof_init(struct thread_data *td)
 	if (!env)
 		return 1;
 	/* Queue depth: fio's iodepth, and room for I/O split at the transfer limit. */
-	if (job_settings(td, j, depth + 1, &s))
+	if (nvmeof_job_settings(td, j, depth + 1, &s))
 		return 1;
 	{
 		jobjectArray settings = java_settings(env, &s);
@@ -927,7 +554,7 @@ static int nvmeof_init(struct thread_data *td)
 		(*env)->DeleteLocalRef(env, settings);
 		(*env)->DeleteLocalRef(env, shared);
 	}
-	free_settings(&s);
+	nvmeof_free_settings(&s);
 	if ((*env)->ExceptionCheck(env) || !local) {
 		char msg[1024];
 
@@ -1266,7 +893,8 @@ static int nvmeof_get_file_size(struct thread_data *td, struct fio_file *f)
 	return 0;
 }
 
-struct ioengine_ops ioengine = {
+/* The one symbol fio looks for; the rest of the engine is hidden (build.sh), so fio's own symbols never clash. */
+__attribute__((visibility("default"))) struct ioengine_ops ioengine = {
 	.name = "nvmeof",
 	.version = FIO_IOOPS_VERSION,
 	.flags = FIO_DISKLESSIO | FIO_NODISKUTIL | FIO_NOEXTEND | FIO_MEMALIGN,

@@ -173,7 +173,8 @@ int spdk_filename_complete(struct nvmeof_target *t, const struct nvmeof_target *
 		    " subsystem the discovery service lists; this engine needs the subsystem named)", err, errlen))
 		return FILENAME_BAD;
 	if (!t->nsid && !set->nsid) {
-		snprintf(err, errlen, "has no ns= (the namespace ID, as SPDK's plugin requires)");
+		snprintf(err, errlen, "has no ns= (the namespace ID: SPDK's plugin would take the first active one; this"
+			 " engine does not guess)");
 		return FILENAME_BAD;
 	}
 	if (!t->nsid)

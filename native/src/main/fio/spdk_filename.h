@@ -34,8 +34,8 @@ int spdk_filename_parse(const char *name, struct nvmeof_target *t, char *err, si
 /*
  * Completes t, parsed from a filename, with the job's engine options: a key the filename leaves out takes the job's
  * option (set: what the job set itself; resolved: with the engine's defaults); a key it names must agree with the job's
- * option. traddr, subnqn and ns have no default here: SPDK's plugin would read their absence as PCIe, the discovery
- * service or a required key. On failure, err says why.
+ * option. traddr, subnqn and ns have no default here: SPDK's plugin would read their absence as a PCIe device, every
+ * subsystem of a discovery service, or the first active namespace. On failure, err says why.
  */
 int spdk_filename_complete(struct nvmeof_target *t, const struct nvmeof_target *set,
 			   const struct nvmeof_target *resolved, char *err, size_t errlen);
