@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * One fio job's connection to a namespace, driven by the fio engine through JNI: {@link #open} at the job's
+ * One fio job's connections to its namespaces, driven by the fio engine through JNI: {@link #open} at the job's
  * {@code init}, {@link #memory} when fio allocates its I/O buffers, one {@link #submit} per {@code commit}, and
  * {@link #close} at {@code cleanup}. Reads and writes go to the initiator's zero-allocation API straight from and
  * into fio's buffers (registered with the controller once, so over RDMA the target moves data in and out of fio's
