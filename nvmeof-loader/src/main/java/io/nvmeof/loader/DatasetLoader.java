@@ -35,7 +35,11 @@ import org.slf4j.LoggerFactory;
 public final class DatasetLoader implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DatasetLoader.class);
 
+    /** Times a group is read again after reconnects before the loader gives up (the connection keeps failing). */
+    private static final int REREADS = 10;
+
     private final NvmeofDataset ds;
+    private final ReconnectCheck reconnects;
     private final Builder cfg;
     private ReadAhead engine;
     private Iteration current;
@@ -50,6 +54,7 @@ public final class DatasetLoader implements AutoCloseable {
 
     private DatasetLoader(Builder b) {
         this.ds = b.ds;
+        this.reconnects = ds.reconnects();
         this.cfg = b.copy();
         this.engine = new ReadAhead(ds, cfg.prefetchBytes, cfg.readsInFlight);
     }
@@ -205,6 +210,9 @@ public final class DatasetLoader implements AutoCloseable {
 
     public NvmeofDataset dataset() { return ds; }
 
+    /** The read-ahead of the current iteration (for tests). */
+    ReadAhead readAhead() { return engine; }
+
     /** Samples this rank gets per epoch. */
     public int epochSize() {
         int n = ds.sampleCount();
@@ -329,6 +337,8 @@ public final class DatasetLoader implements AutoCloseable {
         int position;
         int offset;
         private int loggedCorrupt;
+        /** The last group {@link #guard} passed. */
+        private int guarded = -1;
 
         Iteration(EpochPlan plan, long epoch, int from) {
             this.plan = plan;
@@ -363,6 +373,10 @@ public final class DatasetLoader implements AutoCloseable {
                             + " samples not released for " + cfg.releaseTimeout.toSeconds() + " s: release the samples"
                             + " and batches you are done with (close()), or raise prefetchBytes");
                 }
+                if (g != guarded) {
+                    guard(g);
+                    guarded = g;
+                }
                 next++;
                 int p = plan.emit(i);
                 int s = plan.storage(p);
@@ -395,6 +409,41 @@ public final class DatasetLoader implements AutoCloseable {
                 return true;
             }
             return false;
+        }
+
+        /**
+         * Lets ready group {@code g} be handed out only if every read of it completed under an association checked to
+         * still serve the dataset (a reconnect may have found a restarted, empty target): checks the current one if it
+         * is not, and reads the group again if its reads went (partly) through one that is gone unchecked.
+         *
+         * @throws DatasetChangedException if the dataset is gone or changed
+         */
+        private void guard(int g) {
+            int stamp = ra.stamp(g);
+            if (stamp >= 0 && reconnects.trusted(stamp) && ra.status(g) != IoCallback.ERR_NAMESPACE_GONE) {
+                return;
+            }
+            try {
+                int now = reconnects.verify(ds);
+                if (stamp >= 0 && reconnects.trusted(stamp)) {
+                    return;
+                }
+                for (int attempt = 0; attempt < REREADS; attempt++) {
+                    ra.reread(g);
+                    int after = reconnects.trustedNow(ds);
+                    if (after == now) {
+                        LOG.info("{}: read the {} samples of group {} of epoch {} again: they were read through a"
+                                + " connection lost before it could be checked", ds, plan.groupEnd(g) - plan.groupStart(g),
+                                g, epoch);
+                        return;
+                    }
+                    now = after;
+                }
+                throw new IOException(ds + ": the connection to its namespaces was lost again every time samples were"
+                        + " read again after a reconnect (" + REREADS + " tries)");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e.getMessage(), e);
+            }
         }
 
         /** The sample {@link #advance} found is handed out. */
