@@ -254,17 +254,28 @@ public final class DatasetLoader implements AutoCloseable {
         if (it == null) {
             throw new IllegalStateException("no iteration has started");
         }
-        return new Checkpoint(it.epoch, it.handed, cfg.seed);
+        return checkpointAt(it.epoch, it.handed);
+    }
+
+    /**
+     * A checkpoint of this loader's settings at {@code position} of {@code epoch}: to resume a checkpoint of the first
+     * format, which recorded only the epoch, the position and the seed, with a loader known to have its settings.
+     */
+    public Checkpoint checkpointAt(long epoch, long position) {
+        return new Checkpoint(epoch, position, cfg.seed, cfg.shuffle, cfg.window, cfg.rank, cfg.worldSize,
+                cfg.remainder, ds.id());
     }
 
     private Iteration begin(Checkpoint c) {
-        if (c.seed() != cfg.seed) {
-            throw new IllegalArgumentException("checkpoint " + c + " was taken with seed " + c.seed() + "; this loader's"
-                    + " seed is " + cfg.seed + ": build it with seed(" + c.seed() + ")");
+        java.util.List<String> differ = c.differences(checkpointAt(c.epoch(), c.position()));
+        if (!differ.isEmpty()) {
+            throw new IllegalArgumentException("checkpoint " + c + " was taken with " + String.join(", ", differ)
+                    + ": it resumes only the order it was taken in; build the loader with the settings it was taken"
+                    + " with, or start the epoch again");
         }
         if (c.position() > epochSize()) {
             throw new IllegalArgumentException("checkpoint " + c + " is past the end of the epoch (" + epochSize()
-                    + " samples for this rank): was it taken with other settings?");
+                    + " samples for this rank)");
         }
         return begin(c.epoch(), (int) c.position());
     }

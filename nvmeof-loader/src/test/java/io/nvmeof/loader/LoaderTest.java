@@ -269,7 +269,7 @@ class LoaderTest {
                     it.hasNext(); // a look ahead must not move the checkpoint
                     cp = l.checkpoint();
                 }
-                assertEquals(new Checkpoint(3, 15, 77), cp);
+                assertEquals(new Checkpoint(3, 15, 77, mode, 8, 1, 2, Remainder.DROP, ds.id()), cp);
                 try (DatasetLoader l = b.build(); SampleIterator it = l.samples(Checkpoint.parse(cp.toString()))) {
                     it.forEachRemaining(s -> resumed.add(s.index()));
                 }
@@ -280,6 +280,55 @@ class LoaderTest {
                 }
                 b.seed(77);
             }
+        }
+    }
+
+    /**
+     * Issue 30, finding 16: a checkpoint resumes only the order it was taken in. One taken at world 2 / rank 1 used to
+     * resume at world 4 / rank 0 without a word; now every setting that fixes the order is recorded and a mismatch
+     * is refused naming it, as is a checkpoint of the first format, which records none of them.
+     */
+    @Test
+    void aCheckpointOfOtherSettingsIsRefusedNamingThem() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:cp", 2, "8MiB", 4096);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 4, 20, 0, 0, 4, 4096);
+        DatasetLocation l1 = location(t, "nqn.2026-12.io.nvmeof:cp", 1);
+        DatasetLocation l2 = location(t, "nqn.2026-12.io.nvmeof:cp", 2);
+        generateAndImport(spec, "one", namespace(l1));
+        generateAndImport(spec, "two", namespace(l2));
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(l1), ConnectOptions.defaults());
+             NvmeofDataset other = NvmeofDataset.connect(List.of(l2), ConnectOptions.defaults())) {
+            java.util.function.Supplier<DatasetLoader.Builder> taken = () -> ds.loader().shuffle(ShuffleMode.WINDOW)
+                    .window(8).seed(3).rank(1).worldSize(2).remainder(Remainder.PAD);
+            Checkpoint cp;
+            try (DatasetLoader l = taken.get().build(); BatchIterator it = l.batches(2, 4)) {
+                it.next();
+                it.next();
+                cp = Checkpoint.parse(l.checkpoint().toString());
+            }
+            try (DatasetLoader same = taken.get().build(); SampleIterator it = same.samples(cp)) {
+                assertEquals(ds.sampleCount() / 2 - 8, it.stream().count(), "the same settings resume");
+            }
+            record Case(String named, DatasetLoader.Builder loader) { }
+            List<Case> cases = List.of(
+                    new Case("worldSize 2", taken.get().rank(0).worldSize(4)),
+                    new Case("rank 1", taken.get().rank(0)),
+                    new Case("shuffle WINDOW", taken.get().shuffle(ShuffleMode.FULL)),
+                    new Case("window 8", taken.get().window(16)),
+                    new Case("remainder PAD", taken.get().remainder(Remainder.DROP)),
+                    new Case("seed 3", taken.get().seed(4)),
+                    new Case("dataset " + ds.id(), other.loader().shuffle(ShuffleMode.WINDOW).window(8).seed(3).rank(1)
+                            .worldSize(2).remainder(Remainder.PAD)));
+            for (Case c : cases) {
+                try (DatasetLoader l = c.loader().build()) {
+                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> l.samples(cp),
+                            "resumed with another " + c.named());
+                    assertTrue(e.getMessage().contains("taken with " + c.named()), e.getMessage());
+                }
+            }
+            IllegalArgumentException old = assertThrows(IllegalArgumentException.class,
+                    () -> Checkpoint.parse("epoch=3,position=15,seed=77"));
+            assertTrue(old.getMessage().contains("checkpointAt(3, 15)"), old.getMessage());
         }
     }
 
