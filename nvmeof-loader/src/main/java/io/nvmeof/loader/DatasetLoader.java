@@ -35,6 +35,17 @@ import org.slf4j.LoggerFactory;
 public final class DatasetLoader implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DatasetLoader.class);
 
+    /** The read-ahead buffer is full of samples handed out and not released. */
+    static final class BufferFullException extends IllegalStateException {
+        BufferFullException(String message) {
+            super(message);
+        }
+    }
+
+    private static final int DEFAULT_PREFETCH = 64 << 20;
+    private static final int MAX_PREFETCH = Integer.MAX_VALUE - 8;
+    private static final int DEFAULT_WINDOW = 1024;
+
     /** Times a group is read again after reconnects before the loader gives up (the connection keeps failing). */
     private static final int REREADS = 10;
 
@@ -63,12 +74,14 @@ public final class DatasetLoader implements AutoCloseable {
     public static final class Builder {
         private final NvmeofDataset ds;
         private ShuffleMode shuffle = ShuffleMode.NONE;
-        private int window = 1024;
+        /** 0 until set: then chosen from the samples' sizes ({@link #resolveDefaults}). */
+        private int window;
         private long seed;
         private int rank;
         private int worldSize = 1;
         private Remainder remainder = Remainder.DROP;
-        private int prefetchBytes = 64 << 20;
+        /** 0 until set, as {@link #window}. */
+        private int prefetchBytes;
         private int readsInFlight;
         private CorruptPolicy corrupt = CorruptPolicy.FAIL;
         private boolean verify;
@@ -97,7 +110,30 @@ public final class DatasetLoader implements AutoCloseable {
             b.dropLast = dropLast;
             b.releaseTimeout = releaseTimeout;
             b.drainTimeout = drainTimeout;
+            b.resolveDefaults();
             return b;
+        }
+
+        /**
+         * The buffer and window not set: 64 MiB and 1,024 samples, or what the dataset's largest sample needs: a buffer
+         * that holds four of them, and a window of which four fit the buffer.
+         */
+        private void resolveDefaults() {
+            long largest = ds.largestSampleBytes();
+            boolean adjusted = false;
+            if (prefetchBytes == 0) {
+                long four = (4 * largest + (1 << 20) - 1) >> 20 << 20;
+                prefetchBytes = (int) Math.min(MAX_PREFETCH, Math.max(DEFAULT_PREFETCH, four));
+                adjusted = prefetchBytes != DEFAULT_PREFETCH;
+            }
+            if (window == 0) {
+                window = (int) Math.max(1, Math.min(DEFAULT_WINDOW, prefetchBytes / 4 / Math.max(1, largest)));
+                adjusted |= window != DEFAULT_WINDOW;
+            }
+            if (adjusted) {
+                LOG.info("{}: samples of up to {} bytes: a prefetch buffer of {} bytes and a window of {} samples (set"
+                        + " prefetchBytes and window to choose others)", ds, largest, prefetchBytes, window);
+            }
         }
 
         /** The order: storage order ({@code NONE}, the default), shard and window shuffle, or a full shuffle. */
@@ -107,8 +143,9 @@ public final class DatasetLoader implements AutoCloseable {
         }
 
         /**
-         * Samples per group (default 1024): the shuffle window of {@code WINDOW} mode, how many consecutive samples
-         * are read together in {@code NONE} and {@code WINDOW} mode. A group's bytes must fit the prefetch buffer.
+         * Samples per group: the shuffle window of {@code WINDOW} mode, how many consecutive samples are read together
+         * in {@code NONE} and {@code WINDOW} mode. A group's bytes must fit the prefetch buffer. Default 1024, or fewer
+         * where four windows of the dataset's largest samples would not fit the buffer.
          */
         public Builder window(int samples) {
             if (samples < 1 || samples > ReadAhead.RING / 2) {
@@ -145,9 +182,12 @@ public final class DatasetLoader implements AutoCloseable {
             return this;
         }
 
-        /** The read buffer: never more memory than this is read ahead or held by samples handed out (default 64 MiB). */
+        /**
+         * The read buffer: never more memory than this is read ahead or held by samples handed out. Default 64 MiB, or
+         * room for four of the dataset's largest samples where that is more.
+         */
         public Builder prefetchBytes(long bytes) {
-            if (bytes < 64 << 10 || bytes > Integer.MAX_VALUE - 8) {
+            if (bytes < 64 << 10 || bytes > MAX_PREFETCH) {
                 throw new IllegalArgumentException("prefetchBytes must be 64 KiB to 2 GiB, got " + bytes);
             }
             this.prefetchBytes = (int) bytes;
@@ -348,6 +388,9 @@ public final class DatasetLoader implements AutoCloseable {
         int position;
         int offset;
         private int loggedCorrupt;
+        /** Samples handed out (consumer thread), and those released of them (any thread). */
+        private int handedOut;
+        private final java.util.concurrent.atomic.AtomicInteger releasedByCaller = new java.util.concurrent.atomic.AtomicInteger();
         /** The last group {@link #guard} passed. */
         private int guarded = -1;
 
@@ -380,9 +423,10 @@ public final class DatasetLoader implements AutoCloseable {
                 int i = next;
                 int g = i / plan.groupSize();
                 if (!ra.await(g, cfg.releaseTimeout.toNanos())) {
-                    throw new IllegalStateException("the prefetch buffer (" + cfg.prefetchBytes + " bytes) is full of"
-                            + " samples not released for " + cfg.releaseTimeout.toSeconds() + " s: release the samples"
-                            + " and batches you are done with (close()), or raise prefetchBytes");
+                    throw new BufferFullException("the prefetch buffer (" + cfg.prefetchBytes + " bytes) is full of"
+                            + " samples not released for " + cfg.releaseTimeout.toMillis() + " ms (" + heldByCaller()
+                            + " handed out and still held): release the samples and batches you are done with"
+                            + " (close()), or raise prefetchBytes");
                 }
                 if (g != guarded) {
                     guard(g);
@@ -460,14 +504,21 @@ public final class DatasetLoader implements AutoCloseable {
         /** The sample {@link #advance} found is handed out. */
         void handOut() {
             handed = next;
+            handedOut++;
             samples++;
             sampleBytes += ds.length(sample);
         }
 
         void release(int p) {
             if (open) {
+                releasedByCaller.incrementAndGet();
                 ra.release(p);
             }
+        }
+
+        /** Samples handed out in this iteration and not yet released (those of a batch being made included). */
+        int heldByCaller() {
+            return handedOut - releasedByCaller.get();
         }
 
         Batch.State batchState(int capacity) {
@@ -488,6 +539,7 @@ public final class DatasetLoader implements AutoCloseable {
                 s.generation = generation + 1;
             }
             if (s.iteration == this && open) {
+                releasedByCaller.addAndGet(s.size);
                 for (int i = 0; i < s.size; i++) {
                     ra.release(s.position[i]);
                 }

@@ -10,6 +10,7 @@ import io.nvmeof.loader.io.NamespaceIo;
 import io.nvmeof.loader.layout.DatasetPart;
 import io.nvmeof.loader.layout.SampleTable;
 import io.nvmeof.loader.layout.ShardEntry;
+import io.nvmeof.loader.plan.EpochPlan;
 import io.nvmeof.loader.plan.SampleSpace;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -234,6 +235,20 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
 
     @Override
     public int blockSize(int part) { return parts.get(part).namespace().blockSize(); }
+
+    /** Buffer bytes the largest sample takes read on its own: the whole blocks holding it. Computed once. */
+    public long largestSampleBytes() {
+        long l = largest;
+        if (l == 0) {
+            for (int s = 0; s < sampleCount; s++) {
+                l = Math.max(l, EpochPlan.blocksOf(this, s));
+            }
+            largest = l;
+        }
+        return l;
+    }
+
+    private volatile long largest;
 
     public String key(long sample) {
         int s = check(sample);

@@ -74,6 +74,14 @@ class LoaderTest {
         return c.namespace(l.nsid());
     }
 
+    /** A target with one RAM namespace holding {@code spec}'s dataset, opened. */
+    NvmeofDataset imported(String nqnSuffix, String size, int blockSize, DatasetGenerator.Spec spec) throws IOException {
+        String nqn = "nqn.2026-12.io.nvmeof:" + nqnSuffix;
+        DatasetLocation loc = location(target(nqn, 1, size, blockSize), nqn, 1);
+        generateAndImport(spec, "src", namespace(loc));
+        return NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults());
+    }
+
     static DatasetImporter.Options options(String name, int recordSize) {
         return new DatasetImporter.Options(name, recordSize, true, false, false, false);
     }
@@ -249,11 +257,8 @@ class LoaderTest {
 
     @Test
     void aCheckpointResumesExactlyWhereItWasTaken() throws Exception {
-        NvmeTarget t = target("nqn.2026-12.io.nvmeof:resume", 1, "8MiB", 4096);
         DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 4, 25, 500, 8000, 4, 0);
-        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:resume", 1);
-        generateAndImport(spec, "src", namespace(loc));
-        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+        try (NvmeofDataset ds = imported("resume", "8MiB", 4096, spec)) {
             for (ShuffleMode mode : ShuffleMode.values()) {
                 DatasetLoader.Builder b = ds.loader().shuffle(mode).window(8).seed(77).rank(1).worldSize(2);
                 List<Long> whole = new ArrayList<>();
@@ -393,11 +398,8 @@ class LoaderTest {
 
     @Test
     void releasedSamplesAndBatchesFailClearly() throws Exception {
-        NvmeTarget t = target("nqn.2026-12.io.nvmeof:rel", 1, "4MiB", 512);
         DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 1, 64, 0, 0, 6, 8192);
-        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:rel", 1);
-        generateAndImport(spec, "src", namespace(loc));
-        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+        try (NvmeofDataset ds = imported("rel", "4MiB", 512, spec)) {
             try (DatasetLoader l = ds.loader().build(); BatchIterator it = l.batches(0, 4)) {
                 Batch first = it.next();
                 first.member(0, 0);
@@ -426,6 +428,68 @@ class LoaderTest {
                 held.get(1).release();
                 assertTrue(it.hasNext(), "released space is read into again");
                 assertThrows(IllegalStateException.class, () -> held.get(0).member(0));
+            }
+        }
+    }
+
+    /**
+     * Issue 30, finding 17: a batch iterator whose caller holds earlier batches says so when the buffer fills, rather
+     * than that a batch does not fit (a batch of 3 samples of 8 KiB fits 64 KiB easily); a batch that really does not
+     * fit is still told so.
+     */
+    @Test
+    void aFullBufferIsBlamedOnWhatFillsIt() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 1, 64, 0, 0, 6, 8192);
+        try (NvmeofDataset ds = imported("held", "4MiB", 512, spec)) {
+            try (DatasetLoader l = ds.loader().prefetchBytes(64 << 10).window(1).releaseOnNext(false)
+                    .releaseTimeout(java.time.Duration.ofMillis(300)).build();
+                 BatchIterator it = l.batches(0, 3)) {
+                List<Batch> held = new ArrayList<>();
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+                    while (it.hasNext()) {
+                        held.add(it.next());
+                    }
+                });
+                assertEquals(2, held.size(), "two batches of 3 held, the third could take 2 of the 8 samples");
+                assertTrue(e.getMessage().contains("not released") && e.getMessage().contains("6 samples of earlier"
+                        + " batches"), e.getMessage());
+                assertFalse(e.getMessage().contains("does not fit"), e.getMessage());
+            }
+            try (DatasetLoader l = ds.loader().prefetchBytes(64 << 10).window(1)
+                    .releaseTimeout(java.time.Duration.ofMillis(300)).build();
+                 BatchIterator it = l.batches(0, 16)) {
+                IllegalStateException e = assertThrows(IllegalStateException.class, it::next);
+                assertTrue(e.getMessage().contains("a batch of 16 samples does not fit the prefetch buffer"), e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * Issue 30, finding 17: the defaults fit a dataset of large samples. A window of 1,024 samples of 17 MiB needed
+     * far more than the 64 MiB buffer; now the defaults follow the samples (four of the largest fit the buffer, a
+     * window of them too), and settings given explicitly that do not fit are refused saying what to change.
+     */
+    @Test
+    void theDefaultsFitADatasetOfLargeSamples() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 1, 4, 0, 0, 17, 17 << 20);
+        try (NvmeofDataset ds = imported("large", "72MiB", 4096, spec)) {
+            for (ShuffleMode mode : ShuffleMode.values()) {
+                try (DatasetLoader l = ds.loader().shuffle(mode).build(); BatchIterator it = l.batches(0, 2)) {
+                    int n = 0;
+                    for (Batch b : it) {
+                        for (int i = 0; i < b.size(); i++) {
+                            assertSampleIsTheSource(spec, b.sample(i));
+                            n++;
+                        }
+                    }
+                    assertEquals(4, n, mode.toString());
+                    assertTrue(l.statistics().prefetchBytes() >= 4L * (17 << 20), "the buffer holds four samples: "
+                            + l.statistics().prefetchBytes());
+                }
+            }
+            try (DatasetLoader l = ds.loader().window(4).prefetchBytes(64 << 20).build()) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> l.samples(0));
+                assertTrue(e.getMessage().contains("raise prefetchBytes or lower window"), e.getMessage());
             }
         }
     }
