@@ -135,6 +135,16 @@ class DatasetCliTest {
         assertEquals(2, parts.get(0).get("shards").get(0).get("samplesLeftOut").asInt(), parts.toString());
     }
 
+    /** A short loader-bench run: its baseline is the loader's own reads replayed, and the ratio is reported. */
+    @Test
+    void loaderBenchComparesTheLoaderWithItsReadsReplayed() throws Exception {
+        String[] out = CliTest.run(0, "loader-bench", "--ns", ns2, "--dataset-size", "2MiB", "--time", "1", "--ramp", "0",
+                "--json");
+        JsonNode round = new ObjectMapper().readTree(out[0]).get("rounds").get(0);
+        assertTrue(round.get("raw").get("workload").asText().startsWith("the loader's"), round.toString());
+        assertTrue(round.get("ratio").asDouble() > 0 && round.get("raw").get("iops").asDouble() > 0, round.toString());
+    }
+
     private static int percent(String line) {
         int pct = line.indexOf('%');
         int start = line.lastIndexOf(' ', pct - 1);

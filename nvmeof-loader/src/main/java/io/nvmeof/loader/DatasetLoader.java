@@ -269,6 +269,34 @@ public final class DatasetLoader implements AutoCloseable {
         return EpochPlan.build(ds, cfg.shuffle, cfg.window, cfg.seed, epoch, cfg.rank, cfg.worldSize, cfg.remainder);
     }
 
+    /** Receives the reads of {@link #forEachRead}. */
+    @FunctionalInterface
+    public interface ReadVisitor {
+        /** One read: {@code bytes} (whole blocks) from byte {@code offset} of part {@code part}'s namespace. */
+        void read(int part, long offset, int bytes);
+    }
+
+    /**
+     * The reads this loader issues for {@code epoch}, in the order it issues them: each group's runs of neighbouring
+     * samples, cut at the namespace's transfer size (at most 4 MiB). For a baseline that reads the same bytes the same
+     * way without the loader ({@code ./nvmeof loader-bench}).
+     */
+    public void forEachRead(long epoch, ReadVisitor v) {
+        EpochPlan p = plan(epoch);
+        int[] chunk = new int[ds.parts().size()];
+        for (int part = 0; part < chunk.length; part++) {
+            chunk[part] = ReadAhead.chunkBytes(ds.parts().get(part).namespace());
+        }
+        EpochPlan.RunVisitor cut = (part, start, end, firstPos, endPos) -> {
+            for (long at = start; at < end; at += chunk[part]) {
+                v.read(part, at, (int) Math.min(chunk[part], end - at));
+            }
+        };
+        for (int g = 0; g < p.groupCount(); g++) {
+            p.forEachRun(g, cut);
+        }
+    }
+
     // ----------------------------------------------------------------------------------------------- iterations
 
     public SampleIterator samples(long epoch) {

@@ -125,7 +125,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
             partNs[p] = ns;
             partCtrl[p] = controllers.indexOf(ns.controller());
             partBlock[p] = ns.blockSize();
-            partChunk[p] = (int) Math.min(4L << 20, (long) ns.maxBlocksPerIo() * ns.blockSize());
+            partChunk[p] = chunkBytes(ns);
         }
         ctrlInFlight = new AtomicIntegerArray(controllers.size());
         ctrlLimit = new int[controllers.size()];
@@ -145,6 +145,11 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     }
 
     int capacity() { return capacity; }
+
+    /** The largest read issued to {@code ns}: its maximum transfer, at most 4 MiB. */
+    static int chunkBytes(NamespaceHandle ns) {
+        return (int) Math.min(4L << 20, (long) ns.maxBlocksPerIo() * ns.blockSize());
+    }
 
     // ------------------------------------------------------------------------------------------- iterations
 

@@ -433,6 +433,32 @@ class LoaderTest {
     }
 
     /**
+     * loader-bench's baseline replays {@link DatasetLoader#forEachRead}: it must be exactly the reads the loader issues
+     * for an epoch, no more, no fewer, no other sizes.
+     */
+    @Test
+    void forEachReadListsTheReadsTheLoaderIssues() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 3, 40, 3000, 40_000, 8, 0);
+        try (NvmeofDataset ds = imported("reads", "16MiB", 512, spec)) {
+            for (ShuffleMode mode : ShuffleMode.values()) {
+                try (DatasetLoader l = ds.loader().shuffle(mode).window(16).prefetchBytes(4 << 20).build()) {
+                    long[] listed = new long[2];
+                    l.forEachRead(4, (part, offset, bytes) -> {
+                        assertEquals(0, offset % 512);
+                        listed[0]++;
+                        listed[1] += bytes;
+                    });
+                    try (BatchIterator it = l.batches(4, 8)) {
+                        it.forEachRemaining(b -> { });
+                    }
+                    assertEquals(listed[0], l.statistics().reads(), mode + ": reads");
+                    assertEquals(listed[1], l.statistics().readBytes(), mode + ": bytes");
+                }
+            }
+        }
+    }
+
+    /**
      * Issue 30, finding 17: a batch iterator whose caller holds earlier batches says so when the buffer fills, rather
      * than that a batch does not fit (a batch of 3 samples of 8 KiB fits 64 KiB easily); a batch that really does not
      * fit is still told so.
