@@ -34,6 +34,8 @@ final class ReconnectCheck {
     private final List<DatasetPart> parts;
     private final NvmeofController[] controllers;
     private final Set<Integer> trusted = new HashSet<>();
+    /** No stamp: stamps are sums of generations, never negative. */
+    private static final int NONE = Integer.MIN_VALUE;
     /** The stamp trusted last: what nearly every check compares with. */
     private volatile int lastTrusted;
 
@@ -47,8 +49,9 @@ final class ReconnectCheck {
             namespaces.add(p.namespace());
         }
         this.controllers = controllersOf(namespaces).toArray(new NvmeofController[0]);
-        this.lastTrusted = stamp() == openedAt ? openedAt : -1;
-        if (lastTrusted >= 0) {
+        // A reconnect while the labels were read at open: nothing is trusted until the first check.
+        this.lastTrusted = stamp() == openedAt ? openedAt : NONE;
+        if (lastTrusted != NONE) {
             trusted.add(openedAt);
         }
     }
