@@ -159,10 +159,19 @@ final class DatasetCommand {
                 System.out.printf(Locale.ROOT, "imported %s (%s): %d shards, %d samples, %s into %d namespace(s)%s%s%n", n,
                         r.datasetId(), r.shards(), r.samples(), ProgressBar.size(r.bytes()), ns.size(),
                         r.resumedShards() > 0 ? "; resumed after " + r.resumedShards() + " shards" : "",
-                        r.skippedRecords() > 0 ? "; " + r.skippedRecords() + " corrupt records left out" : "");
+                        leftOut(r));
                 return 0;
             }
         }
+    }
+
+    /** What {@code --skip-corrupt} left out, in samples (what a reader misses) and the damaged records that cost them. */
+    static String leftOut(DatasetImporter.Result r) {
+        if (r.corruptRecords() == 0) {
+            return "";
+        }
+        return "; " + r.samplesLeftOut() + (r.samplesLeftOut() == 1 ? " sample" : " samples") + " left out for "
+                + r.corruptRecords() + (r.corruptRecords() == 1 ? " corrupt record" : " corrupt records") + " (listed above)";
     }
 
     @Command(name = "ls", mixinStandardHelpOptions = true, description = "Show the dataset on the namespaces: parts, shards, samples.")
@@ -222,8 +231,8 @@ final class DatasetCommand {
                 e.put("bytes", s.length());
                 e.put("samples", s.sampleCount());
                 e.put("crc32c", String.format("%08x", s.crc32c()));
-                if (s.skipped() > 0) {
-                    e.put("corruptLeftOut", s.skipped());
+                if (s.samplesLeftOut() > 0) {
+                    e.put("samplesLeftOut", s.samplesLeftOut());
                 }
                 List<String> first = new ArrayList<>();
                 for (int i = s.firstSample(); i < s.firstSample() + Math.min(samples, s.sampleCount()); i++) {

@@ -941,6 +941,18 @@ public final class NvmeofController implements AutoCloseable {
         return state.get();
     }
 
+    /**
+     * Which association this controller is on: 0 after {@link #connect}, one more for each reconnect attempt, counted
+     * before the attempt sends anything. A completion that reads N here came through association N or an earlier one,
+     * never a later one; so data a program checked (a label, a checksum) under N and read again while this still reads
+     * N came from the same volume as far as reconnects go (a namespace replaced live is told by
+     * {@link NamespaceHandle#isCurrent()} instead). A target that restarts empty under the same identifiers is told
+     * apart only this way: compare what was read before and after the number moved.
+     */
+    public int associationGeneration() {
+        return generation;
+    }
+
     /** Why the connection was last lost (or the last reconnect attempt failed); null if it never was. */
     public String lastFailure() {
         return lastFailure;

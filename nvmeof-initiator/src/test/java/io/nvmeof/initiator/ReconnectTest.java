@@ -181,6 +181,43 @@ class ReconnectTest extends FakeTargetCase {
         assertEquals(ErrorKind.CLOSED_BY_CALLER, ((NvmeofException) ee.getCause()).kind());
     }
 
+    /**
+     * Issue 30, finding 14: a program that checks what it read (the loader, its dataset label) must be able to tell
+     * whether a reconnect came between: the association generation is 0 once connected, and a read held across a
+     * reconnect and sent again completes already seeing the new one.
+     */
+    @Test
+    void theAssociationGenerationMovesBeforeAReconnectedReadCompletes() throws Exception {
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+            assertEquals(0, c.associationGeneration());
+            AtomicInteger seen = new AtomicInteger(-1);
+            CountDownLatch first = new CountDownLatch(1);
+            c.namespace(1).read(0, 1, ByteBuffer.allocateDirect(512), (ctx, st) -> {
+                seen.set(c.associationGeneration());
+                first.countDown();
+            }, 0);
+            assertTrue(first.await(5, TimeUnit.SECONDS));
+            assertEquals(0, seen.get(), "a read on the first association");
+            target.refuse = true;
+            target.drop(-1);
+            waitFor(() -> !c.isConnected(), 2000, "the loss is noticed");
+            AtomicInteger status = new AtomicInteger(1);
+            CountDownLatch held = new CountDownLatch(1);
+            c.namespace(1).read(0, 1, ByteBuffer.allocateDirect(512), (ctx, st) -> {
+                status.set(st);
+                seen.set(c.associationGeneration());
+                held.countDown();
+            }, 0);
+            Thread.sleep(300); // a few refused attempts
+            target.refuse = false;
+            assertTrue(held.await(5, TimeUnit.SECONDS));
+            assertEquals(0, status.get(), IoCallback.describe(status.get()));
+            assertTrue(seen.get() >= 1, "the held read came through a later association: " + seen.get());
+            waitFor(c::isConnected, 5000, "reconnected");
+            assertEquals(seen.get(), c.associationGeneration(), "nothing moved it after the connected attempt");
+        }
+    }
+
     /** Defect 9: an I/O queue's failure is visible (isConnected) and not permanent (the association is rebuilt). */
     @Test
     void anIoQueueFailureIsVisibleAndRepaired() throws Exception {

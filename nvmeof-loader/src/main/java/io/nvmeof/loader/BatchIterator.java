@@ -25,8 +25,13 @@ public final class BatchIterator extends EpochIterator<Batch> {
     private boolean hasNextFor(Batch.State s) {
         try {
             return hasNext();
-        } catch (IllegalStateException e) {
-            if (s.size == 0 || !e.getMessage().contains("not released")) {
+        } catch (DatasetLoader.BufferFullException e) {
+            int earlier = it.heldByCaller() - s.size;
+            if (earlier > 0) {
+                throw new DatasetLoader.BufferFullException(e.getMessage() + " (" + earlier + " samples of earlier"
+                        + " batches, " + s.size + " of the batch being made)");
+            }
+            if (s.size == 0) {
                 throw e;
             }
             long bytes = 0;

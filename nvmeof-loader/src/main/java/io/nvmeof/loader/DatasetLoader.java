@@ -35,7 +35,22 @@ import org.slf4j.LoggerFactory;
 public final class DatasetLoader implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DatasetLoader.class);
 
+    /** The read-ahead buffer is full of samples handed out and not released. */
+    static final class BufferFullException extends IllegalStateException {
+        BufferFullException(String message) {
+            super(message);
+        }
+    }
+
+    private static final int DEFAULT_PREFETCH = 64 << 20;
+    private static final int MAX_PREFETCH = Integer.MAX_VALUE - 8;
+    private static final int DEFAULT_WINDOW = 1024;
+
+    /** Times a group is read again after reconnects before the loader gives up (the connection keeps failing). */
+    private static final int REREADS = 10;
+
     private final NvmeofDataset ds;
+    private final ReconnectCheck reconnects;
     private final Builder cfg;
     private ReadAhead engine;
     private Iteration current;
@@ -50,6 +65,7 @@ public final class DatasetLoader implements AutoCloseable {
 
     private DatasetLoader(Builder b) {
         this.ds = b.ds;
+        this.reconnects = ds.reconnects();
         this.cfg = b.copy();
         this.engine = new ReadAhead(ds, cfg.prefetchBytes, cfg.readsInFlight);
     }
@@ -58,12 +74,14 @@ public final class DatasetLoader implements AutoCloseable {
     public static final class Builder {
         private final NvmeofDataset ds;
         private ShuffleMode shuffle = ShuffleMode.NONE;
-        private int window = 1024;
+        /** 0 until set: then chosen from the samples' sizes ({@link #resolveDefaults}). */
+        private int window;
         private long seed;
         private int rank;
         private int worldSize = 1;
         private Remainder remainder = Remainder.DROP;
-        private int prefetchBytes = 64 << 20;
+        /** 0 until set, as {@link #window}. */
+        private int prefetchBytes;
         private int readsInFlight;
         private CorruptPolicy corrupt = CorruptPolicy.FAIL;
         private boolean verify;
@@ -92,7 +110,30 @@ public final class DatasetLoader implements AutoCloseable {
             b.dropLast = dropLast;
             b.releaseTimeout = releaseTimeout;
             b.drainTimeout = drainTimeout;
+            b.resolveDefaults();
             return b;
+        }
+
+        /**
+         * The buffer and window not set: 64 MiB and 1,024 samples, or what the dataset's largest sample needs: a buffer
+         * that holds four of them, and a window of which four fit the buffer.
+         */
+        private void resolveDefaults() {
+            long largest = ds.largestSampleBytes();
+            boolean adjusted = false;
+            if (prefetchBytes == 0) {
+                long four = (4 * largest + (1 << 20) - 1) >> 20 << 20;
+                prefetchBytes = (int) Math.min(MAX_PREFETCH, Math.max(DEFAULT_PREFETCH, four));
+                adjusted = prefetchBytes != DEFAULT_PREFETCH;
+            }
+            if (window == 0) {
+                window = (int) Math.max(1, Math.min(DEFAULT_WINDOW, prefetchBytes / 4 / Math.max(1, largest)));
+                adjusted |= window != DEFAULT_WINDOW;
+            }
+            if (adjusted) {
+                LOG.info("{}: samples of up to {} bytes: a prefetch buffer of {} bytes and a window of {} samples (set"
+                        + " prefetchBytes and window to choose others)", ds, largest, prefetchBytes, window);
+            }
         }
 
         /** The order: storage order ({@code NONE}, the default), shard and window shuffle, or a full shuffle. */
@@ -102,8 +143,9 @@ public final class DatasetLoader implements AutoCloseable {
         }
 
         /**
-         * Samples per group (default 1024): the shuffle window of {@code WINDOW} mode, how many consecutive samples
-         * are read together in {@code NONE} and {@code WINDOW} mode. A group's bytes must fit the prefetch buffer.
+         * Samples per group: the shuffle window of {@code WINDOW} mode, how many consecutive samples are read together
+         * in {@code NONE} and {@code WINDOW} mode. A group's bytes must fit the prefetch buffer. Default 1024, or fewer
+         * where four windows of the dataset's largest samples would not fit the buffer.
          */
         public Builder window(int samples) {
             if (samples < 1 || samples > ReadAhead.RING / 2) {
@@ -140,9 +182,12 @@ public final class DatasetLoader implements AutoCloseable {
             return this;
         }
 
-        /** The read buffer: never more memory than this is read ahead or held by samples handed out (default 64 MiB). */
+        /**
+         * The read buffer: never more memory than this is read ahead or held by samples handed out. Default 64 MiB, or
+         * room for four of the dataset's largest samples where that is more.
+         */
         public Builder prefetchBytes(long bytes) {
-            if (bytes < 64 << 10 || bytes > Integer.MAX_VALUE - 8) {
+            if (bytes < 64 << 10 || bytes > MAX_PREFETCH) {
                 throw new IllegalArgumentException("prefetchBytes must be 64 KiB to 2 GiB, got " + bytes);
             }
             this.prefetchBytes = (int) bytes;
@@ -205,6 +250,9 @@ public final class DatasetLoader implements AutoCloseable {
 
     public NvmeofDataset dataset() { return ds; }
 
+    /** The read-ahead of the current iteration (for tests). */
+    ReadAhead readAhead() { return engine; }
+
     /** Samples this rank gets per epoch. */
     public int epochSize() {
         int n = ds.sampleCount();
@@ -219,6 +267,34 @@ public final class DatasetLoader implements AutoCloseable {
     /** The plan of one epoch for this rank (for tests and tools: which samples, in which order). */
     public EpochPlan plan(long epoch) {
         return EpochPlan.build(ds, cfg.shuffle, cfg.window, cfg.seed, epoch, cfg.rank, cfg.worldSize, cfg.remainder);
+    }
+
+    /** Receives the reads of {@link #forEachRead}. */
+    @FunctionalInterface
+    public interface ReadVisitor {
+        /** One read: {@code bytes} (whole blocks) from byte {@code offset} of part {@code part}'s namespace. */
+        void read(int part, long offset, int bytes);
+    }
+
+    /**
+     * The reads this loader issues for {@code epoch}, in the order it issues them: each group's runs of neighbouring
+     * samples, cut at the namespace's transfer size (at most 4 MiB). For a baseline that reads the same bytes the same
+     * way without the loader ({@code ./nvmeof loader-bench}).
+     */
+    public void forEachRead(long epoch, ReadVisitor v) {
+        EpochPlan p = plan(epoch);
+        int[] chunk = new int[ds.parts().size()];
+        for (int part = 0; part < chunk.length; part++) {
+            chunk[part] = ReadAhead.chunkBytes(ds.parts().get(part).namespace());
+        }
+        EpochPlan.RunVisitor cut = (part, start, end, firstPos, endPos) -> {
+            for (long at = start; at < end; at += chunk[part]) {
+                v.read(part, at, (int) Math.min(chunk[part], end - at));
+            }
+        };
+        for (int g = 0; g < p.groupCount(); g++) {
+            p.forEachRun(g, cut);
+        }
     }
 
     // ----------------------------------------------------------------------------------------------- iterations
@@ -246,17 +322,28 @@ public final class DatasetLoader implements AutoCloseable {
         if (it == null) {
             throw new IllegalStateException("no iteration has started");
         }
-        return new Checkpoint(it.epoch, it.handed, cfg.seed);
+        return checkpointAt(it.epoch, it.handed);
+    }
+
+    /**
+     * A checkpoint of this loader's settings at {@code position} of {@code epoch}: to resume a checkpoint of the first
+     * format, which recorded only the epoch, the position and the seed, with a loader known to have its settings.
+     */
+    public Checkpoint checkpointAt(long epoch, long position) {
+        return new Checkpoint(epoch, position, cfg.seed, cfg.shuffle, cfg.window, cfg.rank, cfg.worldSize,
+                cfg.remainder, ds.id());
     }
 
     private Iteration begin(Checkpoint c) {
-        if (c.seed() != cfg.seed) {
-            throw new IllegalArgumentException("checkpoint " + c + " was taken with seed " + c.seed() + "; this loader's"
-                    + " seed is " + cfg.seed + ": build it with seed(" + c.seed() + ")");
+        java.util.List<String> differ = c.differences(checkpointAt(c.epoch(), c.position()));
+        if (!differ.isEmpty()) {
+            throw new IllegalArgumentException("checkpoint " + c + " was taken with " + String.join(", ", differ)
+                    + ": it resumes only the order it was taken in; build the loader with the settings it was taken"
+                    + " with, or start the epoch again");
         }
         if (c.position() > epochSize()) {
             throw new IllegalArgumentException("checkpoint " + c + " is past the end of the epoch (" + epochSize()
-                    + " samples for this rank): was it taken with other settings?");
+                    + " samples for this rank)");
         }
         return begin(c.epoch(), (int) c.position());
     }
@@ -329,6 +416,11 @@ public final class DatasetLoader implements AutoCloseable {
         int position;
         int offset;
         private int loggedCorrupt;
+        /** Samples handed out (consumer thread), and those released of them (any thread). */
+        private int handedOut;
+        private final java.util.concurrent.atomic.AtomicInteger releasedByCaller = new java.util.concurrent.atomic.AtomicInteger();
+        /** The last group {@link #guard} passed. */
+        private int guarded = -1;
 
         Iteration(EpochPlan plan, long epoch, int from) {
             this.plan = plan;
@@ -359,9 +451,14 @@ public final class DatasetLoader implements AutoCloseable {
                 int i = next;
                 int g = i / plan.groupSize();
                 if (!ra.await(g, cfg.releaseTimeout.toNanos())) {
-                    throw new IllegalStateException("the prefetch buffer (" + cfg.prefetchBytes + " bytes) is full of"
-                            + " samples not released for " + cfg.releaseTimeout.toSeconds() + " s: release the samples"
-                            + " and batches you are done with (close()), or raise prefetchBytes");
+                    throw new BufferFullException("the prefetch buffer (" + cfg.prefetchBytes + " bytes) is full of"
+                            + " samples not released for " + cfg.releaseTimeout.toMillis() + " ms (" + heldByCaller()
+                            + " handed out and still held): release the samples and batches you are done with"
+                            + " (close()), or raise prefetchBytes");
+                }
+                if (g != guarded) {
+                    guard(g);
+                    guarded = g;
                 }
                 next++;
                 int p = plan.emit(i);
@@ -397,17 +494,59 @@ public final class DatasetLoader implements AutoCloseable {
             return false;
         }
 
+        /**
+         * Lets ready group {@code g} be handed out only if every read of it completed under an association checked to
+         * still serve the dataset (a reconnect may have found a restarted, empty target): checks the current one if it
+         * is not, and reads the group again if its reads went (partly) through one that is gone unchecked.
+         *
+         * @throws DatasetChangedException if the dataset is gone or changed
+         */
+        private void guard(int g) {
+            int stamp = ra.stamp(g);
+            if (stamp >= 0 && reconnects.trusted(stamp) && ra.status(g) != IoCallback.ERR_NAMESPACE_GONE) {
+                return;
+            }
+            try {
+                int now = reconnects.verify(ds);
+                if (stamp >= 0 && reconnects.trusted(stamp)) {
+                    return;
+                }
+                for (int attempt = 0; attempt < REREADS; attempt++) {
+                    ra.reread(g);
+                    int after = reconnects.trustedNow(ds);
+                    if (after == now) {
+                        LOG.info("{}: read the {} samples of group {} of epoch {} again: they were read through a"
+                                + " connection lost before it could be checked", ds, plan.groupEnd(g) - plan.groupStart(g),
+                                g, epoch);
+                        return;
+                    }
+                    now = after;
+                }
+                throw new IOException(ds + ": the connection to its namespaces was lost again every time samples were"
+                        + " read again after a reconnect (" + REREADS + " tries)");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e.getMessage(), e);
+            }
+        }
+
         /** The sample {@link #advance} found is handed out. */
         void handOut() {
             handed = next;
+            handedOut++;
             samples++;
             sampleBytes += ds.length(sample);
         }
 
         void release(int p) {
             if (open) {
+                releasedByCaller.incrementAndGet();
                 ra.release(p);
             }
+        }
+
+        /** Samples handed out in this iteration and not yet released (those of a batch being made included). */
+        int heldByCaller() {
+            return handedOut - releasedByCaller.get();
         }
 
         Batch.State batchState(int capacity) {
@@ -428,6 +567,7 @@ public final class DatasetLoader implements AutoCloseable {
                 s.generation = generation + 1;
             }
             if (s.iteration == this && open) {
+                releasedByCaller.addAndGet(s.size);
                 for (int i = 0; i < s.size; i++) {
                     ra.release(s.position[i]);
                 }

@@ -10,6 +10,7 @@ import io.nvmeof.loader.io.NamespaceIo;
 import io.nvmeof.loader.layout.DatasetPart;
 import io.nvmeof.loader.layout.SampleTable;
 import io.nvmeof.loader.layout.ShardEntry;
+import io.nvmeof.loader.plan.EpochPlan;
 import io.nvmeof.loader.plan.SampleSpace;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -40,11 +41,13 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     private final int[] shardLocal;
     private final int[] shardFirst;
     private final int sampleCount;
+    private final ReconnectCheck reconnects;
 
     @SuppressWarnings("unchecked")
-    private NvmeofDataset(List<DatasetPart> parts, List<NvmeofController> owned) {
+    private NvmeofDataset(List<DatasetPart> parts, List<NvmeofController> owned, int openedAt) {
         this.parts = List.copyOf(parts);
         this.owned = owned;
+        this.reconnects = new ReconnectCheck(this.parts, openedAt);
         this.readers = new java.util.concurrent.ArrayBlockingQueue[parts.size()];
         for (int p = 0; p < parts.size(); p++) {
             readers[p] = new java.util.concurrent.ArrayBlockingQueue<>(READERS);
@@ -87,7 +90,8 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
      *                     parts are missing or repeated: the message names them and what to do
      */
     public static NvmeofDataset open(List<NamespaceHandle> namespaces) throws IOException {
-        return new NvmeofDataset(checkParts(readParts(namespaces)), List.of());
+        int openedAt = ReconnectCheck.stampOf(namespaces);
+        return new NvmeofDataset(checkParts(readParts(namespaces)), List.of(), openedAt);
     }
 
     /**
@@ -110,7 +114,8 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
                 }
                 namespaces.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
             }
-            return new NvmeofDataset(checkParts(readParts(namespaces)), new ArrayList<>(controllers.values()));
+            int openedAt = ReconnectCheck.stampOf(namespaces);
+            return new NvmeofDataset(checkParts(readParts(namespaces)), new ArrayList<>(controllers.values()), openedAt);
         } catch (IOException | RuntimeException e) {
             for (NvmeofController c : controllers.values()) {
                 c.close();
@@ -189,15 +194,15 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
 
     /** The controllers of the parts (one per distinct controller). */
     public List<NvmeofController> controllers() {
-        List<NvmeofController> out = new ArrayList<>();
+        List<NamespaceHandle> namespaces = new ArrayList<>();
         for (DatasetPart p : parts) {
-            NvmeofController c = p.namespace().controller();
-            if (!out.contains(c)) {
-                out.add(c);
-            }
+            namespaces.add(p.namespace());
         }
-        return out;
+        return ReconnectCheck.controllersOf(namespaces);
     }
+
+    /** What tells data read from the namespaces since a reconnect from the dataset's (see {@link ReconnectCheck}). */
+    ReconnectCheck reconnects() { return reconnects; }
 
     // ------------------------------------------------------------------------------------------------- samples
 
@@ -231,6 +236,20 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     @Override
     public int blockSize(int part) { return parts.get(part).namespace().blockSize(); }
 
+    /** Buffer bytes the largest sample takes read on its own: the whole blocks holding it. Computed once. */
+    public long largestSampleBytes() {
+        long l = largest;
+        if (l == 0) {
+            for (int s = 0; s < sampleCount; s++) {
+                l = Math.max(l, EpochPlan.blocksOf(this, s));
+            }
+            largest = l;
+        }
+        return l;
+    }
+
+    private volatile long largest;
+
     public String key(long sample) {
         int s = check(sample);
         return table(s).key(local(s));
@@ -260,12 +279,12 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     public SampleData read(long sample, boolean verify) throws IOException {
         int s = check(sample);
         ByteBuffer b = ByteBuffer.allocate(length(s));
-        NamespaceIo io = reader(partOf[s]);
-        try {
-            io.read(start(s), b);
-        } finally {
-            readers[partOf[s]].offer(io);
-        }
+        // Only what was read while the controllers stayed on one trusted association is the dataset's.
+        int stamp;
+        do {
+            stamp = reconnects.trustedNow(this);
+            readInto(s, b.clear());
+        } while (reconnects.stamp() != stamp);
         b.flip();
         SampleData d = new SampleData(this, s, b, 0);
         String bad = new SampleChecks(this, b, verify).problem(s, 0);
@@ -279,12 +298,39 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
         return read(sample, false);
     }
 
+    /**
+     * Reads sample {@code s} into {@code dst} (its position on, {@code length(s)} bytes) as it is now on the namespace:
+     * no check of where the namespace's bytes came from (see {@link ReconnectCheck}).
+     */
+    void readInto(int s, ByteBuffer dst) throws IOException {
+        int part = partOf[s];
+        IOException failed = null;
+        NamespaceIo io = reader(part);
+        try {
+            io.read(start(s), dst.limit(dst.position() + length(s)));
+        } catch (IOException e) {
+            failed = e;
+        } finally {
+            returnReader(part, io);
+        }
+        if (failed != null) {
+            if (!parts.get(part).namespace().isCurrent()) {
+                reconnects.verify(this); // throws, saying how it changed
+            }
+            throw failed;
+        }
+    }
+
     /** Random reads share a few readers per namespace, whose buffers are registered once (not one per read). */
     private static final int READERS = 4;
     private final java.util.concurrent.ArrayBlockingQueue<NamespaceIo>[] readers;
     private final java.util.concurrent.atomic.AtomicIntegerArray readersMade;
 
-    private NamespaceIo reader(int part) throws IOException {
+    void returnReader(int part, NamespaceIo io) {
+        readers[part].offer(io);
+    }
+
+    NamespaceIo reader(int part) throws IOException {
         NamespaceIo io = readers[part].poll();
         if (io != null) {
             return io;

@@ -40,6 +40,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     private final int wakeAfter;
 
     private final NvmeofDataset ds;
+    private final ReconnectCheck reconnects;
     final ByteBuffer arena;
     private final ByteBuffer readView;
     final ByteBuffer userView;
@@ -56,6 +57,13 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     private final AtomicIntegerArray gPending = new AtomicIntegerArray(RING);
     private final AtomicIntegerArray gStatus = new AtomicIntegerArray(RING);
     private final AtomicIntegerArray gUnreleased = new AtomicIntegerArray(RING);
+    /**
+     * The {@link ReconnectCheck} stamp every read of the group completed under, {@link #UNSTAMPED} before the first,
+     * {@link #MIXED} when they differ: whether the group's bytes may be handed out.
+     */
+    private final AtomicIntegerArray gStamp = new AtomicIntegerArray(RING);
+    static final int UNSTAMPED = -1;
+    static final int MIXED = -2;
     private final int[] gSpan = new int[RING];
     // Runs, by sequence number & MASK.
     private final int[] rPart = new int[RING];
@@ -101,6 +109,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
 
     ReadAhead(NvmeofDataset ds, int capacity, int readsInFlight) {
         this.ds = ds;
+        this.reconnects = ds.reconnects();
         this.capacity = capacity;
         this.arena = ByteBuffer.allocateDirect(capacity);
         this.readView = arena.duplicate();
@@ -116,7 +125,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
             partNs[p] = ns;
             partCtrl[p] = controllers.indexOf(ns.controller());
             partBlock[p] = ns.blockSize();
-            partChunk[p] = (int) Math.min(4L << 20, (long) ns.maxBlocksPerIo() * ns.blockSize());
+            partChunk[p] = chunkBytes(ns);
         }
         ctrlInFlight = new AtomicIntegerArray(controllers.size());
         ctrlLimit = new int[controllers.size()];
@@ -136,6 +145,11 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     }
 
     int capacity() { return capacity; }
+
+    /** The largest read issued to {@code ns}: its maximum transfer, at most 4 MiB. */
+    static int chunkBytes(NamespaceHandle ns) {
+        return (int) Math.min(4L << 20, (long) ns.maxBlocksPerIo() * ns.blockSize());
+    }
 
     // ------------------------------------------------------------------------------------------- iterations
 
@@ -246,6 +260,34 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
 
     /** The status of group {@code g}'s reads: 0, or the first failure. */
     int status(int g) { return gStatus.get(g & MASK); }
+
+    /** The stamp group {@code g}'s reads completed under (its group must be ready): {@link #MIXED} if not one. */
+    int stamp(int g) { return gStamp.get(g & MASK); }
+
+    /** Adds a read of group {@code g} completed under {@code stamp}. */
+    void stamp(int g, int stamp) {
+        int slot = g & MASK;
+        while (true) {
+            int was = gStamp.get(slot);
+            if (was == stamp || was == MIXED
+                    || gStamp.compareAndSet(slot, was, was == UNSTAMPED ? stamp : MIXED)) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * Reads ready group {@code g}'s samples again, in place, one by one from the consumer's thread (a rare path: its
+     * reads went through an association that is gone unchecked); the caller checks the stamps around it.
+     */
+    void reread(int g) throws java.io.IOException {
+        for (int p = plan.groupStart(g); p < plan.groupEnd(g); p++) {
+            ByteBuffer dst = readView.duplicate();
+            dst.position(sArena[p & MASK]);
+            ds.readInto(plan.storage(p), dst);
+        }
+        gStatus.set(g & MASK, 0);
+    }
 
     /** Where the sample at storage position {@code p} lies in the buffer (its group must be ready). */
     int offsetOf(int p) { return sArena[p & MASK]; }
@@ -372,6 +414,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         int slot = g & MASK;
         gSpan[slot] = span;
         gStatus.set(slot, 0);
+        gStamp.set(slot, UNSTAMPED);
         gUnreleased.set(slot, end - first);
         fullyIssued[slot] = false;
         gPending.set(slot, 1); // the issuing token, removed once the group's last read is issued
@@ -476,6 +519,7 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         if (status != 0) {
             gStatus.compareAndSet(slot, 0, status);
         }
+        stamp(slot, reconnects.stamp()); // before the group can be seen complete
         ctrlInFlight.decrementAndGet(ctrl);
         int left = gPending.decrementAndGet(slot);
         if (!stopped) {

@@ -74,6 +74,14 @@ class LoaderTest {
         return c.namespace(l.nsid());
     }
 
+    /** A target with one RAM namespace holding {@code spec}'s dataset, opened. */
+    NvmeofDataset imported(String nqnSuffix, String size, int blockSize, DatasetGenerator.Spec spec) throws IOException {
+        String nqn = "nqn.2026-12.io.nvmeof:" + nqnSuffix;
+        DatasetLocation loc = location(target(nqn, 1, size, blockSize), nqn, 1);
+        generateAndImport(spec, "src", namespace(loc));
+        return NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults());
+    }
+
     static DatasetImporter.Options options(String name, int recordSize) {
         return new DatasetImporter.Options(name, recordSize, true, false, false, false);
     }
@@ -249,11 +257,8 @@ class LoaderTest {
 
     @Test
     void aCheckpointResumesExactlyWhereItWasTaken() throws Exception {
-        NvmeTarget t = target("nqn.2026-12.io.nvmeof:resume", 1, "8MiB", 4096);
         DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 4, 25, 500, 8000, 4, 0);
-        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:resume", 1);
-        generateAndImport(spec, "src", namespace(loc));
-        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+        try (NvmeofDataset ds = imported("resume", "8MiB", 4096, spec)) {
             for (ShuffleMode mode : ShuffleMode.values()) {
                 DatasetLoader.Builder b = ds.loader().shuffle(mode).window(8).seed(77).rank(1).worldSize(2);
                 List<Long> whole = new ArrayList<>();
@@ -269,7 +274,7 @@ class LoaderTest {
                     it.hasNext(); // a look ahead must not move the checkpoint
                     cp = l.checkpoint();
                 }
-                assertEquals(new Checkpoint(3, 15, 77), cp);
+                assertEquals(new Checkpoint(3, 15, 77, mode, 8, 1, 2, Remainder.DROP, ds.id()), cp);
                 try (DatasetLoader l = b.build(); SampleIterator it = l.samples(Checkpoint.parse(cp.toString()))) {
                     it.forEachRemaining(s -> resumed.add(s.index()));
                 }
@@ -280,6 +285,55 @@ class LoaderTest {
                 }
                 b.seed(77);
             }
+        }
+    }
+
+    /**
+     * Issue 30, finding 16: a checkpoint resumes only the order it was taken in. One taken at world 2 / rank 1 used to
+     * resume at world 4 / rank 0 without a word; now every setting that fixes the order is recorded and a mismatch
+     * is refused naming it, as is a checkpoint of the first format, which records none of them.
+     */
+    @Test
+    void aCheckpointOfOtherSettingsIsRefusedNamingThem() throws Exception {
+        NvmeTarget t = target("nqn.2026-12.io.nvmeof:cp", 2, "8MiB", 4096);
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 4, 20, 0, 0, 4, 4096);
+        DatasetLocation l1 = location(t, "nqn.2026-12.io.nvmeof:cp", 1);
+        DatasetLocation l2 = location(t, "nqn.2026-12.io.nvmeof:cp", 2);
+        generateAndImport(spec, "one", namespace(l1));
+        generateAndImport(spec, "two", namespace(l2));
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(l1), ConnectOptions.defaults());
+             NvmeofDataset other = NvmeofDataset.connect(List.of(l2), ConnectOptions.defaults())) {
+            java.util.function.Supplier<DatasetLoader.Builder> taken = () -> ds.loader().shuffle(ShuffleMode.WINDOW)
+                    .window(8).seed(3).rank(1).worldSize(2).remainder(Remainder.PAD);
+            Checkpoint cp;
+            try (DatasetLoader l = taken.get().build(); BatchIterator it = l.batches(2, 4)) {
+                it.next();
+                it.next();
+                cp = Checkpoint.parse(l.checkpoint().toString());
+            }
+            try (DatasetLoader same = taken.get().build(); SampleIterator it = same.samples(cp)) {
+                assertEquals(ds.sampleCount() / 2 - 8, it.stream().count(), "the same settings resume");
+            }
+            record Case(String named, DatasetLoader.Builder loader) { }
+            List<Case> cases = List.of(
+                    new Case("worldSize 2", taken.get().rank(0).worldSize(4)),
+                    new Case("rank 1", taken.get().rank(0)),
+                    new Case("shuffle WINDOW", taken.get().shuffle(ShuffleMode.FULL)),
+                    new Case("window 8", taken.get().window(16)),
+                    new Case("remainder PAD", taken.get().remainder(Remainder.DROP)),
+                    new Case("seed 3", taken.get().seed(4)),
+                    new Case("dataset " + ds.id(), other.loader().shuffle(ShuffleMode.WINDOW).window(8).seed(3).rank(1)
+                            .worldSize(2).remainder(Remainder.PAD)));
+            for (Case c : cases) {
+                try (DatasetLoader l = c.loader().build()) {
+                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> l.samples(cp),
+                            "resumed with another " + c.named());
+                    assertTrue(e.getMessage().contains("taken with " + c.named()), e.getMessage());
+                }
+            }
+            IllegalArgumentException old = assertThrows(IllegalArgumentException.class,
+                    () -> Checkpoint.parse("epoch=3,position=15,seed=77"));
+            assertTrue(old.getMessage().contains("checkpointAt(3, 15)"), old.getMessage());
         }
     }
 
@@ -344,11 +398,8 @@ class LoaderTest {
 
     @Test
     void releasedSamplesAndBatchesFailClearly() throws Exception {
-        NvmeTarget t = target("nqn.2026-12.io.nvmeof:rel", 1, "4MiB", 512);
         DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 1, 64, 0, 0, 6, 8192);
-        DatasetLocation loc = location(t, "nqn.2026-12.io.nvmeof:rel", 1);
-        generateAndImport(spec, "src", namespace(loc));
-        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults())) {
+        try (NvmeofDataset ds = imported("rel", "4MiB", 512, spec)) {
             try (DatasetLoader l = ds.loader().build(); BatchIterator it = l.batches(0, 4)) {
                 Batch first = it.next();
                 first.member(0, 0);
@@ -377,6 +428,94 @@ class LoaderTest {
                 held.get(1).release();
                 assertTrue(it.hasNext(), "released space is read into again");
                 assertThrows(IllegalStateException.class, () -> held.get(0).member(0));
+            }
+        }
+    }
+
+    /**
+     * loader-bench's baseline replays {@link DatasetLoader#forEachRead}: it must be exactly the reads the loader issues
+     * for an epoch, no more, no fewer, no other sizes.
+     */
+    @Test
+    void forEachReadListsTheReadsTheLoaderIssues() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 3, 40, 3000, 40_000, 8, 0);
+        try (NvmeofDataset ds = imported("reads", "16MiB", 512, spec)) {
+            for (ShuffleMode mode : ShuffleMode.values()) {
+                try (DatasetLoader l = ds.loader().shuffle(mode).window(16).prefetchBytes(4 << 20).build()) {
+                    long[] listed = new long[2];
+                    l.forEachRead(4, (part, offset, bytes) -> {
+                        assertEquals(0, offset % 512);
+                        listed[0]++;
+                        listed[1] += bytes;
+                    });
+                    try (BatchIterator it = l.batches(4, 8)) {
+                        it.forEachRemaining(b -> { });
+                    }
+                    assertEquals(listed[0], l.statistics().reads(), mode + ": reads");
+                    assertEquals(listed[1], l.statistics().readBytes(), mode + ": bytes");
+                }
+            }
+        }
+    }
+
+    /**
+     * Issue 30, finding 17: a batch iterator whose caller holds earlier batches says so when the buffer fills, rather
+     * than that a batch does not fit (a batch of 3 samples of 8 KiB fits 64 KiB easily); a batch that really does not
+     * fit is still told so.
+     */
+    @Test
+    void aFullBufferIsBlamedOnWhatFillsIt() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 1, 64, 0, 0, 6, 8192);
+        try (NvmeofDataset ds = imported("held", "4MiB", 512, spec)) {
+            try (DatasetLoader l = ds.loader().prefetchBytes(64 << 10).window(1).releaseOnNext(false)
+                    .releaseTimeout(java.time.Duration.ofMillis(300)).build();
+                 BatchIterator it = l.batches(0, 3)) {
+                List<Batch> held = new ArrayList<>();
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+                    while (it.hasNext()) {
+                        held.add(it.next());
+                    }
+                });
+                assertEquals(2, held.size(), "two batches of 3 held, the third could take 2 of the 8 samples");
+                assertTrue(e.getMessage().contains("not released") && e.getMessage().contains("6 samples of earlier"
+                        + " batches"), e.getMessage());
+                assertFalse(e.getMessage().contains("does not fit"), e.getMessage());
+            }
+            try (DatasetLoader l = ds.loader().prefetchBytes(64 << 10).window(1)
+                    .releaseTimeout(java.time.Duration.ofMillis(300)).build();
+                 BatchIterator it = l.batches(0, 16)) {
+                IllegalStateException e = assertThrows(IllegalStateException.class, it::next);
+                assertTrue(e.getMessage().contains("a batch of 16 samples does not fit the prefetch buffer"), e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * Issue 30, finding 17: the defaults fit a dataset of large samples. A window of 1,024 samples of 17 MiB needed
+     * far more than the 64 MiB buffer; now the defaults follow the samples (four of the largest fit the buffer, a
+     * window of them too), and settings given explicitly that do not fit are refused saying what to change.
+     */
+    @Test
+    void theDefaultsFitADatasetOfLargeSamples() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.FIXED, 1, 4, 0, 0, 17, 17 << 20);
+        try (NvmeofDataset ds = imported("large", "72MiB", 4096, spec)) {
+            for (ShuffleMode mode : ShuffleMode.values()) {
+                try (DatasetLoader l = ds.loader().shuffle(mode).build(); BatchIterator it = l.batches(0, 2)) {
+                    int n = 0;
+                    for (Batch b : it) {
+                        for (int i = 0; i < b.size(); i++) {
+                            assertSampleIsTheSource(spec, b.sample(i));
+                            n++;
+                        }
+                    }
+                    assertEquals(4, n, mode.toString());
+                    assertTrue(l.statistics().prefetchBytes() >= 4L * (17 << 20), "the buffer holds four samples: "
+                            + l.statistics().prefetchBytes());
+                }
+            }
+            try (DatasetLoader l = ds.loader().window(4).prefetchBytes(64 << 20).build()) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> l.samples(0));
+                assertTrue(e.getMessage().contains("raise prefetchBytes or lower window"), e.getMessage());
             }
         }
     }

@@ -86,7 +86,7 @@ public final class RecordIndexer {
             record++;
             samples++;
         }
-        return new IndexResult(in.position(), in.shardCrc(), samples, skipped, 0, List.copyOf(problems));
+        return new IndexResult(in.position(), in.shardCrc(), samples, skipped, skipped, 0, List.copyOf(problems));
     }
 
     public static IndexResult fixed(String shard, ShardInput in, long base, int shardIndex, int recordSize,
@@ -119,7 +119,7 @@ public final class RecordIndexer {
             out.add(shardIndex, base + at, recordSize, (int) crc.getValue(), key, name, offset, length);
         }
         in.skipToEnd();
-        return new IndexResult(in.position(), in.shardCrc(), (int) whole, skipped, 0, List.copyOf(problems));
+        return new IndexResult(in.position(), in.shardCrc(), (int) whole, skipped, skipped, 0, List.copyOf(problems));
     }
 
     private static int fail(String shard, long at, String why, boolean skip, List<String> problems) {

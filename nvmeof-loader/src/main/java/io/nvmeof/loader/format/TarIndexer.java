@@ -33,6 +33,9 @@ public final class TarIndexer {
     private final List<String> problems = new ArrayList<>();
     private int samples;
     private int skipped;
+    private int samplesLeftOut;
+    /** The key of the sample left out last: the members found again after damage inside it are counted with it. */
+    private String lastLeftOut;
     private int ignored;
 
     // The sample being assembled.
@@ -120,6 +123,9 @@ public final class TarIndexer {
                 if (key != null && !key.equals(keyOf(name))) {
                     finishSample(); // the header is sound: the sample before it is whole
                 }
+                if (key == null && file) {
+                    key = keyOf(name); // the sample this member begins is the one lost
+                }
                 dropSample(at, "member " + name + " needs " + size + " bytes from offset " + dataStart
                         + " but the shard ends at " + in.size() + " (truncated member)");
                 in.skipToEnd();
@@ -183,7 +189,8 @@ public final class TarIndexer {
         if (!stopAtEnd) {
             in.skipToEnd();
         }
-        return new IndexResult(in.position(), in.shardCrc(), samples, skipped, ignored, List.copyOf(problems));
+        return new IndexResult(in.position(), in.shardCrc(), samples, skipped, samplesLeftOut, ignored,
+                List.copyOf(problems));
     }
 
     /** What PAX and GNU long-name headers said of the member that follows them. */
@@ -234,6 +241,7 @@ public final class TarIndexer {
             // The sample is ambiguous: leave it out, and start the next one after this member.
             problems.add(e.getMessage());
             skipped++;
+            leaveOut(k);
             key = null;
             members = 0;
             memberNames.clear();
@@ -263,6 +271,7 @@ public final class TarIndexer {
             // The first sample after a damaged header may have lost members that lay before it: left out too.
             problems.add(new CorruptRecordException(shard, sampleStart, "sample " + key + " follows a damaged header and"
                     + " may be missing members; left out").getMessage());
+            leaveOut(key);
         } else if (key != null && members > 0) {
             byte[] k = key.getBytes(StandardCharsets.UTF_8);
             out.add(shardIndex, base + sampleStart, (int) (sampleEnd - sampleStart), (int) sampleCrc.getValue(), k,
@@ -285,9 +294,18 @@ public final class TarIndexer {
         }
         problems.add(e.getMessage() + (key != null ? " (sample " + key + " left out)" : ""));
         skipped++;
+        leaveOut(key);
         key = null;
         members = 0;
         memberNames.clear();
+    }
+
+    /** Counts sample {@code key} left out, once however many of its records were damaged. */
+    private void leaveOut(String key) {
+        if (key != null && !key.equals(lastLeftOut)) {
+            samplesLeftOut++;
+            lastLeftOut = key;
+        }
     }
 
     /** After a bad header: finds the next block that is a valid header and leaves it in {@link #header}. */

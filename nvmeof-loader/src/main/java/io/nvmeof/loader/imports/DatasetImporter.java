@@ -66,9 +66,15 @@ public final class DatasetImporter {
                           boolean force) {
     }
 
-    /** What an import did. */
-    public record Result(UUID datasetId, int shards, long samples, long bytes, int resumedShards, int skippedRecords,
-                         List<String> problems, List<DatasetLabel> labels) {
+    /**
+     * What an import did.
+     *
+     * @param corruptRecords damaged records left out ({@link Options#skipCorrupt})
+     * @param samplesLeftOut samples left out for them (a damaged tar header may cost the samples on both sides of it)
+     * @param problems       one line for each, naming the shard, the offset and what was wrong
+     */
+    public record Result(UUID datasetId, int shards, long samples, long bytes, int resumedShards, int corruptRecords,
+                         int samplesLeftOut, List<String> problems, List<DatasetLabel> labels) {
     }
 
     private DatasetImporter() {
@@ -193,14 +199,16 @@ public final class DatasetImporter {
         }
         progress.phase("indexing", total);
         List<String> problems = new ArrayList<>();
-        int skipped = 0;
+        int corrupt = 0;
+        int leftOut = 0;
         long samples = 0;
         for (PartPlan pp : parts) {
             for (int k = 0; k < pp.sources.size(); k++) {
                 Source s = sources.get(pp.sources.get(k));
                 IndexResult r = index(s, pp.offsets.get(k), k, pp.table, o, progress);
                 pp.results.add(r);
-                skipped += r.skipped();
+                corrupt += r.skipped();
+                leftOut += r.samplesLeftOut();
                 samples += r.samples();
                 problems.addAll(r.problems());
                 for (String line : r.problems()) {
@@ -313,7 +321,7 @@ public final class DatasetImporter {
             labels.add(pp.label);
             bytes += pp.cursor;
         }
-        return new Result(id, sources.size(), samples, bytes, resumed, skipped, List.copyOf(problems), labels);
+        return new Result(id, sources.size(), samples, bytes, resumed, corrupt, leftOut, List.copyOf(problems), labels);
     }
 
     static IndexResult index(Source s, long base, int shardIndex, SampleTable.Builder table, Options o,
@@ -336,7 +344,7 @@ public final class DatasetImporter {
             Source s = sources.get(pp.sources.get(k));
             IndexResult r = pp.results.get(k);
             out.add(new ShardEntry(s.name(), s.format(), pp.offsets.get(k), s.size(), r.crc32c(), first, r.samples(),
-                    s.format() == ShardFormat.FIXED ? o.recordSize() : 0, r.skipped()));
+                    s.format() == ShardFormat.FIXED ? o.recordSize() : 0, r.samplesLeftOut()));
             first += r.samples();
         }
         return out;

@@ -46,7 +46,7 @@ public final class InPlaceIndexer {
             throw new IOException(DatasetPart.describe(ns) + " holds no tar samples from byte 0 (is it a tar shard?)");
         }
         long length = r.length();
-        ShardEntry shard = new ShardEntry(shardName, ShardFormat.TAR, 0, length, r.crc32c(), 0, r.samples(), 0, r.skipped());
+        ShardEntry shard = new ShardEntry(shardName, ShardFormat.TAR, 0, length, r.crc32c(), 0, r.samples(), 0, r.samplesLeftOut());
         byte[] manifest = table.build(List.of(shard)).encode();
         long manifestAt = DatasetImporter.align(length);
         if (manifestAt + manifest.length > labelAt) {

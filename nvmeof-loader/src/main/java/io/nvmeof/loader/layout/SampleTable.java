@@ -24,7 +24,7 @@ import java.util.zip.CRC32C;
  *   magic "NVDSMANI" (8) | version u32 | shard count u32 | sample count u32 | member count u32 | name count u32
  *   names:   name count x (u16 length, UTF-8)
  *   shards:  shard count x (u16 length, UTF-8 name, u8 format, u64 offset, u64 length, u32 crc32c,
- *                           u32 first sample, u32 sample count, u32 record size, u32 skipped)
+ *                           u32 first sample, u32 sample count, u32 record size, u32 samples left out as corrupt)
  *   samples: sample count x (u64 start, u32 length, u32 crc32c, u16 member count, u16 key length, UTF-8 key,
  *                            member count x (u16 name, u32 offset, u32 length))
  * </pre>
@@ -146,7 +146,7 @@ public final class SampleTable {
             ShardEntry e = shards.get(s);
             b.putShort((short) shardNames.get(s).length).put(shardNames.get(s)).put((byte) e.format().code())
                     .putLong(e.offset()).putLong(e.length()).putInt(e.crc32c()).putInt(e.firstSample())
-                    .putInt(e.sampleCount()).putInt(e.recordSize()).putInt(e.skipped());
+                    .putInt(e.sampleCount()).putInt(e.recordSize()).putInt(e.samplesLeftOut());
         }
         for (int i = 0; i < sampleCount(); i++) {
             int kl = keyStart[i + 1] - keyStart[i];

@@ -13,8 +13,8 @@ import io.nvmeof.loader.format.ShardFormat;
  * @param firstSample index of its first sample in the namespace's sample table
  * @param sampleCount how many samples it has
  * @param recordSize  the record size of a {@link ShardFormat#FIXED} shard, else 0
- * @param skipped     records the index left out as corrupt (when told to skip them)
+ * @param samplesLeftOut samples the index left out as corrupt (when told to skip them)
  */
 public record ShardEntry(String name, ShardFormat format, long offset, long length, int crc32c, int firstSample,
-                         int sampleCount, int recordSize, int skipped) {
+                         int sampleCount, int recordSize, int samplesLeftOut) {
 }

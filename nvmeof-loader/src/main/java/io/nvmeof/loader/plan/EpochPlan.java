@@ -65,6 +65,11 @@ public final class EpochPlan {
 
     /** Bytes of the whole blocks holding one sample. */
     private long blocksOf(int sample) {
+        return blocksOf(space, sample);
+    }
+
+    /** Bytes of the whole blocks holding sample {@code sample} of {@code space}: its buffer space read on its own. */
+    public static long blocksOf(SampleSpace space, int sample) {
         int bs = space.blockSize(space.part(sample));
         long start = space.start(sample) / bs * bs;
         long end = (space.start(sample) + space.length(sample) + bs - 1) / bs * bs;

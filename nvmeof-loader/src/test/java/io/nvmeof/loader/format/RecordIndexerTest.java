@@ -84,6 +84,7 @@ class RecordIndexerTest {
         assertTrue(e.reason().contains("data CRC mismatch"), e.getMessage());
         assertEquals(3, tf(badData, r, true).sampleCount(), "skipping leaves out only that record");
         assertEquals(1, r[0].skipped());
+        assertEquals(1, r[0].samplesLeftOut());
 
         byte[] badLength = good.clone();
         badLength[(int) third + 9] ^= 1;

@@ -125,6 +125,25 @@ class TarIndexerTest {
         assertEquals(1, skipped.sampleCount(), r[0].problems().toString());
         assertEquals(good.key(2), skipped.key(0));
         assertEquals(good.start(2), skipped.start(0));
+        // Issue 30, finding 17: one damaged record, two samples left out, and counted so.
+        assertEquals(2, r[0].samplesLeftOut(), r[0].problems().toString());
+    }
+
+    /**
+     * Damage to the header of a sample's middle member: the members before it and those found again after it are the
+     * same sample, left out once and counted once.
+     */
+    @Test
+    void aBadHeaderInsideASampleLosesThatSampleOnly() throws Exception {
+        byte[] shard = Files.readAllBytes(gnuTar("gnu", makeFiles()));
+        IndexResult[] r = new IndexResult[1];
+        SampleTable good = index("x.tar", shard, r, false);
+        int middle = (int) good.start(0) + good.memberOffset(0, 1) - 512; // a/000001.cls's header
+        shard[middle + 10] ^= 0x55;
+        SampleTable skipped = index("x.tar", shard, r, true);
+        assertEquals(List.of(good.key(1), good.key(2)), List.of(skipped.key(0), skipped.key(1)));
+        assertEquals(1, r[0].skipped());
+        assertEquals(1, r[0].samplesLeftOut(), r[0].problems().toString());
     }
 
     @Test
@@ -140,6 +159,7 @@ class TarIndexerTest {
         SampleTable t = index("x.tar", shard, r, true);
         assertEquals(1, t.sampleCount());
         assertEquals(1, r[0].skipped());
+        assertEquals(1, r[0].samplesLeftOut());
     }
 
     @Test
