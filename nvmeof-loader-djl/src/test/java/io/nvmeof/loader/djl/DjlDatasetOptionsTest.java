@@ -3,15 +3,16 @@ package io.nvmeof.loader.djl;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.dataset.ArrayDataset;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.dataset.RandomAccessDataset;
-import ai.djl.training.dataset.Record;
 import ai.djl.translate.Pipeline;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -114,7 +115,7 @@ class DjlDatasetOptionsTest {
             return b.build();
         };
         Peer ours = options -> {
-            NvmeofDjlDataset.Builder b = NvmeofDjlDataset.builder(fixture.ds).decoder(DjlDatasetOptionsTest::decode)
+            NvmeofDjlDataset.Builder b = NvmeofDjlDataset.builder(fixture.ds).decoder(TargetWithDataset::decode)
                     .loader(l -> l.prefetchBytes(1 << 20));
             options.accept(b);
             NvmeofDjlDataset d = b.build();
@@ -122,11 +123,6 @@ class DjlDatasetOptionsTest {
             return d;
         };
         return Stream.of(Arguments.of("DJL ArrayDataset", djl), Arguments.of("NvmeofDjlDataset", ours));
-    }
-
-    static Record decode(NDManager m, io.nvmeof.loader.SampleView s) {
-        float[][] r = TargetWithDataset.record(s.member(0));
-        return new Record(new NDList(m.create(r[0])), new NDList(m.create(r[1])));
     }
 
     /** What one epoch of {@code getData} yielded: batch sizes, sample indices in order, progress totals. */
@@ -156,7 +152,8 @@ class DjlDatasetOptionsTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("peers")
-    void thePipelineTransformsEachSamplesDataAndTheTargetPipelineTheLabels(String peerName, Peer peer) throws Exception {
+    void thePipelineTransformsEachSamplesDataAndTheTargetPipelineTheLabels(String peerName, Peer peer)
+            throws Exception {
         RandomAccessDataset d = peer.build(b -> b.setSampling(8, true)
                 .optPipeline(new Pipeline(a -> a.mul(10)))
                 .optTargetPipeline(new Pipeline(a -> a.add(1000))));
@@ -242,7 +239,7 @@ class DjlDatasetOptionsTest {
         Set<Long> union = new HashSet<>();
         for (int rank = 0; rank < world; rank++) {
             int r = rank;
-            NvmeofDjlDataset d = NvmeofDjlDataset.builder(fixture.ds).decoder(DjlDatasetOptionsTest::decode)
+            NvmeofDjlDataset d = NvmeofDjlDataset.builder(fixture.ds).decoder(TargetWithDataset::decode)
                     .loader(l -> NvmeofDjlDataset.rank(r, world).apply(l).prefetchBytes(1 << 20))
                     .setSampling(5, true).build();
             built.add(d);
@@ -256,12 +253,36 @@ class DjlDatasetOptionsTest {
         }
         assertEquals(range(0, SAMPLES), union, "the ranks' shares cover the epoch");
 
-        NvmeofDjlDataset limited = NvmeofDjlDataset.builder(fixture.ds).decoder(DjlDatasetOptionsTest::decode)
+        NvmeofDjlDataset limited = NvmeofDjlDataset.builder(fixture.ds).decoder(TargetWithDataset::decode)
                 .loader(l -> NvmeofDjlDataset.rank(1, world).apply(l).prefetchBytes(1 << 20))
                 .setSampling(5, true).optLimit(6).build();
         built.add(limited);
         assertEquals(6, limited.size());
         assertEquals(List.of(5, 1), epoch(limited.getData(manager)).batchSizes());
+    }
+
+    @Test
+    void aDecoderFailingOnTheExecutorFailsTheLoopWithItsErrorAndTheNextEpochReadsWhole() throws Exception {
+        AtomicInteger failures = new AtomicInteger(1);
+        NvmeofDjlDataset d = NvmeofDjlDataset.builder(fixture.ds)
+                .decoder((m, s) -> {
+                    if (s.index() == 17 && failures.getAndDecrement() > 0) {
+                        throw new IOException("sample 17 cannot be decoded");
+                    }
+                    return TargetWithDataset.decode(m, s);
+                })
+                .loader(l -> l.prefetchBytes(1 << 20)).setSampling(4, false).optPrefetchNumber(3).build();
+        built.add(d);
+        CountingExecutor executor = new CountingExecutor("given-executor-");
+        try {
+            UncheckedIOException e = assertThrows(UncheckedIOException.class,
+                    () -> epoch(d.getData(manager, executor)));
+            assertEquals("sample 17 cannot be decoded", e.getCause().getMessage());
+            Epoch next = epoch(d.getData(manager, executor));
+            assertEquals(range(0, SAMPLES), next.distinct(), "the next epoch, after the failed one was left");
+        } finally {
+            executor.shutdownNow();
+        }
     }
 
     /** An executor that counts the tasks given to it and names its threads. */

@@ -17,7 +17,6 @@ import ai.djl.training.dataset.Record;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-import io.nvmeof.loader.SampleView;
 import io.nvmeof.loader.plan.ShuffleMode;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -63,17 +62,11 @@ class DjlTrainingTest {
         }
     }
 
-    /** Features and label of one record; the arrays are created from heap copies, so none keeps the sample. */
-    static Record decode(NDManager m, SampleView s) {
-        float[][] r = TargetWithDataset.record(s.member(0));
-        return new Record(new NDList(m.create(r[0])), new NDList(m.create(r[1])));
-    }
-
     @Test
     void aDjlTrainerLearnsFromADatasetOnTheTarget() throws Exception {
         generate();
         try (TargetWithDataset t = TargetWithDataset.start(dir, "linear");
-             NvmeofDjlDataset train = NvmeofDjlDataset.builder(t.ds).decoder(DjlTrainingTest::decode)
+             NvmeofDjlDataset train = NvmeofDjlDataset.builder(t.ds).decoder(TargetWithDataset::decode)
                      .loader(l -> l.shuffle(ShuffleMode.FULL).seed(7)).setSampling(32, true).build();
              Model model = Model.newInstance("linear")) {
             assertEquals(1024, train.size());
@@ -82,8 +75,10 @@ class DjlTrainingTest {
                 assertEquals(new Shape(4), r.getData().head().getShape());
             }
             model.setBlock(Linear.builder().setUnits(1).build());
+            // Batches are made on the trainer's executor (the common pool), two ahead, as for DJL's own datasets.
             DefaultTrainingConfig cfg = new DefaultTrainingConfig(Loss.l2Loss())
-                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build());
+                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build())
+                    .optExecutorService();
             List<Float> losses = new ArrayList<>();
             try (Trainer trainer = model.newTrainer(cfg)) {
                 trainer.initialize(new Shape(32, 4));
