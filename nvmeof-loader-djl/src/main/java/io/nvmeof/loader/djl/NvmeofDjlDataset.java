@@ -6,15 +6,14 @@ import ai.djl.training.dataset.Batch;
 import ai.djl.training.dataset.RandomAccessDataset;
 import ai.djl.training.dataset.Record;
 import ai.djl.util.Progress;
-import io.nvmeof.loader.BatchIterator;
 import io.nvmeof.loader.DatasetLoader;
 import io.nvmeof.loader.NvmeofDataset;
 import io.nvmeof.loader.SampleView;
 import io.nvmeof.loader.plan.Remainder;
 import io.nvmeof.loader.plan.ShuffleMode;
 import java.io.IOException;
-import java.util.Iterator;
-import java.util.NoSuchElementException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.function.UnaryOperator;
 
@@ -25,8 +24,12 @@ import java.util.function.UnaryOperator;
  * loop ({@code trainer.iterateDataset(dataset)}, {@code EasyTrain.fit}) gets {@link #getData} instead, which reads
  * through a {@link DatasetLoader}: the shuffle, the rank's share, read ahead into one registered buffer, each call of
  * {@code getData} the next epoch. A {@link Decoder} turns a sample's members into NDArrays; DJL's batchifier stacks
- * them (that copy is where the sample leaves the loader's buffer), and the loader's batch is released when the DJL
- * batch is closed.
+ * them (that copy is where the sample leaves the loader's buffer, which is released then).
+ *
+ * <p>DJL's options act as on DJL's own datasets: {@code optPipeline} on each sample's data, {@code optTargetPipeline}
+ * on the stacked labels, {@code optDevice}, {@code optLimit} ({@code size()}, and the samples of each epoch), the
+ * {@code ExecutorService} of {@code getData} with {@code optPrefetchNumber} batches ahead. {@code size()} is this
+ * rank's share of an epoch.
  *
  * <pre>{@code
  * NvmeofDjlDataset train = NvmeofDjlDataset.builder(ds)
@@ -37,7 +40,10 @@ import java.util.function.UnaryOperator;
  * }</pre>
  */
 public final class NvmeofDjlDataset extends RandomAccessDataset implements AutoCloseable {
-    /** Makes a DJL record of one sample. NDArrays must be created on {@code manager}, and must not keep the sample. */
+    /**
+     * Makes a DJL record of one sample. NDArrays must be created on {@code manager}, and must not keep the sample. With
+     * an executor, decoders run on its threads, several at once.
+     */
     @FunctionalInterface
     public interface Decoder {
         Record decode(NDManager manager, SampleView sample) throws IOException;
@@ -56,11 +62,13 @@ public final class NvmeofDjlDataset extends RandomAccessDataset implements AutoC
         this.decoder = b.decoder;
         this.batchSize = b.batchSize;
         this.dropLast = b.dropLast;
-        DatasetLoader.Builder l = ds.loader().dropLast(b.dropLast);
+        DatasetLoader.Builder l = ds.loader();
         if (b.shuffle) {
             l.shuffle(ShuffleMode.FULL);
         }
-        this.loader = b.configure.apply(l).build();
+        // The adapter releases each loader batch once stacked (on the executor, batches ahead), and cuts the epoch
+        // at size() and drops a short last batch itself.
+        this.loader = b.configure.apply(l).releaseOnNext(false).dropLast(false).build();
         this.nextEpoch = b.firstEpoch;
     }
 
@@ -131,15 +139,19 @@ public final class NvmeofDjlDataset extends RandomAccessDataset implements AutoC
         }
     }
 
-    /** The dataset's sample {@code index}, read on its own. */
+    /**
+     * The dataset's sample {@code index}, read on its own. The index is the dataset's, as in
+     * {@code Batch.getIndices()}: with one rank, DJL's index into this dataset.
+     */
     @Override
     public Record get(NDManager manager, long index) throws IOException {
         return decoder.decode(manager, ds.read(index));
     }
 
+    /** The samples this rank reads in an epoch ({@code size()} is this, or DJL's limit when smaller). */
     @Override
     protected long availableSize() {
-        return ds.sampleCount();
+        return loader.epochSize();
     }
 
     @Override
@@ -152,16 +164,21 @@ public final class NvmeofDjlDataset extends RandomAccessDataset implements AutoC
         return loader;
     }
 
-    /** The next epoch, through the loader (DJL's sampler is not used: the loader shuffles and shards). */
+    /** The next epoch, through the loader, each batch made on the caller's thread. */
     @Override
     public Iterable<Batch> getData(NDManager manager) {
-        long epoch = nextEpoch++;
-        return () -> new Batches(manager, loader.batches(epoch, batchSize));
+        return getData(manager, (ExecutorService) null);
     }
 
+    /**
+     * The next epoch, through the loader (DJL's sampler is not used: the loader shuffles and shards): this rank's
+     * first {@code size()} samples of it, each batch made on {@code executorService} (the trainer's, with
+     * {@code trainer.iterateDataset}), {@code optPrefetchNumber} batches ahead, or on the caller's thread when null.
+     */
     @Override
     public Iterable<Batch> getData(NDManager manager, ExecutorService executorService) {
-        return getData(manager);
+        long epoch = nextEpoch++;
+        return () -> new LoaderEpoch(this, manager, loader.batches(epoch, batchSize), executorService);
     }
 
     @Override
@@ -169,78 +186,52 @@ public final class NvmeofDjlDataset extends RandomAccessDataset implements AutoC
         loader.close();
     }
 
-    /** DJL batches made from the loader's, each released when the DJL batch is closed. */
-    private final class Batches implements Iterator<Batch> {
-        private final NDManager manager;
-        private final BatchIterator it;
-        private long progress;
-        private final long total;
-
-        Batches(NDManager manager, BatchIterator it) {
-            this.manager = manager;
-            this.it = it;
-            long n = loader.epochSize();
-            this.total = dropLast ? n / batchSize : (n + batchSize - 1) / batchSize;
-        }
-
-        @Override
-        public boolean hasNext() {
-            boolean more = it.hasNext();
-            if (!more) {
-                it.close();
-            }
-            return more;
-        }
-
-        @Override
-        public Batch next() {
-            if (!hasNext()) {
-                throw new NoSuchElementException();
-            }
-            io.nvmeof.loader.Batch b = it.next();
-            NDManager batchManager = manager.newSubManager();
-            NDList[] data = new NDList[b.size()];
-            NDList[] labels = new NDList[b.size()];
-            try {
-                for (int i = 0; i < b.size(); i++) {
-                    Record r = decoder.decode(batchManager, b.sample(i));
-                    data[i] = r.getData();
-                    labels[i] = r.getLabels();
-                }
-                NDList stackedData = dataBatchifier.batchify(data);
-                NDList stackedLabels = labelBatchifier.batchify(labels);
-                for (int i = 0; i < data.length; i++) {
-                    data[i].close();
-                    labels[i].close();
-                }
-                progress++;
-                return new LoaderBatch(batchManager, stackedData, stackedLabels, b.size(), progress, total, b);
-            } catch (IOException e) {
-                batchManager.close();
-                b.close();
-                throw new java.io.UncheckedIOException(e);
-            } catch (RuntimeException e) {
-                batchManager.close();
-                b.close();
-                throw e;
-            }
-        }
+    int batchSize() {
+        return batchSize;
     }
 
-    /** A DJL batch that gives its samples' buffer space back to the loader when it is closed. */
-    private final class LoaderBatch extends Batch {
-        private final io.nvmeof.loader.Batch source;
+    boolean dropLast() {
+        return dropLast;
+    }
 
-        LoaderBatch(NDManager manager, NDList data, NDList labels, int size, long progress, long total,
-                    io.nvmeof.loader.Batch source) {
-            super(manager, data, labels, size, dataBatchifier, labelBatchifier, progress, total, source.indexes());
-            this.source = source;
-        }
+    int prefetchNumber() {
+        return prefetchNumber;
+    }
 
-        @Override
-        public void close() {
-            super.close();
-            source.close();
+    /**
+     * The DJL batch of the first {@code count} samples of a loader batch, made as DJL's {@code DataIterable} makes one:
+     * each sample decoded and put through the pipeline, stacked, the labels put through the target pipeline, moved
+     * to the device. Stacking copies the samples out of the loader's buffer, so the loader batch is released then.
+     */
+    Batch toDjlBatch(NDManager manager, io.nvmeof.loader.Batch source, int count, long progress) throws IOException {
+        NDManager batchManager = manager.newSubManager();
+        try (source) {
+            List<Long> indices = new ArrayList<>(source.indexes().subList(0, count));
+            NDList[] data = new NDList[count];
+            NDList[] labels = new NDList[count];
+            for (int i = 0; i < count; i++) {
+                Record r = decoder.decode(batchManager, source.sample(i));
+                data[i] = pipeline == null ? r.getData() : pipeline.transform(r.getData());
+                labels[i] = r.getLabels();
+            }
+            NDList batchData = dataBatchifier.batchify(data);
+            NDList batchLabels = labelBatchifier.batchify(labels);
+            for (int i = 0; i < count; i++) {
+                data[i].close();
+                labels[i].close();
+            }
+            if (targetPipeline != null) {
+                batchLabels = targetPipeline.transform(batchLabels);
+            }
+            if (device != null) {
+                batchData = batchData.toDevice(device, false);
+                batchLabels = batchLabels.toDevice(device, false);
+            }
+            return new Batch(batchManager, batchData, batchLabels, count, dataBatchifier, labelBatchifier, progress,
+                    size(), indices);
+        } catch (IOException | RuntimeException | Error e) {
+            batchManager.close();
+            throw e;
         }
     }
 

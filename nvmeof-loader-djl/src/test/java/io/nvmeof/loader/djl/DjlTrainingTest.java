@@ -17,17 +17,7 @@ import ai.djl.training.dataset.Record;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-import io.nvmeof.initiator.ConnectOptions;
-import io.nvmeof.initiator.NvmeofController;
-import io.nvmeof.loader.DatasetLocation;
-import io.nvmeof.loader.NvmeofDataset;
-import io.nvmeof.loader.SampleView;
-import io.nvmeof.loader.format.ShardFormat;
-import io.nvmeof.loader.imports.DatasetImporter;
-import io.nvmeof.loader.imports.ImportProgress;
 import io.nvmeof.loader.plan.ShuffleMode;
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -49,7 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
 class DjlTrainingTest {
     static final float[] W = {2f, -3f, 0.5f, 1.5f};
     static final float B = 0.25f;
-    static final int RECORD = 5 * Float.BYTES;
+    static final int RECORD = TargetWithDataset.RECORD;
 
     @TempDir
     Path dir;
@@ -72,70 +62,52 @@ class DjlTrainingTest {
         }
     }
 
-    /** Features and label of one record; the arrays are created from heap copies, so none keeps the sample. */
-    static Record decode(NDManager m, SampleView s) {
-        ByteBuffer data = s.member(0).order(ByteOrder.LITTLE_ENDIAN);
-        float[] x = new float[4];
-        for (int i = 0; i < 4; i++) {
-            x[i] = data.getFloat(i * 4);
-        }
-        return new Record(new NDList(m.create(x)), new NDList(m.create(new float[] {data.getFloat(16)})));
-    }
-
     @Test
     void aDjlTrainerLearnsFromADatasetOnTheTarget() throws Exception {
         generate();
-        NvmeTarget target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "8MiB", 512, null));
-        try {
-            DatasetLocation loc = DatasetLocation.parse("tcp://127.0.0.1:" + target.tcpPort(0) + "/" + TargetConfig.DEFAULT_NQN);
-            try (NvmeofController c = NvmeofController.connect(loc.transportId(), ConnectOptions.defaults())) {
-                DatasetImporter.run(DatasetImporter.scan(List.of(dir), ShardFormat.FIXED), List.of(c.namespace(1)),
-                        new DatasetImporter.Options("linear", RECORD, true, false, false, false), ImportProgress.SILENT);
+        try (TargetWithDataset t = TargetWithDataset.start(dir, "linear");
+             NvmeofDjlDataset train = NvmeofDjlDataset.builder(t.ds).decoder(TargetWithDataset::decode)
+                     .loader(l -> l.shuffle(ShuffleMode.FULL).seed(7)).setSampling(32, true).build();
+             Model model = Model.newInstance("linear")) {
+            assertEquals(1024, train.size());
+            try (NDManager m = NDManager.newBaseManager()) {
+                Record r = train.get(m, 300);
+                assertEquals(new Shape(4), r.getData().head().getShape());
             }
-            try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), ConnectOptions.defaults());
-                 NvmeofDjlDataset train = NvmeofDjlDataset.builder(ds).decoder(DjlTrainingTest::decode)
-                         .loader(l -> l.shuffle(ShuffleMode.FULL).seed(7)).setSampling(32, true).build();
-                 Model model = Model.newInstance("linear")) {
-                assertEquals(1024, train.size());
-                try (NDManager m = NDManager.newBaseManager()) {
-                    Record r = train.get(m, 300);
-                    assertEquals(new Shape(4), r.getData().head().getShape());
-                }
-                model.setBlock(Linear.builder().setUnits(1).build());
-                DefaultTrainingConfig cfg = new DefaultTrainingConfig(Loss.l2Loss())
-                        .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build());
-                List<Float> losses = new ArrayList<>();
-                try (Trainer trainer = model.newTrainer(cfg)) {
-                    trainer.initialize(new Shape(32, 4));
-                    for (int epoch = 0; epoch < 4; epoch++) {
-                        Set<Long> seen = new HashSet<>();
-                        for (Batch batch : trainer.iterateDataset(train)) {
-                            try (GradientCollector gc = trainer.newGradientCollector()) {
-                                NDList preds = trainer.forward(batch.getData());
-                                NDArray loss = trainer.getLoss().evaluate(batch.getLabels(), preds);
-                                gc.backward(loss);
-                                losses.add(loss.getFloat());
-                            }
-                            trainer.step();
-                            for (Object i : batch.getIndices()) {
-                                assertTrue(seen.add((Long) i), "sample " + i + " twice in epoch " + epoch);
-                            }
-                            batch.close();
+            model.setBlock(Linear.builder().setUnits(1).build());
+            // Batches are made on the trainer's executor (the common pool), two ahead, as for DJL's own datasets.
+            DefaultTrainingConfig cfg = new DefaultTrainingConfig(Loss.l2Loss())
+                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build())
+                    .optExecutorService();
+            List<Float> losses = new ArrayList<>();
+            try (Trainer trainer = model.newTrainer(cfg)) {
+                trainer.initialize(new Shape(32, 4));
+                for (int epoch = 0; epoch < 4; epoch++) {
+                    Set<Long> seen = new HashSet<>();
+                    for (Batch batch : trainer.iterateDataset(train)) {
+                        try (GradientCollector gc = trainer.newGradientCollector()) {
+                            NDList preds = trainer.forward(batch.getData());
+                            NDArray loss = trainer.getLoss().evaluate(batch.getLabels(), preds);
+                            gc.backward(loss);
+                            losses.add(loss.getFloat());
                         }
-                        assertEquals(1024, seen.size(), "every sample once in epoch " + epoch);
-                        List<Float> epochLosses = losses.subList(losses.size() - 32, losses.size());
-                        System.out.printf("epoch %d: mean L2 loss %.5f over %d batches%n", epoch,
-                                epochLosses.stream().mapToDouble(Float::doubleValue).average().orElse(Double.NaN),
-                                epochLosses.size());
+                        trainer.step();
+                        for (Object i : batch.getIndices()) {
+                            assertTrue(seen.add((Long) i), "sample " + i + " twice in epoch " + epoch);
+                        }
+                        batch.close();
                     }
+                    assertEquals(1024, seen.size(), "every sample once in epoch " + epoch);
+                    List<Float> epochLosses = losses.subList(losses.size() - 32, losses.size());
+                    System.out.printf("epoch %d: mean L2 loss %.5f over %d batches%n", epoch,
+                            epochLosses.stream().mapToDouble(Float::doubleValue).average().orElse(Double.NaN),
+                            epochLosses.size());
                 }
-                float first = (losses.get(0) + losses.get(1) + losses.get(2)) / 3;
-                float last = (losses.get(losses.size() - 1) + losses.get(losses.size() - 2) + losses.get(losses.size() - 3)) / 3;
-                assertEquals(128, losses.size(), "4 epochs of 32 batches");
-                assertTrue(last < first / 20, "the loss goes down: first batches " + first + ", last " + last);
             }
-        } finally {
-            target.close();
+            float first = (losses.get(0) + losses.get(1) + losses.get(2)) / 3;
+            float last = (losses.get(losses.size() - 1) + losses.get(losses.size() - 2) + losses.get(losses.size() - 3)) / 3;
+            assertEquals(128, losses.size(), "4 epochs of 32 batches");
+            assertTrue(last < first / 20, "the loss goes down: first batches " + first + ", last " + last);
         }
     }
 }
