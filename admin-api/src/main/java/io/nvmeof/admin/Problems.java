@@ -50,6 +50,7 @@ final class Problems {
         switch (e.kind()) {
             case NOT_FOUND: return 404;
             case CONFLICT: return 409;
+            case NOT_SAVED: return 507; // the change could not be stored (RFC 4918), so it was not made
             default: return 400;
         }
     }
@@ -58,6 +59,7 @@ final class Problems {
         switch (e.kind()) {
             case NOT_FOUND: return "Not Found";
             case CONFLICT: return "Conflict";
+            case NOT_SAVED: return "Insufficient Storage";
             default: return "Invalid Request";
         }
     }

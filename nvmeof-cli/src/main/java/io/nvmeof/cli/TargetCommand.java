@@ -139,14 +139,7 @@ final class TargetCommand implements Callable<Integer> {
         }
         NvmeTarget target = NvmeTarget.start(cfg);
         if (state != null) {
-            target.live().onChange(doc -> {
-                try {
-                    state.save(doc);
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException("the change is live but could not be saved to "
-                            + state.path() + ": " + e.getMessage(), e);
-                }
-            });
+            target.live().saveChangesWith(state::save);
         }
         AdminServer admin = null;
         if (!noAdmin) {
