@@ -107,7 +107,7 @@ public final class AdminServer implements AutoCloseable {
         }
         Router api = rb.createRouter();
         Router root = Router.router(vertx);
-        byte[] expected = ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+        byte[] expected = token.getBytes(StandardCharsets.UTF_8);
         // The server's own resources take GET only; the API's router, which gets the rest, knows no such path (404).
         for (String own : new String[] {"/metrics", "/openapi.yaml"}) {
             root.route(own).handler(rc -> {
@@ -218,10 +218,15 @@ public final class AdminServer implements AutoCloseable {
                 .putHeader("Connection", "close").end(Problems.body(status, title, detail).encode());
     }
 
-    /** Constant-time comparison of the Authorization header with the expected bearer value. */
+    /**
+     * The Authorization header's bearer credentials compared with the token in constant time. The scheme's name is
+     * case-insensitive and may be followed by several spaces (RFC 9110, 11.1 and 11.4).
+     */
     private static void checkToken(RoutingContext rc, byte[] expected) {
         String h = rc.request().getHeader("Authorization");
-        if (h != null && MessageDigest.isEqual(h.getBytes(StandardCharsets.UTF_8), expected)) {
+        int space = h == null ? -1 : h.indexOf(' ');
+        if (space > 0 && h.substring(0, space).equalsIgnoreCase("Bearer")
+                && MessageDigest.isEqual(h.substring(space).strip().getBytes(StandardCharsets.UTF_8), expected)) {
             rc.next();
             return;
         }

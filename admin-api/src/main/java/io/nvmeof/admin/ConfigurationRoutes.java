@@ -155,7 +155,7 @@ final class ConfigurationRoutes {
         try {
             return json.readValue(text, TargetConfig.class);
         } catch (JsonProcessingException e) {
-            throw new PathPolicy.ApiRefusal("the configuration document is not valid: " + e.getOriginalMessage());
+            throw new PathPolicy.ApiRefusal("the configuration document is not valid: " + JsonErrors.describe(e));
         }
     }
 
@@ -200,7 +200,7 @@ final class ConfigurationRoutes {
         try {
             return json.readValue(validated(rc).getBody().getJsonObject().encode(), type);
         } catch (JsonProcessingException e) {
-            throw new PathPolicy.ApiRefusal("the body does not match the schema: " + e.getOriginalMessage());
+            throw new PathPolicy.ApiRefusal("the body does not match the schema: " + JsonErrors.describe(e));
         }
     }
 

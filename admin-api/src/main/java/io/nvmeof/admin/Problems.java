@@ -39,8 +39,11 @@ final class Problems {
             send(rc, 413, body(413, "Content Too Large", "the request body is larger than the API accepts ("
                     + (AdminServer.BODY_LIMIT >> 10) + " KiB)"));
         } else if (status >= 500 || f != null && !(f instanceof HttpException)) {
-            LOG.error("admin API: {} {} failed", rc.request().method(), rc.request().path(), f);
-            send(rc, 500, body(500, "Internal Server Error", String.valueOf(f)));
+            // The client gets a reference to the log entry, not Java's account of the failure.
+            String incident = java.util.HexFormat.of().toHexDigits(java.util.concurrent.ThreadLocalRandom.current().nextInt());
+            LOG.error("admin API: {} {} failed (incident {})", rc.request().method(), rc.request().path(), incident, f);
+            send(rc, 500, body(500, "Internal Server Error", "the request failed inside the target (incident "
+                    + incident + " in the target's log says why); GET /api/v1/config shows what is live"));
         } else {
             send(rc, status, body(status, "Error", f != null ? f.getMessage() : null));
         }

@@ -70,7 +70,7 @@ final class AdminCommand {
             throw new IllegalArgumentException("no admin token at " + tf + "; pass --token-file (the target prints"
                     + " its path at start) or --state-dir");
         }
-        String token = AdminToken.read(tf);
+        String token = AdminToken.readAsClient(tf);
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url + path)).timeout(Duration.ofSeconds(60))
                 .header("Authorization", "Bearer " + token)
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody()

@@ -100,9 +100,13 @@ final class ConfigurationImport {
             for (int i = prepared.size() - 1; i >= 0; i--) {
                 prepared.get(i).undo();
             }
-            String why = e.getMessage() != null ? e.getMessage() : e.toString();
             if (e instanceof ConfigurationException ce) {
                 throw ce;
+            }
+            String why = e.getMessage();
+            if (why == null) {
+                LiveConfiguration.LOG.error("an import failed while it was prepared", e);
+                why = "an internal error, logged by the target";
             }
             throw new ConfigurationException(e instanceof java.io.IOException && why.contains("ddress already in use")
                     ? ConfigurationException.Kind.CONFLICT : ConfigurationException.Kind.INVALID,
@@ -157,6 +161,10 @@ final class ConfigurationImport {
         Set<String> after = new HashSet<>(named);
         if (mode == ImportMode.MERGE) {
             after.addAll(live.subsystems.keySet());
+        }
+        if (after.size() > LiveConfiguration.MAX_SUBSYSTEMS) {
+            throw conflict("nothing was changed: the target would have " + after.size() + " subsystems after this"
+                    + " import; it takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
         }
         planListeners(doc.listeners() != null ? doc.listeners() : List.of(), after);
     }

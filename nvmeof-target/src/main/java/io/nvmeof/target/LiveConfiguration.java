@@ -39,6 +39,11 @@ public final class LiveConfiguration {
     /** Longest serial (Identify SN) and model (MN) strings, in bytes. */
     static final int SERIAL_LENGTH = 20;
     static final int MODEL_LENGTH = 40;
+    /**
+     * Most NVM subsystems a target takes (the discovery subsystem not counted): SPDK's default max_subsystems. Every
+     * change saves the whole document, so this also bounds the cost of a change.
+     */
+    public static final int MAX_SUBSYSTEMS = 1024;
 
     /** Why a change was refused; an API maps the kind to its status (400, 404, 409, 507). */
     public static final class ConfigurationException extends RuntimeException {
@@ -313,6 +318,9 @@ public final class LiveConfiguration {
         checkSubsystem(s);
         if (subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
             throw conflict("subsystem " + s.nqn() + " already exists");
+        }
+        if (subsystems.size() >= MAX_SUBSYSTEMS) {
+            throw conflict("the target has its maximum of " + MAX_SUBSYSTEMS + " subsystems; delete one first");
         }
         Subsystem sub;
         try {

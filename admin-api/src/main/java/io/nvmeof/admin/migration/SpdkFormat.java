@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof.admin.migration.Migration.Exported;
 import io.nvmeof.admin.migration.Migration.Imported;
 import io.nvmeof.admin.migration.Migration.JsonAt;
+import io.nvmeof.target.LiveConfiguration;
 import io.nvmeof.target.config.TargetConfig;
 import io.nvmeof.target.config.TargetConfig.ListenerConfig;
 import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
@@ -600,7 +601,8 @@ public final class SpdkFormat {
 
         private void listOtherNvmfCall(Call call) {
             String reason = switch (call.method()) {
-                case "nvmf_set_max_subsystems" -> "there is no subsystem limit here; ignored";
+                case "nvmf_set_max_subsystems" -> "the limit here is fixed at " + LiveConfiguration.MAX_SUBSYSTEMS
+                        + " subsystems; ignored";
                 case "nvmf_set_crdt" -> "command retry delay times are not supported; ignored";
                 case "nvmf_set_config" -> "target-wide SPDK options have no equivalent here; ignored";
                 case "nvmf_discovery_add_referral" -> "referrals are not supported; not imported";

@@ -138,7 +138,7 @@ class SpdkFormatTest {
                 "nvmf_create_subsystem(" + CNODE2 + ").ana_reporting=true: asymmetric namespace access is not "
                         + "supported; ignored",
                 "nvmf_set_config: target-wide SPDK options have no equivalent here; ignored",
-                "nvmf_set_max_subsystems: there is no subsystem limit here; ignored",
+                "nvmf_set_max_subsystems: the limit here is fixed at 1024 subsystems; ignored",
                 "nvmf_set_crdt: command retry delay times are not supported; ignored",
                 "nvmf_discovery_add_referral(TCP 192.168.20.7:4420): referrals are not supported; not imported",
                 "nvmf_subsystem_add_host(" + CNODE1 + ", " + HOST_B + ").psk=key0: TLS and DH-HMAC-CHAP keys are not "

@@ -202,7 +202,12 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
         if (!m.matches()) {
             throw new IllegalArgumentException("size '" + text + "' is not a number with an optional unit (k, M, G, T, KiB, MiB, GiB)");
         }
-        long n = Long.parseLong(m.group(1));
+        long n;
+        try {
+            n = Long.parseLong(m.group(1));
+        } catch (NumberFormatException e) { // digits only: more than a long holds
+            throw new IllegalArgumentException("size '" + text + "' is too large");
+        }
         int shift;
         switch (m.group(2).toLowerCase(Locale.ROOT)) {
             case "k": shift = 10; break;
