@@ -119,8 +119,13 @@ public final class AdminServer implements AutoCloseable {
             });
         }
         // The token first: a client without it gets 401 before any body of its is read or parsed.
-        root.route("/api/*").handler(rc -> checkToken(rc, expected));
-        root.get("/metrics").handler(rc -> checkToken(rc, expected));
+        AuditLog audit = new AuditLog(token);
+        root.route("/api/*").handler(rc -> checkToken(rc, expected, audit));
+        root.get("/metrics").handler(rc -> checkToken(rc, expected, audit));
+        root.route("/api/*").handler(rc -> {
+            audit.watch(rc);
+            rc.next();
+        });
         root.route().handler(AdminServer::refuseOtherMediaTypes);
         // No file uploads: the API takes JSON only (the default handler would write multipart files to file-uploads/).
         root.route().handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT));
@@ -222,7 +227,7 @@ public final class AdminServer implements AutoCloseable {
      * The Authorization header's bearer credentials compared with the token in constant time. The scheme's name is
      * case-insensitive and may be followed by several spaces (RFC 9110, 11.1 and 11.4).
      */
-    private static void checkToken(RoutingContext rc, byte[] expected) {
+    private static void checkToken(RoutingContext rc, byte[] expected, AuditLog audit) {
         String h = rc.request().getHeader("Authorization");
         int space = h == null ? -1 : h.indexOf(' ');
         if (space > 0 && h.substring(0, space).equalsIgnoreCase("Bearer")
@@ -230,6 +235,7 @@ public final class AdminServer implements AutoCloseable {
             rc.next();
             return;
         }
+        audit.unauthorized(rc, h == null ? "no token" : "wrong token");
         rc.response().putHeader("WWW-Authenticate", "Bearer");
         Problems.send(rc, 401, Problems.body(401, "Unauthorized", h == null
                 ? "send the admin token as 'Authorization: Bearer TOKEN' (its file is printed when the target starts)"

@@ -31,6 +31,9 @@ final class Problems {
         }
         if (f instanceof ValidatorException ve) {
             send(rc, 400, validation(ve));
+        } else if (f instanceof ConfigurationRoutes.SecurityNotCarried s) {
+            JsonObject p = body(422, "Security Settings Not Carried Over", s.getMessage());
+            send(rc, 422, p.put("securitySettings", new JsonArray(s.settings())));
         } else if (f instanceof PathPolicy.ApiRefusal r) {
             send(rc, 400, body(400, "Invalid Request", r.getMessage()));
         } else if (f instanceof ConfigurationException ce) {
@@ -105,6 +108,7 @@ final class Problems {
         if (rc.response().ended()) {
             return;
         }
+        AuditLog.refused(rc, problem.getString("detail"));
         rc.response().setStatusCode(status).putHeader("Content-Type", PROBLEM_JSON).end(problem.encode());
     }
 }

@@ -88,21 +88,21 @@ class StateFileTest {
         try (NvmeTarget t = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
              AdminServer admin = AdminServer.start(t.live(), new AdminOptions("127.0.0.1", 0, token, List.of()))) {
             t.live().saveChangesWith(state::save);
-            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            ApiClient api = new ApiClient(admin, token);
             java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger();
             List<Thread> clients = new java.util.ArrayList<>();
             for (int c = 0; c < 8; c++) {
                 String nqn = "nqn.2026-12.io.nvmeof:client" + c;
                 Thread th = new Thread(() -> {
                     try {
-                        send(http, admin, token, "POST", "/api/v1/subsystems", "{\"nqn\":\"" + nqn + "\"}", 201, failures);
+                        send(api, "POST", "/api/v1/subsystems", "{\"nqn\":\"" + nqn + "\"}", 201, failures);
                         for (int n = 1; n <= 3; n++) {
-                            send(http, admin, token, "POST", "/api/v1/subsystems/" + nqn + "/namespaces",
+                            send(api, "POST", "/api/v1/subsystems/" + nqn + "/namespaces",
                                     "{\"size\":\"1MiB\"}", 201, failures);
                         }
-                        send(http, admin, token, "POST", "/api/v1/subsystems/" + nqn + "/hosts",
+                        send(api, "POST", "/api/v1/subsystems/" + nqn + "/hosts",
                                 "{\"nqn\":\"nqn.2026-12.io.nvmeof:host-" + nqn.substring(nqn.length() - 1) + "\"}", 201, failures);
-                        send(http, admin, token, "DELETE", "/api/v1/subsystems/" + nqn + "/namespaces/2", null, 204, failures);
+                        send(api, "DELETE", "/api/v1/subsystems/" + nqn + "/namespaces/2", null, 204, failures);
                     } catch (Exception e) {
                         failures.incrementAndGet();
                     }
@@ -145,8 +145,7 @@ class StateFileTest {
         try (NvmeTarget t = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
              AdminServer admin = AdminServer.start(t.live(), new AdminOptions("127.0.0.1", 0, token, List.of()))) {
             t.live().saveChangesWith(state::save);
-            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
-            Api api = (method, path, body) -> request(http, admin, token, method, path, body);
+            ApiClient api = new ApiClient(admin, token);
             assertEquals(201, api.call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\",\"namespaces\":"
                     + "[{\"size\":\"1MiB\"}]}").statusCode());
             String sub = "/api/v1/subsystems/" + NQN;
@@ -200,27 +199,9 @@ class StateFileTest {
         }
     }
 
-    private interface Api {
-        java.net.http.HttpResponse<String> call(String method, String path, String body) throws Exception;
-    }
-
-    private static java.net.http.HttpResponse<String> request(java.net.http.HttpClient http, AdminServer admin,
-                                                              String token, String method, String path, String body)
-            throws Exception {
-        java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(
-                        java.net.URI.create("http://127.0.0.1:" + admin.port() + path))
-                .header("Authorization", "Bearer " + token)
-                .method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
-                        : java.net.http.HttpRequest.BodyPublishers.ofString(body));
-        if (body != null) {
-            b.header("Content-Type", "application/json");
-        }
-        return http.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofString());
-    }
-
-    private static void send(java.net.http.HttpClient http, AdminServer admin, String token, String method, String path,
-                             String body, int expect, java.util.concurrent.atomic.AtomicInteger failures) throws Exception {
-        java.net.http.HttpResponse<String> r = request(http, admin, token, method, path, body);
+    private static void send(ApiClient api, String method, String path, String body, int expect,
+                             java.util.concurrent.atomic.AtomicInteger failures) throws Exception {
+        java.net.http.HttpResponse<String> r = api.call(method, path, body);
         if (r.statusCode() != expect) {
             failures.incrementAndGet();
             System.err.println(method + " " + path + ": " + r.statusCode() + " " + r.body());
