@@ -28,11 +28,13 @@ import org.slf4j.LoggerFactory;
  * target starts from) in step with every change, so the live target can be exported and restored exactly (same NQNs,
  * NSIDs, UUIDs, serials).
  *
- * <p>Each change is checked completely before anything is touched, then applied; it applies completely or not at
- * all. Changes are serialized (one monitor); the data path never takes it: it reads the lock-free maps of
- * {@link Subsystem} and {@link io.nvmeof.target.core.TargetCore}. Adding or removing a namespace raises the Namespace
- * Attribute Changed event on every controller of the subsystem; changes hosts may discover bump the discovery log's
- * generation counter.
+ * <p>Each change is checked completely before anything is touched, and what can fail (opening a backend, binding a
+ * port) is prepared where hosts do not use it yet; then the document it leaves is saved ({@link #saveChangesWith}),
+ * then it is applied. It applies completely or not at all, and never unsaved. Changes are serialized (one monitor);
+ * the data path never takes it: it reads the lock-free maps of {@link Subsystem} and
+ * {@link io.nvmeof.target.core.TargetCore}. Adding or removing a namespace raises the Namespace Attribute Changed
+ * event on every controller of the subsystem; changes hosts may discover bump the discovery log's generation
+ * counter.
  */
 public final class LiveConfiguration {
     static final Logger LOG = LoggerFactory.getLogger(LiveConfiguration.class);
@@ -239,7 +241,7 @@ public final class LiveConfiguration {
         ListenerConfig d = new ListenerConfig(id, transport, l.address(), bound, l.inlineDataSize(), l.maxH2CData(),
                 l.subsystems());
         try {
-            save(documentWith(id, d));
+            save(documentWith(id, d)); // after binding: the document records the port it got (port 0: any)
         } catch (ConfigurationException e) {
             target.removeListener(id, bound);
             throw e;
