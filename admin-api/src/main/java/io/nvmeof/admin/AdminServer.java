@@ -107,7 +107,7 @@ public final class AdminServer implements AutoCloseable {
         }
         Router api = rb.createRouter();
         Router root = Router.router(vertx);
-        byte[] expected = ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+        byte[] expected = token.getBytes(StandardCharsets.UTF_8);
         // The server's own resources take GET only; the API's router, which gets the rest, knows no such path (404).
         for (String own : new String[] {"/metrics", "/openapi.yaml"}) {
             root.route(own).handler(rc -> {
@@ -119,8 +119,13 @@ public final class AdminServer implements AutoCloseable {
             });
         }
         // The token first: a client without it gets 401 before any body of its is read or parsed.
-        root.route("/api/*").handler(rc -> checkToken(rc, expected));
-        root.get("/metrics").handler(rc -> checkToken(rc, expected));
+        AuditLog audit = new AuditLog(token);
+        root.route("/api/*").handler(rc -> checkToken(rc, expected, audit));
+        root.get("/metrics").handler(rc -> checkToken(rc, expected, audit));
+        root.route("/api/*").handler(rc -> {
+            audit.watch(rc);
+            rc.next();
+        });
         root.route().handler(AdminServer::refuseOtherMediaTypes);
         // No file uploads: the API takes JSON only (the default handler would write multipart files to file-uploads/).
         root.route().handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT));
@@ -218,13 +223,19 @@ public final class AdminServer implements AutoCloseable {
                 .putHeader("Connection", "close").end(Problems.body(status, title, detail).encode());
     }
 
-    /** Constant-time comparison of the Authorization header with the expected bearer value. */
-    private static void checkToken(RoutingContext rc, byte[] expected) {
+    /**
+     * The Authorization header's bearer credentials compared with the token in constant time. The scheme's name is
+     * case-insensitive and may be followed by several spaces (RFC 9110, 11.1 and 11.4).
+     */
+    private static void checkToken(RoutingContext rc, byte[] expected, AuditLog audit) {
         String h = rc.request().getHeader("Authorization");
-        if (h != null && MessageDigest.isEqual(h.getBytes(StandardCharsets.UTF_8), expected)) {
+        int space = h == null ? -1 : h.indexOf(' ');
+        if (space > 0 && h.substring(0, space).equalsIgnoreCase("Bearer")
+                && MessageDigest.isEqual(h.substring(space).strip().getBytes(StandardCharsets.UTF_8), expected)) {
             rc.next();
             return;
         }
+        audit.unauthorized(rc, h == null ? "no token" : "wrong token");
         rc.response().putHeader("WWW-Authenticate", "Bearer");
         Problems.send(rc, 401, Problems.body(401, "Unauthorized", h == null
                 ? "send the admin token as 'Authorization: Bearer TOKEN' (its file is printed when the target starts)"

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
+import java.util.EnumSet;
 import java.util.HexFormat;
 import java.util.Set;
 
@@ -37,16 +38,49 @@ public final class AdminToken {
         return read(file);
     }
 
-    /** The token in an existing file; refuses a file other users can read. */
+    /**
+     * The token in an existing file, for the target that accepts it. Refused: a file other users can read (they
+     * would know the token) or write (they could put in one they know), and one owned by another user than the one
+     * the target runs as or root (its owner can make it so), as ssh's StrictModes judges authorized_keys.
+     */
     public static String read(Path file) throws IOException {
+        checkOwner(file);
+        return readAsClient(file);
+    }
+
+    /**
+     * The token in an existing file, for a client that sends it: the file must not be readable or writable by other
+     * users, but its owner may be another (the target's service user, read by root).
+     */
+    public static String readAsClient(Path file) throws IOException {
         Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file);
-        if (perms.contains(PosixFilePermission.GROUP_READ) || perms.contains(PosixFilePermission.OTHERS_READ)) {
-            throw new IOException("admin token file " + file + " is readable by other users; chmod 600 it");
+        Set<PosixFilePermission> shared = EnumSet.of(PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE,
+                PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE);
+        shared.retainAll(perms);
+        if (!shared.isEmpty()) {
+            boolean readable = shared.contains(PosixFilePermission.GROUP_READ)
+                    || shared.contains(PosixFilePermission.OTHERS_READ);
+            boolean writable = shared.contains(PosixFilePermission.GROUP_WRITE)
+                    || shared.contains(PosixFilePermission.OTHERS_WRITE);
+            throw new IOException("admin token file " + file + " is " + (readable && writable ? "readable and writable"
+                    : readable ? "readable" : "writable") + " by other users (" + PosixFilePermissions.toString(perms)
+                    + "); chmod 600 it");
         }
         String token = Files.readString(file, StandardCharsets.US_ASCII).trim();
         if (token.length() < 16) {
             throw new IOException("admin token file " + file + " holds no token of at least 16 characters");
         }
         return token;
+    }
+
+    private static void checkOwner(Path file) throws IOException {
+        int owner = (Integer) Files.getAttribute(file, "unix:uid");
+        // /proc/self belongs to this process's user (Java has no call for the process's user ID).
+        int self = (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        if (owner != self && owner != 0) {
+            throw new IOException("admin token file " + file + " belongs to " + Files.getOwner(file).getName()
+                    + ", not to the user the target runs as (" + System.getProperty("user.name") + ") or root: its"
+                    + " owner could replace the token; chown it to " + System.getProperty("user.name"));
+        }
     }
 }

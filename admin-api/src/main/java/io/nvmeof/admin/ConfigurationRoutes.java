@@ -56,92 +56,150 @@ final class ConfigurationRoutes {
                 rc.response().putHeader("Content-Type", "application/json").end(ar.result().document());
             });
         });
-        on(rb, "importConfig", rc -> {
-            ValidatedRequest v = validated(rc);
-            LiveConfiguration.ImportMode mode = LiveConfiguration.ImportMode.valueOf(
-                    v.getQuery().get("mode").getString().toUpperCase(java.util.Locale.ROOT));
-            io.vertx.openapi.validation.RequestParameter dry = v.getQuery().get("dryRun");
-            boolean dryRun = dry != null && !dry.isNull() && dry.getBoolean();
-            Migration.Format format = format(rc);
-            String text = v.getBody().getJsonObject().encode();
-            reply(rc, 200, () -> {
-                Migration.Imported doc;
-                if (format == null) {
-                    doc = new Migration.Imported(parseNative(text), List.of());
-                } else {
-                    try {
-                        doc = Migration.importFrom(format, text);
-                    } catch (IllegalArgumentException e) {
-                        throw new PathPolicy.ApiRefusal("the " + format.name().toLowerCase(java.util.Locale.ROOT)
-                                + " document is not valid: " + e.getMessage());
-                    }
-                }
-                LiveConfiguration.ImportResult r = live.importConfiguration(doc.config(), mode, dryRun, this::checkPath);
-                return new ImportAnswer(r.mode(), r.dryRun(), r.changes(), r.notApplied(), doc.notMapped(), r.config());
-            });
-        });
+        on(rb, "importConfig", this::importConfig);
         on(rb, "listSubsystems", rc -> reply(rc, 200, live::subsystems));
         on(rb, "createSubsystem", rc -> {
             SubsystemConfig s = body(rc, SubsystemConfig.class);
             if (s.namespaces() != null) {
                 s.namespaces().forEach(this::checkPath);
             }
-            reply(rc, 201, () -> live.createSubsystem(s));
+            change(rc, 201, () -> live.createSubsystem(s), d -> "create subsystem " + d.nqn() + " with "
+                    + d.namespaces().size() + " namespace" + (d.namespaces().size() == 1 ? "" : "s")
+                    + (d.hosts().isEmpty() ? "" : ", allowing hosts " + d.hosts()));
         });
         on(rb, "getSubsystem", rc -> reply(rc, 200, () -> live.subsystem(nqn(rc))));
         on(rb, "updateSubsystem", rc -> {
             boolean allow = validated(rc).getBody().getJsonObject().getBoolean("allowAnyHost");
-            reply(rc, 200, () -> live.setAllowAnyHost(nqn(rc), allow));
+            change(rc, 200, () -> live.setAllowAnyHost(nqn(rc), allow),
+                    d -> (allow ? "allow any host on " : "allow only the listed hosts on ") + d.nqn());
         });
-        on(rb, "deleteSubsystem", rc -> reply(rc, 204, () -> {
+        on(rb, "deleteSubsystem", rc -> change(rc, 204, () -> {
             live.deleteSubsystem(nqn(rc));
             return null;
-        }));
+        }, none -> "delete subsystem " + nqn(rc)));
         on(rb, "listNamespaces", rc -> reply(rc, 200, () -> live.subsystem(nqn(rc)).namespaces()));
         on(rb, "addNamespace", rc -> {
             NamespaceConfig n = body(rc, NamespaceConfig.class);
             checkPath(n);
-            reply(rc, 201, () -> live.addNamespace(nqn(rc), n));
+            change(rc, 201, () -> live.addNamespace(nqn(rc), n), d -> "add namespace " + d.nsid() + " of " + nqn(rc)
+                    + " (" + d.backend() + (d.path() != null ? " " + d.path() : "") + ", " + d.size() + " bytes)");
         });
         on(rb, "getNamespace", rc -> reply(rc, 200, () -> live.namespaceOf(nqn(rc), nsid(rc))));
         on(rb, "resizeNamespace", rc -> {
             String size = validated(rc).getBody().getJsonObject().getString("size");
-            reply(rc, 200, () -> live.resizeNamespace(nqn(rc), nsid(rc), size));
+            change(rc, 200, () -> live.resizeNamespace(nqn(rc), nsid(rc), size),
+                    d -> "grow namespace " + d.nsid() + " of " + nqn(rc) + " to " + d.size() + " bytes");
         });
-        on(rb, "removeNamespace", rc -> reply(rc, 204, () -> {
+        on(rb, "removeNamespace", rc -> change(rc, 204, () -> {
             live.removeNamespace(nqn(rc), nsid(rc));
             return null;
-        }));
+        }, none -> "remove namespace " + nsid(rc) + " from " + nqn(rc)));
         on(rb, "listHosts", rc -> reply(rc, 200, () -> live.subsystem(nqn(rc)).hosts()));
         on(rb, "addHost", rc -> {
             String host = validated(rc).getBody().getJsonObject().getString("nqn");
-            reply(rc, 201, () -> live.addHost(nqn(rc), host));
+            change(rc, 201, () -> live.addHost(nqn(rc), host), d -> "allow host " + host + " on " + d.nqn());
         });
-        on(rb, "removeHost", rc -> reply(rc, 204, () -> {
-            live.removeHost(nqn(rc), validated(rc).getPathParameters().get("host").getString());
-            return null;
-        }));
+        on(rb, "removeHost", rc -> {
+            String host = validated(rc).getPathParameters().get("host").getString();
+            change(rc, 204, () -> live.removeHost(nqn(rc), host), d -> "stop allowing host " + host + " on " + d.nqn());
+        });
         on(rb, "listStatistics", rc -> reply(rc, 200, live::statistics));
         on(rb, "getSubsystemStatistics", rc -> reply(rc, 200, () -> live.statistics(nqn(rc))));
         on(rb, "listListeners", rc -> reply(rc, 200, live::listeners));
         on(rb, "addListener", rc -> {
             ListenerConfig l = body(rc, ListenerConfig.class);
-            reply(rc, 201, () -> live.addListener(l));
+            change(rc, 201, () -> live.addListener(l), d -> "add listener " + d.id() + " (" + d.transport() + "://"
+                    + d.address() + ":" + d.port() + (d.subsystems() != null && !d.subsystems().isEmpty()
+                    ? ", exposing " + d.subsystems() : "") + ")");
         });
-        on(rb, "removeListener", rc -> reply(rc, 204, () -> {
-            live.removeListener(validated(rc).getPathParameters().get("id").getInteger());
-            return null;
-        }));
+        on(rb, "removeListener", rc -> {
+            int id = validated(rc).getPathParameters().get("id").getInteger();
+            change(rc, 204, () -> {
+                live.removeListener(id);
+                return null;
+            }, none -> "remove listener " + id);
+        });
         on(rb, "listControllers", rc -> reply(rc, 200, live::controllers));
-        on(rb, "disconnectController", rc -> reply(rc, 204, () -> {
-            live.disconnect(nqn(rc), validated(rc).getPathParameters().get("cntlid").getInteger());
-            return null;
-        }));
+        on(rb, "disconnectController", rc -> {
+            int cntlid = validated(rc).getPathParameters().get("cntlid").getInteger();
+            change(rc, 204, () -> {
+                live.disconnect(nqn(rc), cntlid);
+                return null;
+            }, none -> "disconnect controller " + cntlid + " of " + nqn(rc));
+        });
     }
 
-    /** The import's answer: the target's result and what the foreign document had that could not be mapped. */
+    /**
+     * The import's answer: the target's result, what the foreign document had that could not be mapped, and the
+     * security settings among those that were dropped because the administrator said to ({@code dropSecurity}).
+     */
     record ImportAnswer(String mode, boolean dryRun, List<String> changes, List<String> notApplied,
-                        List<String> notMapped, TargetConfig config) {
+                        List<String> notMapped, List<String> securityDropped, TargetConfig config) {
+    }
+
+    /**
+     * A foreign document with security settings this target does not have (TLS, DH-HMAC-CHAP, per-host namespace
+     * visibility, read-only namespaces): imported, hosts would silently get less protection, so it is refused unless
+     * the administrator accepts that with {@code dropSecurity=true}.
+     */
+    static final class SecurityNotCarried extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        private final List<String> settings;
+
+        SecurityNotCarried(Migration.Format format, List<String> settings) {
+            super("nothing was imported: the " + format.name().toLowerCase(java.util.Locale.ROOT) + " document has "
+                    + settings.size() + " security setting" + (settings.size() == 1 ? "" : "s") + " this target cannot"
+                    + " carry over, and hosts would get less protection without them: " + String.join("; ", settings)
+                    + ". Protect those hosts another way (a private network, a firewall, allowed hosts), then import"
+                    + " again with dropSecurity=true (./nvmeof admin import --drop-security) to import without them");
+            this.settings = List.copyOf(settings);
+        }
+
+        List<String> settings() {
+            return settings;
+        }
+    }
+
+    /**
+     * Imports a whole document. A foreign one whose security would be lost is refused unless {@code dropSecurity};
+     * with it, what was dropped is in the answer and the audit log.
+     */
+    private void importConfig(RoutingContext rc) {
+        ValidatedRequest v = validated(rc);
+        LiveConfiguration.ImportMode mode = LiveConfiguration.ImportMode.valueOf(
+                v.getQuery().get("mode").getString().toUpperCase(java.util.Locale.ROOT));
+        boolean dryRun = flag(v, "dryRun");
+        boolean dropSecurity = flag(v, "dropSecurity");
+        Migration.Format format = format(rc);
+        String text = v.getBody().getJsonObject().encode();
+        changes(rc, 200, () -> {
+            Migration.Imported doc;
+            if (format == null) {
+                doc = new Migration.Imported(parseNative(text), List.of());
+            } else {
+                try {
+                    doc = Migration.importFrom(format, text);
+                } catch (IllegalArgumentException e) {
+                    throw new PathPolicy.ApiRefusal("the " + format.name().toLowerCase(java.util.Locale.ROOT)
+                            + " document is not valid: " + e.getMessage());
+                }
+                if (!doc.securityLost().isEmpty() && !dropSecurity) {
+                    throw new SecurityNotCarried(format, doc.securityLost());
+                }
+            }
+            LiveConfiguration.ImportResult r = live.importConfiguration(doc.config(), mode, dryRun, this::checkPath);
+            if (!dryRun) {
+                AuditLog.droppedSecurity(rc, doc.securityLost());
+            }
+            return new ImportAnswer(r.mode(), r.dryRun(), r.changes(), r.notApplied(), doc.notMapped(),
+                    doc.securityLost(), r.config());
+        }, answer -> answer.dryRun() ? List.of("dry run, nothing changed (" + answer.changes().size()
+                + " changes would be made)") : answer.changes());
+    }
+
+    private static boolean flag(ValidatedRequest v, String name) {
+        io.vertx.openapi.validation.RequestParameter p = v.getQuery().get(name);
+        return p != null && !p.isNull() && p.getBoolean();
     }
 
     /** The format query parameter; null for our own document. */
@@ -155,7 +213,7 @@ final class ConfigurationRoutes {
         try {
             return json.readValue(text, TargetConfig.class);
         } catch (JsonProcessingException e) {
-            throw new PathPolicy.ApiRefusal("the configuration document is not valid: " + e.getOriginalMessage());
+            throw new PathPolicy.ApiRefusal("the configuration document is not valid: " + JsonErrors.describe(e));
         }
     }
 
@@ -174,6 +232,22 @@ final class ConfigurationRoutes {
         } else if (n.path() != null) {
             throw new PathPolicy.ApiRefusal("path is only for file and block backends (backend is '" + n.backend() + "')");
         }
+    }
+
+    /** As {@link #changes}, for a change said in one line. */
+    private <T> void change(RoutingContext rc, int status, Callable<T> change,
+                            java.util.function.Function<T, String> what) {
+        changes(rc, status, change, r -> List.of(what.apply(r)));
+    }
+
+    /** Runs {@code change} as {@link #reply} does; {@code what} says what it changed, for the audit log. */
+    private <T> void changes(RoutingContext rc, int status, Callable<T> change,
+                             java.util.function.Function<T, List<String>> what) {
+        reply(rc, status, () -> {
+            T result = change.call();
+            AuditLog.changed(rc, what.apply(result));
+            return result;
+        });
     }
 
     /** Runs {@code change} on a worker and answers with its result as JSON (204: no body). */
@@ -200,7 +274,7 @@ final class ConfigurationRoutes {
         try {
             return json.readValue(validated(rc).getBody().getJsonObject().encode(), type);
         } catch (JsonProcessingException e) {
-            throw new PathPolicy.ApiRefusal("the body does not match the schema: " + e.getOriginalMessage());
+            throw new PathPolicy.ApiRefusal("the body does not match the schema: " + JsonErrors.describe(e));
         }
     }
 

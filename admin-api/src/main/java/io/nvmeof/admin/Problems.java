@@ -31,6 +31,9 @@ final class Problems {
         }
         if (f instanceof ValidatorException ve) {
             send(rc, 400, validation(ve));
+        } else if (f instanceof ConfigurationRoutes.SecurityNotCarried s) {
+            JsonObject p = body(422, "Security Settings Not Carried Over", s.getMessage());
+            send(rc, 422, p.put("securitySettings", new JsonArray(s.settings())));
         } else if (f instanceof PathPolicy.ApiRefusal r) {
             send(rc, 400, body(400, "Invalid Request", r.getMessage()));
         } else if (f instanceof ConfigurationException ce) {
@@ -39,8 +42,11 @@ final class Problems {
             send(rc, 413, body(413, "Content Too Large", "the request body is larger than the API accepts ("
                     + (AdminServer.BODY_LIMIT >> 10) + " KiB)"));
         } else if (status >= 500 || f != null && !(f instanceof HttpException)) {
-            LOG.error("admin API: {} {} failed", rc.request().method(), rc.request().path(), f);
-            send(rc, 500, body(500, "Internal Server Error", String.valueOf(f)));
+            // The client gets a reference to the log entry, not Java's account of the failure.
+            String incident = java.util.HexFormat.of().toHexDigits(java.util.concurrent.ThreadLocalRandom.current().nextInt());
+            LOG.error("admin API: {} {} failed (incident {})", rc.request().method(), rc.request().path(), incident, f);
+            send(rc, 500, body(500, "Internal Server Error", "the request failed inside the target (incident "
+                    + incident + " in the target's log says why); GET /api/v1/config shows what is live"));
         } else {
             send(rc, status, body(status, "Error", f != null ? f.getMessage() : null));
         }
@@ -50,6 +56,7 @@ final class Problems {
         switch (e.kind()) {
             case NOT_FOUND: return 404;
             case CONFLICT: return 409;
+            case NOT_SAVED: return 507; // the change could not be stored (RFC 4918), so it was not made
             default: return 400;
         }
     }
@@ -58,6 +65,7 @@ final class Problems {
         switch (e.kind()) {
             case NOT_FOUND: return "Not Found";
             case CONFLICT: return "Conflict";
+            case NOT_SAVED: return "Insufficient Storage";
             default: return "Invalid Request";
         }
     }
@@ -100,6 +108,7 @@ final class Problems {
         if (rc.response().ended()) {
             return;
         }
+        AuditLog.refused(rc, problem.getString("detail"));
         rc.response().setStatusCode(status).putHeader("Content-Type", PROBLEM_JSON).end(problem.encode());
     }
 }

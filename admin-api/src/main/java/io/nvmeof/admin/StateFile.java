@@ -5,7 +5,11 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
@@ -52,12 +56,47 @@ public final class StateFile {
         }
     }
 
-    /** Writes {@code config} atomically, keeping the document it replaces as {@code config.json.prev}. */
+    /**
+     * Writes {@code config} atomically, keeping the document it replaces as {@code config.json.prev} (atomically too).
+     * A failure leaves both files as they were and says which file could not be written and why.
+     */
     public synchronized void save(TargetConfig config) throws IOException {
+        try {
+            write((config.toJson() + "\n").getBytes(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new IOException("the state file " + path() + " could not be written: " + why(e), e);
+        }
+    }
+
+    private void write(byte[] document) throws IOException {
         Files.createDirectories(dir);
         Path tmp = dir.resolve(NAME + ".tmp");
-        byte[] bytes = (config.toJson() + "\n").getBytes(StandardCharsets.UTF_8);
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+        writeDurably(tmp, document);
+        if (Files.exists(path())) {
+            keepPrevious();
+        }
+        Files.move(tmp, path(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        syncDirectory(); // the renames themselves are durable
+    }
+
+    /**
+     * The current document becomes {@code config.json.prev} by a second name (a hard link: nothing is copied, so the
+     * cost does not grow with the document) renamed over the old one; where hard links are not supported, by a copy
+     * written and synced first. Either way a crash leaves the old or the new previous copy, never part of one.
+     */
+    private void keepPrevious() throws IOException {
+        Path link = dir.resolve(NAME + ".prev.tmp");
+        Files.deleteIfExists(link);
+        try {
+            Files.createLink(link, path());
+        } catch (UnsupportedOperationException | IOException e) {
+            writeDurably(link, Files.readAllBytes(path()));
+        }
+        Files.move(link, previous(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private static void writeDurably(Path file, byte[] bytes) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             ByteBuffer b = ByteBuffer.wrap(bytes);
             while (b.hasRemaining()) {
@@ -65,12 +104,23 @@ public final class StateFile {
             }
             ch.force(true);
         }
-        if (Files.exists(path())) {
-            Files.copy(path(), previous(), StandardCopyOption.REPLACE_EXISTING);
-        }
-        Files.move(tmp, path(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private void syncDirectory() throws IOException {
         try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-            d.force(true); // the rename itself is durable
+            d.force(true);
         }
+    }
+
+    /** What went wrong, for an administrator: the file and the reason, without Java's exception names. */
+    private static String why(IOException e) {
+        if (e instanceof FileSystemException f) {
+            String reason = f instanceof AccessDeniedException ? "permission denied"
+                    : f instanceof FileAlreadyExistsException ? "exists and is not a directory"
+                    : f instanceof NoSuchFileException ? "does not exist"
+                    : f.getReason() != null ? f.getReason() : "cannot be written";
+            return f.getFile() != null ? f.getFile() + ": " + reason : reason;
+        }
+        return e.getMessage() != null ? e.getMessage() : "an I/O error";
     }
 }

@@ -1,6 +1,7 @@
 package io.nvmeof.admin;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.code_intelligence.jazzer.api.BugDetectors;
@@ -98,6 +99,10 @@ class AdminApiFuzzTest {
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .setSerializationInclusion(JsonInclude.Include.NON_NULL);
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+    /** Java's words in an answer: class names, exception names, the JDK's number parsing message. */
+    static final java.util.regex.Pattern JAVA_INTERNALS = java.util.regex.Pattern.compile(
+            "\\b(java|javax|sun|io\\.vertx|io\\.netty|com\\.fasterxml|io\\.nvmeof)\\.[a-z]+\\.|Exception\\b|For input string"
+                    + "|`[a-z]+\\.[a-zA-Z.]+`");
 
     private static NvmeTarget target;
     private static AdminServer admin;
@@ -241,6 +246,8 @@ class AdminApiFuzzTest {
             assertTrue(problem != null && problem.isObject(), () -> "a problem is a JSON object: " + what);
             assertEquals(status, problem.path("status").asInt(), () -> "the problem's status: " + what);
             assertTrue(!problem.path("detail").asText("").isBlank(), () -> "a problem's detail says what to change: " + what);
+            assertFalse(JAVA_INTERNALS.matcher(resp.body().length > 0 ? text(resp.body()) : "").find(),
+                    () -> "a problem speaks to the administrator, not in Java's terms: " + what);
         }
         if (status < 300 && !head && status != 204 && type.startsWith("application/json")) {
             JSON.readTree(resp.body()); // throws when the answer is not JSON

@@ -131,6 +131,22 @@ class AdminApiTest {
         problem(call("GET", "/api/v1/nothing", null), 404, "/openapi.yaml");
     }
 
+    /** The authentication scheme's name is case-insensitive (RFC 9110, 11.1): curl users write "bearer" too. */
+    @Test
+    void theBearerSchemeNameIsCaseInsensitive() throws Exception {
+        for (String scheme : new String[] {"bearer", "BEARER", "bEaReR"}) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin.port()
+                    + "/api/v1/subsystems")).header("Authorization", scheme + " " + token).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, r.statusCode(), scheme + ": " + r.body());
+        }
+        for (String wrong : new String[] {"Basic " + token, "Bearer" + token, token, "Bearer " + token + "x"}) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin.port()
+                    + "/api/v1/subsystems")).header("Authorization", wrong).build(), HttpResponse.BodyHandlers.ofString());
+            problem(r, 401, "");
+        }
+    }
+
     @Test
     void subsystemsNamespacesAndHostsLifeCycle() throws Exception {
         HttpResponse<String> created = call("POST", "/api/v1/subsystems",
@@ -205,6 +221,58 @@ class AdminApiTest {
 
         assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN, null).statusCode());
         problem(call("GET", "/api/v1/subsystems/" + NQN, null), 404, "does not exist");
+    }
+
+    /**
+     * An NQN with '/' is refused, for subsystems and hosts alike, over every way in: the Linux target keeps each NQN as
+     * a configfs directory name (drivers/nvme/target/configfs.c makes one per subsystem and host), where '/' cannot
+     * be, so nvmetcli could not restore an export holding one.
+     */
+    @Test
+    void anNqnWithASlashIsRefusedAsTheLinuxTargetWould() throws Exception {
+        String slashed = "nqn.2026-12.io.nvmeof:pool/disk1";
+        String host = "nqn.2026-12.io.nvmeof:rack1/host1";
+        String before = call("GET", "/api/v1/config", null).body();
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + slashed + "\"}"), 400, "'/'");
+        problem(call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\",\"hosts\":[\"" + host + "\"]}"), 400,
+                "'/'");
+        problem(call("POST", "/api/v1/subsystems/" + TargetConfig.DEFAULT_NQN + "/hosts", "{\"nqn\":\"" + host + "\"}"),
+                400, "'/'");
+        problem(call("POST", "/api/v1/config/import?mode=merge", "{\"subsystems\":[{\"nqn\":\"" + slashed + "\"}]}"),
+                400, "'/'");
+        problem(call("POST", "/api/v1/config/import?mode=merge&format=nvmetcli", "{\"subsystems\":[{\"nqn\":\""
+                + slashed + "\",\"attr\":{\"allow_any_host\":\"1\"}}]}"), 400, "'/'");
+        assertEquals(before, call("GET", "/api/v1/config", null).body(), "nothing was created");
+    }
+
+    /**
+     * A refusal's detail names the field and what to change in the administrator's terms: no Java class or exception
+     * names, no "For input string" from the JDK's number parsing.
+     */
+    @Test
+    void errorDetailsDoNotSpeakJava() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+        String[][] refusals = {
+            {"POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"size\":\"99999999999999999999\"}", "size"},
+            {"POST", "/api/v1/subsystems/" + NQN + "/namespaces", "{\"size\":\"99999999999999999999GiB\"}", "size"},
+            {"POST", "/api/v1/config/import?mode=merge", "{\"subsystems\":[{\"nqn\":\"" + NQN + "\","
+                    + "\"maxNamespaces\":\"many\"}]}", "maxNamespaces"},
+            {"POST", "/api/v1/config/import?mode=merge", "{\"subsystems\":[{\"nqn\":\"" + NQN + "\",\"bogus\":1}]}",
+                    "bogus"},
+            {"POST", "/api/v1/config/import?mode=merge", "{\"listeners\":{\"address\":\"127.0.0.1\"}}", "listeners"},
+            {"POST", "/api/v1/config/import?mode=merge", "{\"subsystems\":[{\"nqn\":\"" + NQN + "\",\"namespaces\":"
+                    + "[{\"nsid\":99999999999999999999}]}]}", "nsid"},
+            {"PATCH", "/api/v1/subsystems/" + TargetConfig.DEFAULT_NQN + "/namespaces/1", "{\"size\":\"99999999999999999999\"}",
+                    "size"},
+        };
+        String before = call("GET", "/api/v1/config", null).body();
+        for (String[] r : refusals) {
+            HttpResponse<String> answer = call(r[0], r[1], r[2]);
+            problem(answer, 400, r[3]);
+            assertFalse(AdminApiFuzzTest.JAVA_INTERNALS.matcher(json(answer).get("detail").asText()).find(),
+                    r[2] + ": " + answer.body());
+        }
+        assertEquals(before, call("GET", "/api/v1/config", null).body(), "nothing changed");
     }
 
     /**

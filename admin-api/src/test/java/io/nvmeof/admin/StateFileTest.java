@@ -10,7 +10,6 @@ import io.nvmeof.target.config.TargetConfig;
 import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -29,13 +28,7 @@ class StateFileTest {
         StateFile state = new StateFile(dir.resolve("state"));
         TargetConfig saved;
         try (NvmeTarget t = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null))) {
-            t.live().onChange(doc -> {
-                try {
-                    state.save(doc);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
+            t.live().saveChangesWith(state::save);
             t.live().createSubsystem(new SubsystemConfig(NQN, "SERIAL-1", null, 16, false,
                     List.of("nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001"), null));
             String first = Files.readString(state.path());
@@ -66,6 +59,27 @@ class StateFileTest {
         assertEquals(whole.length() / 2, Files.readString(state.path()).length(), "the corrupt file is left for inspection");
     }
 
+    /**
+     * {@code config.json.prev} is replaced atomically: it is the replaced document itself (the same file, by another
+     * name, renamed into place), never a copy being written that a crash could leave half done.
+     */
+    @Test
+    void thePreviousCopyIsTheReplacedFileRenamedIntoPlace() throws Exception {
+        StateFile state = new StateFile(dir);
+        state.save(TargetConfig.defaults("127.0.0.1", 4420, "1MiB", 512, null));
+        state.save(TargetConfig.defaults("127.0.0.1", 4421, "1MiB", 512, null));
+        Object replaced = Files.getAttribute(state.path(), "unix:ino");
+        String replacedText = Files.readString(state.path());
+        state.save(TargetConfig.defaults("127.0.0.1", 4422, "1MiB", 512, null));
+        assertEquals(replaced, Files.getAttribute(state.previous(), "unix:ino"), "the replaced file, not a copy of it");
+        assertEquals(replacedText, Files.readString(state.previous()));
+        assertEquals(4422, state.load().listeners().get(0).port());
+        try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+            assertEquals(List.of(StateFile.NAME, StateFile.NAME + ".prev"),
+                    files.map(p -> p.getFileName().toString()).sorted().toList(), "no temporary file left");
+        }
+    }
+
     /** 8 clients change the configuration at once over HTTP; afterwards the state file is the live configuration. */
     @Test
     void concurrentClientsLeaveAStateFileEqualToTheLiveConfiguration() throws Exception {
@@ -73,28 +87,22 @@ class StateFileTest {
         String token = AdminToken.loadOrCreate(dir.resolve("token"));
         try (NvmeTarget t = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
              AdminServer admin = AdminServer.start(t.live(), new AdminOptions("127.0.0.1", 0, token, List.of()))) {
-            t.live().onChange(doc -> {
-                try {
-                    state.save(doc);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
-            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            t.live().saveChangesWith(state::save);
+            ApiClient api = new ApiClient(admin, token);
             java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger();
             List<Thread> clients = new java.util.ArrayList<>();
             for (int c = 0; c < 8; c++) {
                 String nqn = "nqn.2026-12.io.nvmeof:client" + c;
                 Thread th = new Thread(() -> {
                     try {
-                        send(http, admin, token, "POST", "/api/v1/subsystems", "{\"nqn\":\"" + nqn + "\"}", 201, failures);
+                        send(api, "POST", "/api/v1/subsystems", "{\"nqn\":\"" + nqn + "\"}", 201, failures);
                         for (int n = 1; n <= 3; n++) {
-                            send(http, admin, token, "POST", "/api/v1/subsystems/" + nqn + "/namespaces",
+                            send(api, "POST", "/api/v1/subsystems/" + nqn + "/namespaces",
                                     "{\"size\":\"1MiB\"}", 201, failures);
                         }
-                        send(http, admin, token, "POST", "/api/v1/subsystems/" + nqn + "/hosts",
+                        send(api, "POST", "/api/v1/subsystems/" + nqn + "/hosts",
                                 "{\"nqn\":\"nqn.2026-12.io.nvmeof:host-" + nqn.substring(nqn.length() - 1) + "\"}", 201, failures);
-                        send(http, admin, token, "DELETE", "/api/v1/subsystems/" + nqn + "/namespaces/2", null, 204, failures);
+                        send(api, "DELETE", "/api/v1/subsystems/" + nqn + "/namespaces/2", null, 204, failures);
                     } catch (Exception e) {
                         failures.incrementAndGet();
                     }
@@ -115,17 +123,85 @@ class StateFileTest {
         }
     }
 
-    private static void send(java.net.http.HttpClient http, AdminServer admin, String token, String method, String path,
-                             String body, int expect, java.util.concurrent.atomic.AtomicInteger failures) throws Exception {
-        java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(
-                        java.net.URI.create("http://127.0.0.1:" + admin.port() + path))
-                .header("Authorization", "Bearer " + token)
-                .method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
-                        : java.net.http.HttpRequest.BodyPublishers.ofString(body));
-        if (body != null) {
-            b.header("Content-Type", "application/json");
+    /**
+     * A change whose state cannot be saved is refused (5xx problem+json) and is not made live: the configuration is as
+     * before, hosts cannot reach what it would have added, and once the disk recovers the same request succeeds (not
+     * 409) and the state file is the live configuration. The state directory is replaced by a plain file, which no
+     * process can write under, root included.
+     */
+    @Test
+    void aChangeThatCannotBeSavedIsNotMadeLive() throws Exception {
+        Path stateDir = dir.resolve("state");
+        Path aside = dir.resolve("state-aside");
+        StateFile state = new StateFile(stateDir);
+        String token = AdminToken.loadOrCreate(dir.resolve("token"));
+        String host = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000009";
+        String created = "nqn.2026-12.io.nvmeof:unsaved";
+        String imported = "nqn.2026-12.io.nvmeof:unsaved-import";
+        int importPort;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            importPort = s.getLocalPort();
         }
-        java.net.http.HttpResponse<String> r = http.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        try (NvmeTarget t = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
+             AdminServer admin = AdminServer.start(t.live(), new AdminOptions("127.0.0.1", 0, token, List.of()))) {
+            t.live().saveChangesWith(state::save);
+            ApiClient api = new ApiClient(admin, token);
+            assertEquals(201, api.call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\",\"namespaces\":"
+                    + "[{\"size\":\"1MiB\"}]}").statusCode());
+            String sub = "/api/v1/subsystems/" + NQN;
+            String[][] changes = {
+                {"POST", "/api/v1/subsystems", "{\"nqn\":\"" + created + "\",\"namespaces\":[{\"size\":\"1MiB\"}]}", "201"},
+                {"POST", sub + "/namespaces", "{\"nsid\":2,\"size\":\"1MiB\"}", "201"},
+                {"DELETE", sub + "/namespaces/2", null, "204"},
+                {"PATCH", sub, "{\"allowAnyHost\":false}", "200"},
+                {"POST", sub + "/hosts", "{\"nqn\":\"" + host + "\"}", "201"},
+                {"DELETE", sub + "/hosts/" + host, null, "204"},
+                {"POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":0}", "201"},
+                {"DELETE", "/api/v1/listeners/2", null, "204"},
+                {"POST", "/api/v1/config/import?mode=merge", "{\"listeners\":[{\"address\":\"127.0.0.1\",\"port\":"
+                        + importPort + "}],\"subsystems\":[{\"nqn\":\"" + imported + "\",\"namespaces\":"
+                        + "[{\"size\":\"1MiB\"}]}]}", "200"},
+                {"DELETE", "/api/v1/subsystems/" + created, null, "204"},
+            };
+            for (String[] c : changes) {
+                String what = c[0] + " " + c[1];
+                String before = api.call("GET", "/api/v1/config", null).body();
+                Files.move(stateDir, aside);
+                Files.writeString(stateDir, "a file where the state directory was");
+                java.net.http.HttpResponse<String> failed = api.call(c[0], c[1], c[2]);
+                assertTrue(failed.statusCode() >= 500, what + ": " + failed.statusCode() + " " + failed.body());
+                assertEquals("application/problem+json", failed.headers().firstValue("Content-Type").orElse(""), what);
+                String detail = new com.fasterxml.jackson.databind.ObjectMapper().readTree(failed.body()).get("detail").asText();
+                assertTrue(detail.contains("nothing was changed") && detail.contains(state.path().toString()),
+                        what + ": " + detail);
+                assertFalse(detail.contains("java.") || detail.contains("Exception"), what + ": " + detail);
+                assertEquals(before, api.call("GET", "/api/v1/config", null).body(), what + " left the configuration as it was");
+                if (c[1].equals("/api/v1/subsystems")) {
+                    assertThrows(Exception.class, () -> io.nvmeof.initiator.NvmeofController.connect(
+                            io.nvmeof.initiator.TransportId.tcp("127.0.0.1", t.tcpPort(0), created),
+                            io.nvmeof.initiator.ConnectOptions.defaults()).close(), "a host cannot reach the unsaved subsystem");
+                }
+                if (c[1].startsWith("/api/v1/config/import")) {
+                    assertThrows(java.io.IOException.class, () -> new java.net.Socket("127.0.0.1", importPort).close(),
+                            "the unsaved import's listener is not bound");
+                }
+                Files.delete(stateDir);
+                Files.move(aside, stateDir);
+                java.net.http.HttpResponse<String> again = api.call(c[0], c[1], c[2]);
+                assertEquals(Integer.parseInt(c[3]), again.statusCode(), what + " once the disk recovered: " + again.body());
+                assertEquals(t.live().export(), state.load(), what + ": the state file is the live configuration");
+            }
+            try (io.nvmeof.initiator.NvmeofController c = io.nvmeof.initiator.NvmeofController.connect(
+                    io.nvmeof.initiator.TransportId.tcp("127.0.0.1", importPort, imported),
+                    io.nvmeof.initiator.ConnectOptions.defaults())) {
+                assertEquals(2048, c.namespace(1).blockCount(), "the import saved on the second try is live");
+            }
+        }
+    }
+
+    private static void send(ApiClient api, String method, String path, String body, int expect,
+                             java.util.concurrent.atomic.AtomicInteger failures) throws Exception {
+        java.net.http.HttpResponse<String> r = api.call(method, path, body);
         if (r.statusCode() != expect) {
             failures.incrementAndGet();
             System.err.println(method + " " + path + ": " + r.statusCode() + " " + r.body());

@@ -70,7 +70,7 @@ final class AdminCommand {
             throw new IllegalArgumentException("no admin token at " + tf + "; pass --token-file (the target prints"
                     + " its path at start) or --state-dir");
         }
-        String token = AdminToken.read(tf);
+        String token = AdminToken.readAsClient(tf);
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url + path)).timeout(Duration.ofSeconds(60))
                 .header("Authorization", "Bearer " + token)
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
@@ -487,6 +487,11 @@ final class AdminCommand {
         @Option(names = "--dry-run", description = "Show what would change, change nothing")
         boolean dryRun;
 
+        @Option(names = "--drop-security", description = "Import an nvmetcli or SPDK file even when it has security"
+                + " settings this target does not have (TLS, DH-HMAC-CHAP keys, per-host namespace visibility, read-only"
+                + " namespaces): hosts then connect without them; each dropped setting is listed")
+        boolean dropSecurity;
+
         @Override
         public Integer call() throws Exception {
             String text;
@@ -497,7 +502,7 @@ final class AdminCommand {
             }
             String f = "auto".equals(format) ? detectFormat(file, text) : format;
             HttpResponse<String> r = admin.send("POST", "/api/v1/config/import?mode=" + enc(mode) + "&format=" + enc(f)
-                    + "&dryRun=" + dryRun, text);
+                    + "&dryRun=" + dryRun + "&dropSecurity=" + dropSecurity, text);
             JsonNode result = JSON.readTree(r.body());
             if (admin.json) {
                 admin.print(result, null);
@@ -510,8 +515,15 @@ final class AdminCommand {
             for (JsonNode c : changes) {
                 out.println("  " + c.asText());
             }
+            java.util.Set<String> dropped = new java.util.HashSet<>();
+            for (JsonNode n : result.path("securityDropped")) {
+                dropped.add(n.asText());
+                out.println((dryRun ? "would drop security setting " : "dropped security setting ") + n.asText());
+            }
             for (JsonNode n : result.path("notMapped")) {
-                out.println("not mapped: " + n.asText());
+                if (!dropped.contains(n.asText())) {
+                    out.println("not mapped: " + n.asText());
+                }
             }
             for (JsonNode n : result.path("notApplied")) {
                 out.println("not applied: " + n.asText());

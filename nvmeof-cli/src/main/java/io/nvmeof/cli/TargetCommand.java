@@ -88,6 +88,11 @@ final class TargetCommand implements Callable<Integer> {
             + " and bdev subsystems); what cannot be mapped is listed")
     Path importSpdk;
 
+    @Option(names = "--drop-security", description = "Import an nvmetcli or SPDK configuration even when it has security"
+            + " settings this target does not have (TLS, DH-HMAC-CHAP keys, per-host namespace visibility, read-only"
+            + " namespaces): hosts then connect without them; each dropped setting is listed")
+    boolean dropSecurity;
+
     @Override
     public Integer call() throws Exception {
         TargetConfig cfg;
@@ -139,14 +144,7 @@ final class TargetCommand implements Callable<Integer> {
         }
         NvmeTarget target = NvmeTarget.start(cfg);
         if (state != null) {
-            target.live().onChange(doc -> {
-                try {
-                    state.save(doc);
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException("the change is live but could not be saved to "
-                            + state.path() + ": " + e.getMessage(), e);
-                }
-            });
+            target.live().saveChangesWith(state::save);
         }
         AdminServer admin = null;
         if (!noAdmin) {
@@ -172,8 +170,11 @@ final class TargetCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** Reads another target's configuration, saying on stderr what it had that has no equivalent here. */
-    private static TargetConfig imported(Migration.Format format, Path file) throws java.io.IOException {
+    /**
+     * Reads another target's configuration, saying on stderr what it had that has no equivalent here; one with
+     * security settings this target does not have is refused unless --drop-security.
+     */
+    private TargetConfig imported(Migration.Format format, Path file) throws java.io.IOException {
         String text;
         try {
             text = java.nio.file.Files.readString(file);
@@ -186,8 +187,14 @@ final class TargetCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
         }
+        if (!in.securityLost().isEmpty() && !dropSecurity) {
+            throw new IllegalArgumentException(file + " has security settings this target cannot carry over, and hosts"
+                    + " would get less protection without them:\n  " + String.join("\n  ", in.securityLost())
+                    + "\nNothing was started. Protect those hosts another way (a private network, a firewall, allowed"
+                    + " hosts), then start with --drop-security to import without them");
+        }
         for (String line : in.notMapped()) {
-            System.err.println("not mapped: " + line);
+            System.err.println((in.securityLost().contains(line) ? "dropped security setting " : "not mapped: ") + line);
         }
         System.err.println("imported " + file + " (" + format.name().toLowerCase(java.util.Locale.ROOT) + "): "
                 + (in.config().subsystems() != null ? in.config().subsystems().size() : 0) + " subsystems, "

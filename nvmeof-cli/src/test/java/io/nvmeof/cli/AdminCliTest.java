@@ -79,6 +79,17 @@ class AdminCliTest {
             Path nvmet = dir.resolve("nvmet.json");
             String[] nvmetOut = CliTest.run(0, concat(a, "export", "--format", "nvmetcli", "-o", nvmet.toString()));
             assertTrue(nvmetOut[1].contains("not exported: ") && nvmetOut[1].contains("ram"), nvmetOut[1]);
+            // A port that requires TLS: refused, saying how to accept dropping it; accepted, each dropped setting said.
+            Path secured = dir.resolve("secured.json");
+            Files.writeString(secured, "{\"ports\":[{\"portid\":7,\"addr\":{\"adrfam\":\"ipv4\",\"traddr\":"
+                    + "\"127.0.0.1\",\"trsvcid\":\"4420\",\"trtype\":\"tcp\",\"treq\":\"required\"},\"subsystems\":[]}],"
+                    + "\"hosts\":[],\"subsystems\":[]}");
+            err = CliTest.run(1, concat(a, "import", secured.toString(), "--mode", "merge", "--dry-run"));
+            assertTrue(err[1].contains("ports[0].addr.treq=required") && err[1].contains("--drop-security"), err[1]);
+            out = CliTest.run(0, concat(a, "import", secured.toString(), "--mode", "merge", "--dry-run",
+                    "--drop-security"))[0];
+            assertTrue(out.contains("would drop security setting ports[0].addr.treq=required")
+                    && !out.contains("not mapped: ports[0].addr.treq"), out);
             err = CliTest.run(1, concat(a, "import", dir.resolve("none.json").toString(), "--mode", "merge"));
             assertTrue(err[1].contains("does not exist"), err[1]);
             err = CliTest.run(1, concat(a, "ns-resize", NQN, "1", "1MiB"));

@@ -124,6 +124,25 @@ class CliTest {
         assertTrue(err.contains("--target-pid 999999999: no such process"), err);
     }
 
+    /**
+     * Starting from an nvmetcli configuration whose port requires TLS is refused, naming the setting and the option
+     * that accepts dropping it; with --drop-security it starts, saying what it dropped.
+     */
+    @Test
+    void aSecuredImportIsRefusedUnlessItsSecurityIsDropped() throws Exception {
+        Path saved = dir.resolve("config.json");
+        Files.writeString(saved, "{\"ports\":[{\"portid\":1,\"addr\":{\"adrfam\":\"ipv4\",\"traddr\":\"127.0.0.1\","
+                + "\"trsvcid\":\"4420\",\"trtype\":\"tcp\",\"treq\":\"required\",\"tsas\":\"tls1.3\"},"
+                + "\"subsystems\":[]}],\"subsystems\":[]}");
+        String err = run(1, "target", "--no-admin", "--import-nvmetcli", saved.toString(), "--print-config")[1];
+        assertTrue(err.contains("ports[0].addr.treq=required") && err.contains("ports[0].addr.tsas=tls1.3")
+                && err.contains("--drop-security"), err);
+        String[] started = run(0, "target", "--no-admin", "--import-nvmetcli", saved.toString(), "--drop-security",
+                "--print-config");
+        assertTrue(started[1].contains("dropped security setting ports[0].addr.treq=required"), started[1]);
+        assertEquals(4420, new ObjectMapper().readTree(started[0]).at("/listeners/0/port").asInt(), started[0]);
+    }
+
     /** --busy-poll-us on both commands: the target's goes into its configuration, the bench's into its queues. */
     @Test
     void busyPollIsAnOptionOfTheTargetAndOfTheClientCommands() throws Exception {

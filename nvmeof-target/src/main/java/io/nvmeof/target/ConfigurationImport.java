@@ -28,8 +28,9 @@ import java.util.function.Consumer;
  *
  * <p>The document is compared with the live configuration and turned into steps. Each step first
  * <em>prepares</em> what can fail (opening a backend, binding a port) without hosts seeing anything; if any
- * preparation fails, the ones done are undone in reverse and the target is as it was. Only then are the steps
- * <em>committed</em>, which cannot fail: namespaces appear and disappear (with their events), subsystems and
+ * preparation fails, the ones done are undone in reverse and the target is as it was. Then the document the import
+ * leaves is saved ({@link LiveConfiguration#save}); if it cannot be, the preparations are undone too. Only then are
+ * the steps <em>committed</em>, which cannot fail: namespaces appear and disappear (with their events), subsystems and
  * listeners come and go. A field left out of the document keeps its live value; in {@link ImportMode#REPLACE} whatever the
  * document does not name is removed, in {@link ImportMode#MERGE} it stays, and a clash is refused.
  */
@@ -53,8 +54,16 @@ final class ConfigurationImport {
     private final Consumer<NamespaceConfig> pathCheck;
     private final List<Step> steps = new ArrayList<>();
     private final List<String> notApplied = new ArrayList<>();
-    /** For the document after commit: the namespaces as configured, by subsystem, for those the import touches. */
-    private final Map<String, Map<Long, NamespaceConfig>> configured = new LinkedHashMap<>();
+    /**
+     * The document after the import, as the steps leave it: subsystems removed, subsystems added or changed (their
+     * entries described once their steps are prepared, from what was opened), listeners removed and added.
+     */
+    private final Set<String> subsystemsRemoved = new HashSet<>();
+    private final Map<String, java.util.function.Supplier<SubsystemConfig>> subsystemsAfter = new LinkedHashMap<>();
+    private final Set<Integer> listenersRemoved = new HashSet<>();
+    private final List<java.util.function.Supplier<ListenerConfig>> listenersAdded = new ArrayList<>();
+    /** The namespaces the prepared steps opened, by subsystem and NSID. */
+    private final Map<String, Map<Long, Namespace>> opened = new LinkedHashMap<>();
 
     ConfigurationImport(LiveConfiguration live, NvmeTarget target, ImportMode mode, Consumer<NamespaceConfig> pathCheck) {
         this.live = live;
@@ -70,19 +79,34 @@ final class ConfigurationImport {
         if (dryRun) {
             return new ImportResult(mode.name().toLowerCase(Locale.ROOT), true, changes, List.copyOf(notApplied), live.export());
         }
+        if (steps.isEmpty()) {
+            return new ImportResult(mode.name().toLowerCase(Locale.ROOT), false, changes, List.copyOf(notApplied),
+                    live.export());
+        }
         List<Step> prepared = new ArrayList<>();
+        Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>(live.subsystems);
+        Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>(live.listeners);
         try {
             for (Step s : steps) {
                 s.prepare();
                 prepared.add(s);
             }
+            subsystemsRemoved.forEach(subsystems::remove);
+            subsystemsAfter.forEach((nqn, entry) -> subsystems.put(nqn, entry.get()));
+            listenersRemoved.forEach(listeners::remove);
+            listenersAdded.forEach(entry -> listeners.put(entry.get().id(), entry.get()));
+            live.save(live.document(subsystems, listeners));
         } catch (Exception e) {
             for (int i = prepared.size() - 1; i >= 0; i--) {
                 prepared.get(i).undo();
             }
-            String why = e.getMessage() != null ? e.getMessage() : e.toString();
             if (e instanceof ConfigurationException ce) {
                 throw ce;
+            }
+            String why = e.getMessage();
+            if (why == null) {
+                LiveConfiguration.LOG.error("an import failed while it was prepared", e);
+                why = "an internal error, logged by the target";
             }
             throw new ConfigurationException(e instanceof java.io.IOException && why.contains("ddress already in use")
                     ? ConfigurationException.Kind.CONFLICT : ConfigurationException.Kind.INVALID,
@@ -91,16 +115,11 @@ final class ConfigurationImport {
         for (Step s : steps) {
             s.commit();
         }
-        for (Map.Entry<String, Map<Long, NamespaceConfig>> e : configured.entrySet()) {
-            Subsystem sub = target.core().subsystem(e.getKey());
-            if (sub != null) {
-                live.subsystems.put(e.getKey(), live.describe(sub, new ArrayList<>(e.getValue().values())));
-            }
-        }
-        if (!steps.isEmpty()) {
-            target.core().configChanged();
-            live.changed();
-        }
+        live.subsystems.clear();
+        live.subsystems.putAll(subsystems);
+        live.listeners.clear();
+        live.listeners.putAll(listeners);
+        target.core().configChanged();
         return new ImportResult(mode.name().toLowerCase(Locale.ROOT), false, changes, List.copyOf(notApplied), live.export());
     }
 
@@ -131,9 +150,9 @@ final class ConfigurationImport {
         if (mode == ImportMode.REPLACE) {
             for (String nqn : new ArrayList<>(live.subsystems.keySet())) {
                 if (!named.contains(nqn)) {
+                    subsystemsRemoved.add(nqn);
                     steps.add(commitOnly("delete subsystem " + nqn + " (its hosts are disconnected)", () -> {
                         Subsystem removed = target.core().removeSubsystem(nqn);
-                        live.subsystems.remove(nqn);
                         removed.namespaces().forEach(ns -> target.retire(ns, removed));
                     }));
                 }
@@ -142,6 +161,10 @@ final class ConfigurationImport {
         Set<String> after = new HashSet<>(named);
         if (mode == ImportMode.MERGE) {
             after.addAll(live.subsystems.keySet());
+        }
+        if (after.size() > LiveConfiguration.MAX_SUBSYSTEMS) {
+            throw conflict("nothing was changed: the target would have " + after.size() + " subsystems after this"
+                    + " import; it takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
         }
         planListeners(doc.listeners() != null ? doc.listeners() : List.of(), after);
     }
@@ -173,8 +196,7 @@ final class ConfigurationImport {
         }
         SubsystemConfig full = new SubsystemConfig(s.nqn(), s.serial(), s.model(), s.maxNamespaces(), s.allowAnyHost(),
                 s.hosts(), new ArrayList<>(ns.values()));
-        configured.put(s.nqn(), ns);
-        steps.add(new Step() {
+        var create = new Step() {
             private Subsystem built;
 
             @Override
@@ -196,7 +218,9 @@ final class ConfigurationImport {
             public void commit() {
                 target.core().addSubsystem(built);
             }
-        });
+        };
+        steps.add(create);
+        subsystemsAfter.put(s.nqn(), () -> live.describe(create.built, full.namespaces()));
     }
 
     /** A live subsystem the document names: its properties, hosts and namespaces brought to the document's. */
@@ -241,7 +265,7 @@ final class ConfigurationImport {
                 }
             }
         }
-        configured.put(s.nqn(), result);
+        subsystemsAfter.put(s.nqn(), () -> entryAfter(s, current, result));
         if (identityChanges) {
             planRecreate(s, sub, result, toOpen);
             return;
@@ -262,6 +286,28 @@ final class ConfigurationImport {
             }));
         }
         planHosts(s, sub);
+    }
+
+    /**
+     * A reconciled subsystem's document entry after the import: what the document sets, else the live value; its
+     * namespaces as they stay, or as opened for those the import opens.
+     */
+    private SubsystemConfig entryAfter(SubsystemConfig s, SubsystemConfig current, Map<Long, NamespaceConfig> result) {
+        Map<Long, Namespace> openedHere = opened.getOrDefault(s.nqn(), Map.of());
+        List<NamespaceConfig> namespaces = new ArrayList<>();
+        for (NamespaceConfig n : result.values()) {
+            Namespace ns = openedHere.get(n.nsid());
+            namespaces.add(ns != null ? LiveConfiguration.describe(ns, n) : n);
+        }
+        namespaces.sort(java.util.Comparator.comparing(NamespaceConfig::nsid));
+        Set<String> hosts = new TreeSet<>(s.hosts() != null && mode == ImportMode.REPLACE ? s.hosts() : current.hosts());
+        if (s.hosts() != null) {
+            hosts.addAll(s.hosts());
+        }
+        return new SubsystemConfig(s.nqn(), s.serial() != null ? s.serial() : current.serial(),
+                s.model() != null ? s.model() : current.model(),
+                s.maxNamespaces() != null ? s.maxNamespaces() : current.maxNamespaces(),
+                s.allowAnyHost() != null ? s.allowAnyHost() : current.allowAnyHost(), List.copyOf(hosts), namespaces);
     }
 
     private void planHosts(SubsystemConfig s, Subsystem sub) {
@@ -305,7 +351,7 @@ final class ConfigurationImport {
                 s.hosts() != null && mode == ImportMode.REPLACE ? s.hosts() : mergedHosts(s, old), List.of());
         steps.add(new Step() {
             private Subsystem built;
-            private final List<Namespace> opened = new ArrayList<>();
+            private final List<Namespace> openedHere = new ArrayList<>();
 
             @Override
             public String describe() {
@@ -317,18 +363,20 @@ final class ConfigurationImport {
             public void prepare() throws Exception {
                 built = target.buildSubsystem(shell);
                 for (NamespaceConfig n : toOpen) {
-                    opened.add(target.openNamespace(s.nqn(), n.nsid(), n));
+                    Namespace ns = target.openNamespace(s.nqn(), n.nsid(), n);
+                    openedHere.add(ns);
+                    opened.computeIfAbsent(s.nqn(), k -> new LinkedHashMap<>()).put(n.nsid(), ns);
                 }
             }
 
             @Override
             public void undo() {
-                opened.forEach(target::discard);
+                openedHere.forEach(target::discard);
             }
 
             @Override
             public void commit() {
-                for (Namespace ns : opened) {
+                for (Namespace ns : openedHere) {
                     built.addNamespace(ns);
                 }
                 for (Namespace ns : old.namespaces()) {
@@ -357,7 +405,7 @@ final class ConfigurationImport {
 
     private Step openNamespaceStep(String nqn, NamespaceConfig n, boolean swap, Consumer<Namespace> commit) {
         return new Step() {
-            private Namespace opened;
+            private Namespace namespace;
 
             @Override
             public String describe() {
@@ -368,17 +416,18 @@ final class ConfigurationImport {
 
             @Override
             public void prepare() throws Exception {
-                opened = target.openNamespace(nqn, n.nsid(), n);
+                namespace = target.openNamespace(nqn, n.nsid(), n);
+                opened.computeIfAbsent(nqn, k -> new LinkedHashMap<>()).put(n.nsid(), namespace);
             }
 
             @Override
             public void undo() {
-                target.discard(opened);
+                target.discard(namespace);
             }
 
             @Override
             public void commit() {
-                commit.accept(opened);
+                commit.accept(namespace);
             }
         };
     }
@@ -453,6 +502,7 @@ final class ConfigurationImport {
             for (ListenerConfig c : current.values()) {
                 if (!kept.contains(c.id())) {
                     removed.add(c.id());
+                    listenersRemoved.add(c.id());
                     if (wantedEndpoints.contains(endpoint(c))) {
                         // A new listener wants its port: it goes before the new ones bind.
                         steps.add(removeListenerStep(c));
@@ -460,10 +510,7 @@ final class ConfigurationImport {
                         // Dropped, or its id given to a new one: it serves its hosts until the import commits, so a
                         // failed import never has to bind its port again (which another process may have taken).
                         steps.add(commitOnly("remove listener " + c.id() + " (" + endpoint(c) + "; its connections end)",
-                                () -> {
-                                    target.removeListener(c.id(), c.port());
-                                    live.listeners.remove(c.id());
-                                }));
+                                () -> target.removeListener(c.id(), c.port())));
                     }
                 }
             }
@@ -478,8 +525,8 @@ final class ConfigurationImport {
         for (ListenerConfig n : toAdd) {
             int id = n.id() != null ? n.id() : freeId(taken);
             taken.add(id);
-            steps.add(addListenerStep(new ListenerConfig(id, n.transport(), n.address(), n.port(), n.inlineDataSize(),
-                    n.maxH2CData(), n.subsystems())));
+            addListenerStep(new ListenerConfig(id, n.transport(), n.address(), n.port(), n.inlineDataSize(),
+                    n.maxH2CData(), n.subsystems()));
         }
     }
 
@@ -517,13 +564,13 @@ final class ConfigurationImport {
 
             @Override
             public void commit() {
-                live.listeners.remove(c.id());
+                // stopped when prepared
             }
         };
     }
 
-    private Step addListenerStep(ListenerConfig l) {
-        return new Step() {
+    private void addListenerStep(ListenerConfig l) {
+        var add = new Step() {
             private int bound;
 
             @Override
@@ -543,10 +590,12 @@ final class ConfigurationImport {
 
             @Override
             public void commit() {
-                live.listeners.put(l.id(), new ListenerConfig(l.id(), l.transport(), l.address(), bound,
-                        l.inlineDataSize(), l.maxH2CData(), l.subsystems()));
+                // listening since prepared; the discovery log shows it once the configuration changes
             }
         };
+        steps.add(add);
+        listenersAdded.add(() -> new ListenerConfig(l.id(), l.transport(), l.address(), add.bound, l.inlineDataSize(),
+                l.maxH2CData(), l.subsystems()));
     }
 
     // ------------------------------------------------------------------------------------------ comparisons

@@ -17,7 +17,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -29,23 +28,31 @@ import org.slf4j.LoggerFactory;
  * target starts from) in step with every change, so the live target can be exported and restored exactly (same NQNs,
  * NSIDs, UUIDs, serials).
  *
- * <p>Each change is checked completely before anything is touched, then applied; it applies completely or not at
- * all. Changes are serialized (one monitor); the data path never takes it: it reads the lock-free maps of
- * {@link Subsystem} and {@link io.nvmeof.target.core.TargetCore}. Adding or removing a namespace raises the Namespace
- * Attribute Changed event on every controller of the subsystem; changes hosts may discover bump the discovery log's
- * generation counter.
+ * <p>Each change is checked completely before anything is touched, and what can fail (opening a backend, binding a
+ * port) is prepared where hosts do not use it yet; then the document it leaves is saved ({@link #saveChangesWith}),
+ * then it is applied. It applies completely or not at all, and never unsaved. Changes are serialized (one monitor);
+ * the data path never takes it: it reads the lock-free maps of {@link Subsystem} and
+ * {@link io.nvmeof.target.core.TargetCore}. Adding or removing a namespace raises the Namespace Attribute Changed
+ * event on every controller of the subsystem; changes hosts may discover bump the discovery log's generation
+ * counter.
  */
 public final class LiveConfiguration {
     static final Logger LOG = LoggerFactory.getLogger(LiveConfiguration.class);
     /** Longest serial (Identify SN) and model (MN) strings, in bytes. */
     static final int SERIAL_LENGTH = 20;
     static final int MODEL_LENGTH = 40;
+    /**
+     * Most NVM subsystems a target takes (the discovery subsystem not counted): SPDK's default max_subsystems. Every
+     * change saves the whole document, so this also bounds the cost of a change.
+     */
+    public static final int MAX_SUBSYSTEMS = 1024;
 
-    /** Why a change was refused; an API maps the kind to its status (400, 404, 409). */
+    /** Why a change was refused; an API maps the kind to its status (400, 404, 409, 507). */
     public static final class ConfigurationException extends RuntimeException {
         private static final long serialVersionUID = 1L;
 
-        public enum Kind { INVALID, NOT_FOUND, CONFLICT }
+        /** NOT_SAVED: the change was valid but could not be saved ({@link Store}), so it was not made live. */
+        public enum Kind { INVALID, NOT_FOUND, CONFLICT, NOT_SAVED }
 
         private final Kind kind;
 
@@ -90,7 +97,14 @@ public final class LiveConfiguration {
     final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
     /** Listeners by port ID, with the port each is bound to. */
     final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
-    private final List<Consumer<TargetConfig>> changeListeners = new CopyOnWriteArrayList<>();
+    private volatile Store store;
+
+    /** Keeps the configuration document durably (the admin API's state file). */
+    @FunctionalInterface
+    public interface Store {
+        /** Keeps {@code document}; throws when it could not, with a message that names the file and why. */
+        void save(TargetConfig document) throws IOException;
+    }
 
     LiveConfiguration(NvmeTarget target, TargetConfig started) {
         this.target = target;
@@ -112,17 +126,64 @@ public final class LiveConfiguration {
     }
 
     /**
-     * Called with the new document after every accepted change (on the changing thread, under the change lock, so
-     * documents arrive in order). A listener that throws (the state could not be saved) makes the change's caller see
-     * the failure; the change itself is live.
+     * Saves every change with {@code store} before the change is made live (on the changing thread, under the change
+     * lock, so documents arrive in order). A change that cannot be saved is refused ({@link
+     * ConfigurationException.Kind#NOT_SAVED}) and nothing of it is made live: the saved document and the live target
+     * never disagree, and the request can simply be sent again once the store works.
      */
-    public void onChange(Consumer<TargetConfig> listener) {
-        changeListeners.add(listener);
+    public void saveChangesWith(Store store) {
+        this.store = store;
     }
 
     /** The whole target as one configuration document, with every effective value (serials, NSIDs, UUIDs). */
     public synchronized TargetConfig export() {
-        return base.withContents(List.copyOf(listeners.values()), List.copyOf(subsystems.values()));
+        return document(subsystems, listeners);
+    }
+
+    TargetConfig document(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls) {
+        return base.withContents(List.copyOf(ls.values()), List.copyOf(subs.values()));
+    }
+
+    /** The document with {@code entry} as the subsystem {@code nqn} (null: without it). */
+    private TargetConfig documentWith(String nqn, SubsystemConfig entry) {
+        Map<String, SubsystemConfig> next = new LinkedHashMap<>(subsystems);
+        if (entry == null) {
+            next.remove(nqn);
+        } else {
+            next.put(nqn, entry);
+        }
+        return document(next, listeners);
+    }
+
+    /** The document with {@code entry} as listener {@code id} (null: without it). */
+    private TargetConfig documentWith(int id, ListenerConfig entry) {
+        Map<Integer, ListenerConfig> next = new java.util.TreeMap<>(listeners);
+        if (entry == null) {
+            next.remove(id);
+        } else {
+            next.put(id, entry);
+        }
+        return document(subsystems, next);
+    }
+
+    /**
+     * Saves the document a change will leave, before the change is made live; refuses the change when it cannot be
+     * saved. The caller undoes what it prepared (an opened backend, a bound port) when this throws.
+     */
+    void save(TargetConfig next) {
+        Store s = store;
+        if (s == null) {
+            return;
+        }
+        try {
+            s.save(next);
+        } catch (IOException | RuntimeException e) {
+            String why = e.getMessage() != null ? e.getMessage() : "the store failed";
+            LOG.error("a change was refused because the configuration could not be saved: {}", why);
+            throw new ConfigurationException(ConfigurationException.Kind.NOT_SAVED, "nothing was changed: the new"
+                    + " configuration could not be saved (" + why + "); the target runs as before. Make the state"
+                    + " directory writable (free space, permissions), then send the request again");
+        }
     }
 
     /**
@@ -179,9 +240,14 @@ public final class LiveConfiguration {
         }
         ListenerConfig d = new ListenerConfig(id, transport, l.address(), bound, l.inlineDataSize(), l.maxH2CData(),
                 l.subsystems());
+        try {
+            save(documentWith(id, d)); // after binding: the document records the port it got (port 0: any)
+        } catch (ConfigurationException e) {
+            target.removeListener(id, bound);
+            throw e;
+        }
         listeners.put(id, d);
         LOG.info("listener {} added: {} {}:{}", id, transport, l.address(), bound);
-        changed();
         return d;
     }
 
@@ -217,10 +283,10 @@ public final class LiveConfiguration {
         if (listeners.size() == 1) {
             throw conflict("listener " + id + " is the target's last: hosts could not reach it any more; add another first");
         }
+        save(documentWith(id, null));
         target.removeListener(id);
         listeners.remove(id);
         LOG.info("listener {} removed", id);
-        changed();
     }
 
     private int boundPort(int id, ListenerConfig l) {
@@ -255,17 +321,25 @@ public final class LiveConfiguration {
         if (subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
             throw conflict("subsystem " + s.nqn() + " already exists");
         }
+        if (subsystems.size() >= MAX_SUBSYSTEMS) {
+            throw conflict("the target has its maximum of " + MAX_SUBSYSTEMS + " subsystems; delete one first");
+        }
         Subsystem sub;
         try {
             sub = target.buildSubsystem(s);
         } catch (IllegalArgumentException | IOException e) {
             throw invalid(e.getMessage());
         }
-        target.core().addSubsystem(sub);
         SubsystemConfig d = describe(sub, s.namespaces());
+        try {
+            save(documentWith(s.nqn(), d));
+        } catch (ConfigurationException e) {
+            sub.namespaces().forEach(target::discard);
+            throw e;
+        }
+        target.core().addSubsystem(sub);
         subsystems.put(s.nqn(), d);
         LOG.info("subsystem {} created ({} namespaces)", s.nqn(), sub.namespaces().size());
-        changed();
         return d;
     }
 
@@ -309,23 +383,26 @@ public final class LiveConfiguration {
                         + " first, then add it again without the subsystem if it should stay");
             }
         }
+        save(documentWith(nqn, null));
         Subsystem removed = target.core().removeSubsystem(nqn);
         subsystems.remove(nqn);
         for (Namespace ns : removed.namespaces()) {
             target.retire(ns, removed);
         }
         LOG.info("subsystem {} deleted", nqn);
-        changed();
     }
 
     /** Changes whether any host may connect (the one property of a subsystem that changes live, as in nvmet). */
     public synchronized SubsystemConfig setAllowAnyHost(String nqn, boolean allow) {
-        subsystem(nqn);
+        SubsystemConfig current = subsystem(nqn);
+        SubsystemConfig d = current.withAccess(allow, current.hosts());
+        save(documentWith(nqn, d));
         Subsystem sub = target.core().subsystem(nqn);
         sub.allowAnyHost(allow);
         target.core().configChanged();
         sub.endAssociationsNoLongerAllowed();
-        return refresh(sub);
+        subsystems.put(nqn, d);
+        return d;
     }
 
     // ------------------------------------------------------------------------------------------ namespaces
@@ -368,11 +445,22 @@ public final class LiveConfiguration {
         } catch (IllegalArgumentException | IOException e) {
             throw invalid(e.getMessage());
         }
+        NamespaceConfig d = describe(ns, n.withNsid(nsid));
+        List<NamespaceConfig> after = new ArrayList<>(subsystems.get(nqn).namespaces());
+        after.add(d);
+        after.sort(Comparator.comparing(NamespaceConfig::nsid));
+        SubsystemConfig entry = subsystems.get(nqn).withNamespaces(after);
+        try {
+            save(documentWith(nqn, entry));
+        } catch (ConfigurationException e) {
+            target.discard(ns);
+            throw e;
+        }
         sub.addNamespace(ns);
+        subsystems.put(nqn, entry);
         LOG.info("subsystem {}: namespace {} added ({} x {} B on {})", nqn, nsid, ns.blockCount(), ns.blockSize(),
                 ns.backend().describe());
-        refresh(sub, n.withNsid(nsid));
-        return namespaceOf(nqn, nsid);
+        return d;
     }
 
     /**
@@ -380,15 +468,16 @@ public final class LiveConfiguration {
      * Invalid Namespace. Its backend is closed once those have finished.
      */
     public synchronized void removeNamespace(String nqn, long nsid) {
-        subsystem(nqn);
+        SubsystemConfig current = subsystem(nqn);
         Subsystem sub = target.core().subsystem(nqn);
-        Namespace removed = sub.removeNamespace(nsid);
-        if (removed == null) {
+        if (sub.namespace(nsid) == null) {
             throw notFound("namespace " + nsid + " does not exist in " + nqn);
         }
-        target.retire(removed, sub);
+        SubsystemConfig entry = current.withNamespaces(current.namespaces().stream().filter(n -> n.nsid() != nsid).toList());
+        save(documentWith(nqn, entry));
+        target.retire(sub.removeNamespace(nsid), sub);
+        subsystems.put(nqn, entry);
         LOG.info("subsystem {}: namespace {} removed", nqn, nsid);
-        refresh(sub);
     }
 
     /**
@@ -416,18 +505,35 @@ public final class LiveConfiguration {
         if (bytes == ns.sizeBytes()) {
             return current;
         }
+        if ("ram".equals(current.backend())) {
+            throw conflict("namespace " + nsid + " of " + nqn + " cannot grow (ram namespaces cannot be resized; file"
+                    + " and block ones can)");
+        }
+        NamespaceConfig grown = current.withSize(Long.toString(bytes));
+        SubsystemConfig before = subsystems.get(nqn);
+        SubsystemConfig entry = before.withNamespaces(before.namespaces().stream()
+                .map(n -> n.nsid() == nsid ? grown : n).toList());
+        save(documentWith(nqn, entry));
         try {
             ns.grow(bytes);
-        } catch (UnsupportedOperationException e) {
-            throw conflict("namespace " + nsid + " of " + nqn + ": " + e.getMessage() + " (" + current.backend()
-                    + " namespaces cannot be resized; file and block ones can)");
-        } catch (IllegalArgumentException | IOException e) {
+        } catch (UnsupportedOperationException | IllegalArgumentException | IOException e) {
+            // Saved first so that no grown size goes unsaved: the saved document goes back to the live one.
+            try {
+                save(export());
+            } catch (ConfigurationException again) {
+                LOG.error("namespace {} of {} was not grown, but the saved configuration says {} bytes: {}", nsid, nqn,
+                        bytes, again.getMessage());
+            }
+            if (e instanceof UnsupportedOperationException) {
+                throw conflict("namespace " + nsid + " of " + nqn + ": " + e.getMessage() + " (" + current.backend()
+                        + " namespaces cannot be resized; file and block ones can)");
+            }
             throw invalid(e.getMessage());
         }
         sub.namespaceAttributesChanged(nsid);
+        subsystems.put(nqn, entry);
         LOG.info("subsystem {}: namespace {} grown to {} bytes", nqn, nsid, bytes);
-        refresh(sub);
-        return namespaceOf(nqn, nsid);
+        return grown;
     }
 
     public synchronized NamespaceConfig namespaceOf(String nqn, long nsid) {
@@ -443,17 +549,24 @@ public final class LiveConfiguration {
 
     /** Allows a host NQN to connect. Listing a host does not by itself stop others: see {@link #setAllowAnyHost}. */
     public synchronized SubsystemConfig addHost(String nqn, String hostNqn) {
-        subsystem(nqn);
+        SubsystemConfig current = subsystem(nqn);
         String why = hostNqn == null ? "is required" : Nqn.validateFormat(hostNqn);
         if (why != null) {
             throw invalid("host NQN " + Nqn.display(hostNqn) + ": " + why);
         }
         Subsystem sub = target.core().subsystem(nqn);
-        if (!sub.allowedHosts().add(hostNqn)) {
+        if (sub.allowedHosts().contains(hostNqn)) {
             throw conflict("host " + hostNqn + " is already allowed on " + nqn);
         }
+        List<String> hosts = new ArrayList<>(current.hosts());
+        hosts.add(hostNqn);
+        hosts.sort(null);
+        SubsystemConfig entry = current.withAccess(current.allowAnyHost(), hosts);
+        save(documentWith(nqn, entry));
+        sub.allowedHosts().add(hostNqn);
         target.core().configChanged();
-        return refresh(sub);
+        subsystems.put(nqn, entry);
+        return entry;
     }
 
     /**
@@ -461,14 +574,19 @@ public final class LiveConfiguration {
      * end now (as SPDK's {@code nvmf_subsystem_remove_host}; nvmet leaves them until they reconnect).
      */
     public synchronized SubsystemConfig removeHost(String nqn, String hostNqn) {
-        subsystem(nqn);
+        SubsystemConfig current = subsystem(nqn);
         Subsystem sub = target.core().subsystem(nqn);
-        if (!sub.allowedHosts().remove(hostNqn)) {
+        if (!sub.allowedHosts().contains(hostNqn)) {
             throw notFound("host " + Nqn.display(hostNqn) + " is not allowed on " + nqn);
         }
+        SubsystemConfig entry = current.withAccess(current.allowAnyHost(),
+                current.hosts().stream().filter(h -> !h.equals(hostNqn)).toList());
+        save(documentWith(nqn, entry));
+        sub.allowedHosts().remove(hostNqn);
         target.core().configChanged();
         sub.endAssociationsNoLongerAllowed();
-        return refresh(sub);
+        subsystems.put(nqn, entry);
+        return entry;
     }
 
     // ------------------------------------------------------------------------------------------ statistics
@@ -546,23 +664,6 @@ public final class LiveConfiguration {
 
     // ------------------------------------------------------------------------------------------ internals
 
-    /** Re-describes {@code sub} in the document after a change to it, keeping namespace details as recorded. */
-    private SubsystemConfig refresh(Subsystem sub) {
-        return refresh(sub, null);
-    }
-
-    private SubsystemConfig refresh(Subsystem sub, NamespaceConfig added) {
-        SubsystemConfig old = subsystems.get(sub.nqn());
-        List<NamespaceConfig> given = new ArrayList<>(old.namespaces());
-        if (added != null) {
-            given.add(added);
-        }
-        SubsystemConfig d = describe(sub, given);
-        subsystems.put(sub.nqn(), d);
-        changed();
-        return d;
-    }
-
     /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */
     SubsystemConfig describe(Subsystem sub, List<NamespaceConfig> configured) {
         Map<Long, NamespaceConfig> byNsid = new LinkedHashMap<>();
@@ -576,28 +677,25 @@ public final class LiveConfiguration {
         }
         List<NamespaceConfig> namespaces = new ArrayList<>();
         for (Namespace ns : sub.namespaces()) {
-            NamespaceConfig n = byNsid.get(ns.nsid());
-            String backend = ns.backend() instanceof io.nvmeof.target.backend.FileBackend f
-                    ? (f.isBlockDevice() ? "block" : "file") : "ram";
-            String path = n != null ? n.path() : null;
-            String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
-            Boolean sparse = ns.backend() instanceof io.nvmeof.target.backend.RamBackend r && r.sparse() ? true : null;
-            // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
-            // document, the empty volume would claim the identity of the one whose data is gone.
-            String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
-            namespaces.add(new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path,
-                    uuid, nguid, sparse));
+            namespaces.add(describe(ns, byNsid.get(ns.nsid())));
         }
         namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
         return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),
                 sub.allowedHosts().stream().sorted().toList(), namespaces);
     }
 
-    void changed() {
-        TargetConfig doc = export();
-        for (Consumer<TargetConfig> l : changeListeners) {
-            l.accept(doc);
-        }
+    /** The document entry for an opened namespace: its effective values, and what only its configuration says. */
+    static NamespaceConfig describe(Namespace ns, NamespaceConfig n) {
+        String backend = ns.backend() instanceof io.nvmeof.target.backend.FileBackend f
+                ? (f.isBlockDevice() ? "block" : "file") : "ram";
+        String path = n != null ? n.path() : null;
+        String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
+        Boolean sparse = ns.backend() instanceof io.nvmeof.target.backend.RamBackend r && r.sparse() ? true : null;
+        // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
+        // document, the empty volume would claim the identity of the one whose data is gone.
+        String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
+        return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
+                sparse);
     }
 
     private static void checkText(String what, String v, int max) {

@@ -87,6 +87,10 @@ public final class NvmeTarget implements AutoCloseable {
         NvmeTarget target = new NvmeTarget(core, group);
         target.pollGroupCount = threads;
         try {
+            if (config.subsystems() != null && config.subsystems().size() > LiveConfiguration.MAX_SUBSYSTEMS) {
+                throw new IllegalArgumentException("the configuration has " + config.subsystems().size()
+                        + " subsystems; a target takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
+            }
             if (config.subsystems() != null) {
                 for (SubsystemConfig s : config.subsystems()) {
                     target.addSubsystem(s);

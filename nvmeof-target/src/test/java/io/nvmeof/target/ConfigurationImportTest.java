@@ -75,7 +75,7 @@ class ConfigurationImportTest {
         int port = target.tcpPort(0);
         int port2 = freePort();
         List<String> saved = new ArrayList<>();
-        live.onChange(d -> saved.add(d.toJson()));
+        live.saveChangesWith(d -> saved.add(d.toJson()));
         long genctr = target.core().discoveryGeneration();
         TargetConfig want = doc(List.of(new ListenerConfig(1, "tcp", "127.0.0.1", port, null, null, null),
                         new ListenerConfig(7, "tcp", "127.0.0.1", port2, null, null, List.of(B))),

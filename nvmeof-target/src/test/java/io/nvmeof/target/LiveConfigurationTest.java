@@ -78,6 +78,46 @@ class LiveConfigurationTest {
     }
 
     /**
+     * The target takes at most 1024 subsystems (SPDK's default max_subsystems), however they come: created, imported,
+     * or in the configuration it starts from. Each change saves the whole document, so the cap also bounds what a
+     * change costs.
+     */
+    @Test
+    void theNumberOfSubsystemsIsCapped() throws Exception {
+        int max = 1024;
+        List<SubsystemConfig> full = new java.util.ArrayList<>();
+        try (NvmeTarget t = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "1MiB", 512, null))) {
+            LiveConfiguration live = t.live();
+            for (int i = 2; i <= max; i++) {
+                live.createSubsystem(new SubsystemConfig(NQN + i, null, null, null, null, null, null));
+            }
+            assertEquals(max, live.subsystems().size());
+            ConfigurationException refused = assertThrows(ConfigurationException.class,
+                    () -> live.createSubsystem(new SubsystemConfig(NQN + "-over", null, null, null, null, null, null)));
+            assertEquals(ConfigurationException.Kind.CONFLICT, refused.kind());
+            assertTrue(refused.getMessage().contains("1024"), refused.getMessage());
+
+            TargetConfig now = live.export();
+            full.addAll(now.subsystems());
+            full.add(new SubsystemConfig(NQN + "-over", null, null, null, null, null, null));
+            ConfigurationException merge = assertThrows(ConfigurationException.class, () -> live.importConfiguration(
+                    now.withContents(now.listeners(), List.of(full.get(max))), LiveConfiguration.ImportMode.MERGE,
+                    false, n -> { }));
+            assertEquals(ConfigurationException.Kind.CONFLICT, merge.kind());
+            assertTrue(merge.getMessage().contains("1024"), merge.getMessage());
+            assertEquals(now, live.export(), "the refused import changed nothing");
+            LiveConfiguration.ImportResult swap = live.importConfiguration(now.withContents(now.listeners(),
+                    full.subList(1, max + 1)), LiveConfiguration.ImportMode.REPLACE, false, n -> { });
+            assertEquals(2, swap.changes().size(), "one subsystem deleted, one created: " + swap.changes());
+            assertEquals(max, live.subsystems().size());
+        }
+        TargetConfig tooMany = TargetConfig.defaults("127.0.0.1", 0, "1MiB", 512, null);
+        IllegalArgumentException start = assertThrows(IllegalArgumentException.class,
+                () -> NvmeTarget.start(tooMany.withContents(tooMany.listeners(), full)).close());
+        assertTrue(start.getMessage().contains("1024"), start.getMessage());
+    }
+
+    /**
      * Issue 29, finding 2 (the target's half): hosts take a namespace whose identifiers are unchanged for the same
      * volume, so another volume under the same NSID must not have the same ones. Before, both were derived from the
      * subsystem NQN and NSID alone: another file added live as NSID 1, or a RAM namespace made anew (empty) by a

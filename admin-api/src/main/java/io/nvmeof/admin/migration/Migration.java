@@ -47,13 +47,22 @@ public final class Migration {
     /**
      * The result of an import.
      *
-     * @param config    our document
-     * @param notMapped one line per item of the input that has no equivalent here
+     * @param config       our document
+     * @param notMapped    one line per item of the input that has no equivalent here
+     * @param securityLost the lines of {@code notMapped} that are security settings this target does not have (a
+     *                     port that requires TLS, hosts' DH-HMAC-CHAP and TLS keys, namespaces visible to some hosts
+     *                     only, read-only namespaces): the document imports without them only when the
+     *                     administrator accepts that. No line holds a key's value.
      */
-    public record Imported(TargetConfig config, List<String> notMapped) {
+    public record Imported(TargetConfig config, List<String> notMapped, List<String> securityLost) {
         public Imported {
             Objects.requireNonNull(config, "config");
             notMapped = List.copyOf(notMapped);
+            securityLost = List.copyOf(securityLost);
+        }
+
+        public Imported(TargetConfig config, List<String> notMapped) {
+            this(config, notMapped, List.of());
         }
     }
 

@@ -55,6 +55,8 @@ import java.util.Set;
  *     configuration does not record; set {@code blockSize} if hosts saw 4096-byte blocks.</li>
  * <li>A subsystem without {@code attr.allow_any_host} gets {@code allowAnyHost=false}, nvmet's default.</li>
  * <li>The top-level {@code hosts} only declare host NQNs for {@code allowed_hosts} to link to: nothing to map.</li>
+ * <li>Security this target does not have is listed in {@link Imported#securityLost()} too: a port's
+ *     {@code addr.treq} "required" or TLS {@code addr.tsas}, a host's DH-HMAC-CHAP keys.</li>
  * </ul>
  * Values equal to nvmet's defaults carry no information and are skipped without a line: port {@code param}s equal to
  * {@code "-1"} (transport default) and {@code pi_enable "0"}; {@code addr.treq} "not specified"/"not required" and
@@ -96,7 +98,7 @@ public final class NvmetcliFormat {
     /** Reads an nvmetcli config.json. */
     public static Imported read(String json) {
         JsonAt root = Migration.parse(json);
-        List<String> notMapped = new ArrayList<>();
+        ImportReport notMapped = new ImportReport();
         for (String key : root.fieldNames()) {
             if (!ROOT_KEYS.contains(key)) {
                 notMapped.add(key + ": not part of an nvmetcli configuration; ignored");
@@ -107,24 +109,46 @@ public final class NvmetcliFormat {
         Set<String> nqns = new HashSet<>();
         subsystems.forEach(s -> nqns.add(s.nqn()));
         List<ListenerConfig> listeners = readPorts(root.field("ports"), nqns, notMapped);
-        return new Imported(new TargetConfig(null, null, null, null, listeners, subsystems), notMapped);
+        return notMapped.imported(new TargetConfig(null, null, null, null, listeners, subsystems));
     }
 
-    /** The host list only declares NQNs; each entry still has to be well formed. */
-    private static void readHosts(JsonAt hosts, List<String> notMapped) {
+    /**
+     * The host list declares NQNs for {@code allowed_hosts}; each entry still has to be well formed. A host's
+     * DH-HMAC-CHAP keys (configfs {@code dhchap_key} and {@code dhchap_ctrl_key}, written flat or as the attribute
+     * group {@code dhchap}) are security settings this target does not have.
+     */
+    private static void readHosts(JsonAt hosts, ImportReport notMapped) {
         for (JsonAt host : hosts.elements()) {
             host.requireObject();
-            host.field("nqn").nonEmptyText();
+            String nqn = host.field("nqn").nonEmptyText();
             for (String key : host.fieldNames()) {
-                if (!key.equals("nqn")) {
-                    notMapped.add(host.field(key).path() + ": host attributes (such as DH-HMAC-CHAP keys) are not "
-                            + "supported; ignored");
+                JsonAt value = host.field(key);
+                if (key.equals("dhchap") && value.node().isObject()) {
+                    for (String attr : value.fieldNames()) {
+                        readHostAttribute(value.field(attr), attr, nqn, notMapped);
+                    }
+                } else if (!key.equals("nqn")) {
+                    readHostAttribute(value, key.startsWith("dhchap_") ? key.substring(7) : key, nqn, notMapped);
                 }
             }
         }
     }
 
-    private static List<ListenerConfig> readPorts(JsonAt ports, Set<String> nqns, List<String> notMapped) {
+    private static void readHostAttribute(JsonAt value, String attr, String nqn, ImportReport notMapped) {
+        boolean set = value.node().isTextual() && !value.node().textValue().isBlank();
+        if (set && attr.equals("key")) {
+            notMapped.securityLost(value.path() + " (host " + nqn + "): a DH-HMAC-CHAP key: the host must"
+                    + " authenticate itself; here it would connect without authentication (not supported)");
+        } else if (set && attr.equals("ctrl_key")) {
+            notMapped.securityLost(value.path() + " (host " + nqn + "): a DH-HMAC-CHAP controller key: the target"
+                    + " authenticates itself to the host; here it would not (not supported)");
+        } else {
+            notMapped.add(value.path() + ": host attributes (such as DH-HMAC-CHAP settings) are not supported;"
+                    + " ignored");
+        }
+    }
+
+    private static List<ListenerConfig> readPorts(JsonAt ports, Set<String> nqns, ImportReport notMapped) {
         List<ListenerConfig> listeners = new ArrayList<>();
         Set<Long> ids = new HashSet<>();
         for (JsonAt port : ports.elements()) {
@@ -136,7 +160,7 @@ public final class NvmetcliFormat {
         return listeners;
     }
 
-    private static ListenerConfig readPort(JsonAt port, Set<Long> ids, Set<String> nqns, List<String> notMapped) {
+    private static ListenerConfig readPort(JsonAt port, Set<Long> ids, Set<String> nqns, ImportReport notMapped) {
         port.requireObject();
         long portid = port.field("portid").integer(1, 65535);
         if (!ids.add(portid)) {
@@ -178,7 +202,7 @@ public final class NvmetcliFormat {
     }
 
     /** treq and tsas ask for secure channels (TLS), which we do not offer; other addr keys are unknown. */
-    private static void readAddrExtras(JsonAt addr, List<String> notMapped) {
+    private static void readAddrExtras(JsonAt addr, ImportReport notMapped) {
         for (String key : addr.fieldNames()) {
             JsonAt value = addr.field(key);
             switch (key) {
@@ -187,13 +211,15 @@ public final class NvmetcliFormat {
                 case "treq":
                     String treq = value.optText();
                     if (treq != null && !treq.equals("not specified") && !treq.equals("not required")) {
-                        notMapped.add(value.path() + "=" + treq + ": secure channels (TLS) are not supported; ignored");
+                        notMapped.securityLost(value.path() + "=" + treq + ": the port admits hosts only over a secure"
+                                + " channel (TLS); here they would connect in clear text (not supported)");
                     }
                     break;
                 case "tsas":
                     String tsas = value.optText();
                     if (tsas != null && !tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("not specified")) {
-                        notMapped.add(value.path() + "=" + tsas + ": secure channels (TLS) are not supported; ignored");
+                        notMapped.securityLost(value.path() + "=" + tsas + ": the port secures its connections with"
+                                + " TLS; here they would be in clear text (not supported)");
                     }
                     break;
                 default:
@@ -203,7 +229,7 @@ public final class NvmetcliFormat {
     }
 
     /** Returns inline_data_size (null: the transport's default); lists every other non-default parameter. */
-    private static Integer readParams(JsonAt param, List<String> notMapped) {
+    private static Integer readParams(JsonAt param, ImportReport notMapped) {
         if (param == null) {
             return null;
         }
@@ -225,7 +251,7 @@ public final class NvmetcliFormat {
         return text.equals("-1") || (key.equals("pi_enable") && text.equals("0"));
     }
 
-    private static void readReferrals(JsonAt referrals, List<String> notMapped) {
+    private static void readReferrals(JsonAt referrals, ImportReport notMapped) {
         for (JsonAt referral : referrals.elements()) {
             referral.requireObject();
             JsonAt addr = referral.field("addr");
@@ -238,7 +264,7 @@ public final class NvmetcliFormat {
     }
 
     /** Group 1 in state optimized is what every port has; anything else is ANA configuration we do not offer. */
-    private static void readAnaGroups(JsonAt groups, List<String> notMapped) {
+    private static void readAnaGroups(JsonAt groups, ImportReport notMapped) {
         for (JsonAt group : groups.elements()) {
             group.requireObject();
             long grpid = group.field("grpid").integer(1, 1024);
@@ -251,7 +277,7 @@ public final class NvmetcliFormat {
         }
     }
 
-    private static List<SubsystemConfig> readSubsystems(JsonAt subsystems, List<String> notMapped) {
+    private static List<SubsystemConfig> readSubsystems(JsonAt subsystems, ImportReport notMapped) {
         List<SubsystemConfig> result = new ArrayList<>();
         Set<String> nqns = new HashSet<>();
         for (JsonAt s : subsystems.elements()) {
@@ -265,7 +291,7 @@ public final class NvmetcliFormat {
         return result;
     }
 
-    private static SubsystemConfig readSubsystem(JsonAt s, List<String> notMapped) {
+    private static SubsystemConfig readSubsystem(JsonAt s, ImportReport notMapped) {
         s.requireObject();
         String nqn = s.field("nqn").nonEmptyText();
         if (nqn.equals(DISCOVERY_NQN)) {
@@ -293,7 +319,7 @@ public final class NvmetcliFormat {
     }
 
     /** A serial or model number that fits Identify Controller, else null and a line. */
-    private static String identifyField(JsonAt at, int max, List<String> notMapped) {
+    private static String identifyField(JsonAt at, int max, ImportReport notMapped) {
         String value = at.optText();
         if (value == null) {
             return null;
@@ -306,7 +332,7 @@ public final class NvmetcliFormat {
         return value;
     }
 
-    private static void listOtherAttrs(JsonAt attr, List<String> notMapped) {
+    private static void listOtherAttrs(JsonAt attr, ImportReport notMapped) {
         for (String key : attr.fieldNames()) {
             if (key.equals("allow_any_host") || key.equals("serial") || key.equals("model")) {
                 continue;
@@ -331,7 +357,7 @@ public final class NvmetcliFormat {
         };
     }
 
-    private static List<NamespaceConfig> readNamespaces(JsonAt namespaces, List<String> notMapped) {
+    private static List<NamespaceConfig> readNamespaces(JsonAt namespaces, ImportReport notMapped) {
         List<NamespaceConfig> result = new ArrayList<>();
         Set<Long> nsids = new HashSet<>();
         for (JsonAt n : namespaces.elements()) {
@@ -348,7 +374,7 @@ public final class NvmetcliFormat {
         return result;
     }
 
-    private static NamespaceConfig readNamespace(JsonAt n, long nsid, List<String> notMapped) {
+    private static NamespaceConfig readNamespace(JsonAt n, long nsid, ImportReport notMapped) {
         Long enable = n.field("enable").optInteger(0, 1);
         JsonAt device = n.field("device").optObject();
         if (enable == null || enable == 0) {
@@ -398,7 +424,7 @@ public final class NvmetcliFormat {
         return new NamespaceConfig(nsid, Migration.backendFor(path), null, null, path, uuid, nguid);
     }
 
-    private static void readAnaGroupId(JsonAt grpid, List<String> notMapped) {
+    private static void readAnaGroupId(JsonAt grpid, ImportReport notMapped) {
         Long id = grpid.optInteger(0, 1024);
         if (id != null && id != 1) {
             notMapped.add(grpid.path() + "=" + id + ": asymmetric namespace access is not supported; the namespace "
@@ -406,7 +432,7 @@ public final class NvmetcliFormat {
         }
     }
 
-    private static void listUnknownKeys(JsonAt object, Set<String> known, String why, List<String> notMapped) {
+    private static void listUnknownKeys(JsonAt object, Set<String> known, String why, ImportReport notMapped) {
         for (String key : object.fieldNames()) {
             if (!known.contains(key)) {
                 JsonAt value = object.field(key);

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof.admin.migration.Migration.Exported;
 import io.nvmeof.admin.migration.Migration.Imported;
 import io.nvmeof.admin.migration.Migration.JsonAt;
+import io.nvmeof.target.LiveConfiguration;
 import io.nvmeof.target.config.TargetConfig;
 import io.nvmeof.target.config.TargetConfig.ListenerConfig;
 import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
@@ -59,6 +60,9 @@ import java.util.function.Function;
  *     bdev's (SPDK's rule). NGUIDs are kept as 32 lower-case hex digits.</li>
  * <li>Other SPDK subsystems (iobuf, sock, keyring, accel, vmd, scheduler, ...) with calls: each method is listed
  *     once; empty ones are skipped.</li>
+ * <li>Security this target does not have is listed in {@link Imported#securityLost()} too: a host's {@code psk},
+ *     {@code dhchap_key} and {@code dhchap_ctrlr_key} (never their values), a namespace's {@code no_auto_visible}, a
+ *     listener's {@code secure_channel}, and a {@code readonly} bdev a namespace uses.</li>
  * </ul>
  * Parameters that {@code save_config} always writes and whose value means "feature off" are skipped without a line:
  * {@code nvmf_create_subsystem} {@code min_cntlid 1}, {@code max_cntlid 65519}, {@code ana_reporting false},
@@ -142,6 +146,8 @@ public final class SpdkFormat {
         final String uuid;
         final String unusable;
         boolean used;
+        /** SPDK's readonly: hosts cannot write it; here they could. */
+        boolean readonly;
 
         Bdev(String label, String backend, String size, Integer blockSize, String path, String uuid, String unusable) {
             this.label = label;
@@ -196,7 +202,7 @@ public final class SpdkFormat {
 
     /** One import: the state built up while reading the calls in order. */
     private static final class Importer {
-        private final List<String> notMapped = new ArrayList<>();
+        private final ImportReport notMapped = new ImportReport();
         private final Map<String, Bdev> bdevs = new LinkedHashMap<>();
         /** Bdev names created by kinds we do not have (bdev_null_create...), to explain a namespace using one. */
         private final Map<String, String> foreignBdevs = new LinkedHashMap<>();
@@ -236,7 +242,7 @@ public final class SpdkFormat {
                     notMapped.add(b.label + ": not used by any namespace; not imported");
                 }
             }
-            return new Imported(buildConfig(), notMapped);
+            return notMapped.imported(buildConfig());
         }
 
         private void listOtherSubsystem(String name, List<Call> calls) {
@@ -296,13 +302,17 @@ public final class SpdkFormat {
                 throw new IllegalArgumentException(call.params().field("name").path() + ": bdev " + name
                         + " is created twice");
             }
+            bdev.readonly = Boolean.TRUE.equals(call.params().field("readonly").optFlag());
             bdevs.put(name, bdev);
         }
 
-        /** Bdev parameters we do not map: listed unless they hold the value that means "off". */
+        /**
+         * Bdev parameters we do not map: listed unless they hold the value that means "off"; readonly is listed
+         * where a namespace uses the bdev (a security setting only then).
+         */
         private void listExtras(Call call, String label, Set<String> mapped, Integer blockSize) {
             for (String key : call.params().fieldNames()) {
-                if (mapped.contains(key)) {
+                if (mapped.contains(key) || key.equals("readonly")) {
                     continue;
                 }
                 String value = call.params().field(key).display();
@@ -316,7 +326,6 @@ public final class SpdkFormat {
 
         private static String bdevReason(String key) {
             return switch (key) {
-                case "readonly" -> "read-only namespaces are not supported (imported writable)";
                 case "md_size", "md_interleave", "dif_type", "dif_is_head_of_md", "dif_pi_format" ->
                         "metadata and protection information are not supported";
                 default -> "no equivalent here";
@@ -467,13 +476,18 @@ public final class SpdkFormat {
             String host = call.text("host");
             String label = "nvmf_subsystem_add_host(" + s.nqn + ", " + host + ")";
             for (String key : call.params().fieldNames()) {
-                if (key.equals("nqn") || key.equals("host")) {
-                    continue;
+                switch (key) {
+                    case "nqn", "host" -> { }
+                    // The key's name in SPDK's keyring, or (older SPDK) the key itself: never repeated.
+                    case "psk" -> notMapped.securityLost(label + ".psk: the host must connect over TLS with this"
+                            + " pre-shared key; here it would connect in clear text (not supported)");
+                    case "dhchap_key" -> notMapped.securityLost(label + ".dhchap_key: the host must authenticate"
+                            + " itself (DH-HMAC-CHAP); here it would connect without authentication (not supported)");
+                    case "dhchap_ctrlr_key" -> notMapped.securityLost(label + ".dhchap_ctrlr_key: the target"
+                            + " authenticates itself to the host (DH-HMAC-CHAP); here it would not (not supported)");
+                    default -> notMapped.add(label + "." + key + "=" + call.params().field(key).display()
+                            + ": no equivalent here; ignored");
                 }
-                String reason = Set.of("psk", "dhchap_key", "dhchap_ctrlr_key").contains(key)
-                        ? "TLS and DH-HMAC-CHAP keys are not supported; the host is allowed without it"
-                        : "no equivalent here; ignored";
-                notMapped.add(label + "." + key + "=" + call.params().field(key).display() + ": " + reason);
             }
             if (!s.hosts.contains(host)) {
                 s.hosts.add(host);
@@ -503,6 +517,10 @@ public final class SpdkFormat {
                 return;
             }
             listNamespaceExtras(call, ns, label); // only for namespaces we import: the others have their line
+            if (bdev.readonly) {
+                notMapped.securityLost(bdev.label + ".readonly=true: hosts cannot write namespace " + nsid + " of "
+                        + s.nqn + "; here they could (read-only namespaces are not supported)");
+            }
             String uuid = Migration.uuid(ns.field("uuid"));
             s.namespaces.add(new NamespaceConfig(nsid, bdev.backend, bdev.size, bdev.blockSize, bdev.path,
                     uuid != null ? uuid : bdev.uuid, Migration.nguid(ns.field("nguid"))));
@@ -525,10 +543,14 @@ public final class SpdkFormat {
         private void listNamespaceExtras(Call call, JsonAt ns, String label) {
             for (String key : ns.fieldNames()) {
                 String value = ns.field(key).display();
+                if (key.equals("no_auto_visible") && !value.equals("false")) {
+                    notMapped.securityLost(label + ".no_auto_visible=" + value + ": only the hosts nvmf_ns_add_host"
+                            + " names see the namespace; here every host allowed on the subsystem would (per-host"
+                            + " visibility is not supported)");
+                    continue;
+                }
                 String reason = switch (key) {
-                    case "nsid", "bdev_name", "uuid", "nguid" -> null;
-                    case "no_auto_visible" -> value.equals("false") ? null
-                            : "per-host namespace visibility is not supported; imported visible to every allowed host";
+                    case "nsid", "bdev_name", "uuid", "nguid", "no_auto_visible" -> null;
                     case "eui64" -> "EUI-64 identifiers are not supported; ignored";
                     case "ptpl_file" -> "persistent reservations are not supported; ignored";
                     case "anagrpid" -> "asymmetric namespace access is not supported; ignored";
@@ -584,10 +606,13 @@ public final class SpdkFormat {
             }
             for (String key : call.params().fieldNames()) {
                 String value = call.params().field(key).display();
+                if (key.equals("secure_channel") && !value.equals("false")) {
+                    notMapped.securityLost(label + ".secure_channel=" + value + ": hosts connect over TLS there;"
+                            + " here they would connect in clear text (not supported)");
+                    continue;
+                }
                 String reason = switch (key) {
-                    case "nqn", "listen_address" -> null;
-                    case "secure_channel" -> value.equals("false") ? null
-                            : "secure channels (TLS) are not supported; the listener is imported without it";
+                    case "nqn", "listen_address", "secure_channel" -> null;
                     case "ana_state" -> "asymmetric namespace access is not supported; ignored";
                     case "sock_impl" -> "the socket implementation is not selectable here; ignored";
                     default -> "no equivalent here; ignored";
@@ -600,7 +625,8 @@ public final class SpdkFormat {
 
         private void listOtherNvmfCall(Call call) {
             String reason = switch (call.method()) {
-                case "nvmf_set_max_subsystems" -> "there is no subsystem limit here; ignored";
+                case "nvmf_set_max_subsystems" -> "the limit here is fixed at " + LiveConfiguration.MAX_SUBSYSTEMS
+                        + " subsystems; ignored";
                 case "nvmf_set_crdt" -> "command retry delay times are not supported; ignored";
                 case "nvmf_set_config" -> "target-wide SPDK options have no equivalent here; ignored";
                 case "nvmf_discovery_add_referral" -> "referrals are not supported; not imported";

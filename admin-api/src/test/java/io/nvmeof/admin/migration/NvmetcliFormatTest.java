@@ -118,8 +118,11 @@ class NvmetcliFormatTest {
                 "ports[1].ana_groups[1] (ANA group 2, inaccessible): asymmetric namespace access is not supported; "
                         + "not imported",
                 "ports[2] (portid 3): transport loop is not supported (tcp and rdma only); not imported",
-                "ports[3].addr.treq=required: secure channels (TLS) are not supported; ignored"),
+                "ports[3].addr.treq=required: the port admits hosts only over a secure channel (TLS); here they would "
+                        + "connect in clear text (not supported)"),
                 imported.notMapped());
+        assertEquals(List.of(imported.notMapped().get(imported.notMapped().size() - 1)), imported.securityLost(),
+                "a port that requires TLS is security the import would drop");
     }
 
     @Test

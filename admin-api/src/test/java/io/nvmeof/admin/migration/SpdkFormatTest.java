@@ -138,11 +138,11 @@ class SpdkFormatTest {
                 "nvmf_create_subsystem(" + CNODE2 + ").ana_reporting=true: asymmetric namespace access is not "
                         + "supported; ignored",
                 "nvmf_set_config: target-wide SPDK options have no equivalent here; ignored",
-                "nvmf_set_max_subsystems: there is no subsystem limit here; ignored",
+                "nvmf_set_max_subsystems: the limit here is fixed at 1024 subsystems; ignored",
                 "nvmf_set_crdt: command retry delay times are not supported; ignored",
                 "nvmf_discovery_add_referral(TCP 192.168.20.7:4420): referrals are not supported; not imported",
-                "nvmf_subsystem_add_host(" + CNODE1 + ", " + HOST_B + ").psk=key0: TLS and DH-HMAC-CHAP keys are not "
-                        + "supported; the host is allowed without it",
+                "nvmf_subsystem_add_host(" + CNODE1 + ", " + HOST_B + ").psk: the host must connect over TLS with this "
+                        + "pre-shared key; here it would connect in clear text (not supported)",
                 "nvmf_subsystem_add_ns(" + CNODE1 + ", nsid 2).eui64=ABCDEF0123456789: EUI-64 identifiers are not "
                         + "supported; ignored",
                 "nvmf_subsystem_add_ns(" + CNODE1 + ", nsid 3): bdev Nvme0n1 comes from "
@@ -157,6 +157,8 @@ class SpdkFormatTest {
                 "nvmf_create_transport(RDMA).max_queue_depth=256: this target has one limit for all transports; "
                         + "TCP's smaller 128 is used"));
         assertEquals(expected, imported.notMapped());
+        assertEquals(expected.stream().filter(l -> l.contains(".psk:")).toList(), imported.securityLost(),
+                "the TLS key is security the import would drop, and its name is not repeated");
     }
 
     @Test
@@ -197,8 +199,9 @@ class SpdkFormatTest {
                         + "here; not imported (the target's default is used)",
                 "nvmf_subsystem_add_listener(nqn.x:a, VFIOUSER /var/run/vfio:): transport VFIOUSER is not supported "
                         + "(tcp and rdma only); not imported",
-                "nvmf_subsystem_add_listener(nqn.x:a, TCP 10.0.0.1:4420).secure_channel=true: secure channels (TLS) "
-                        + "are not supported; the listener is imported without it"), imported.notMapped());
+                "nvmf_subsystem_add_listener(nqn.x:a, TCP 10.0.0.1:4420).secure_channel=true: hosts connect over TLS "
+                        + "there; here they would connect in clear text (not supported)"), imported.notMapped());
+        assertEquals(imported.notMapped().subList(3, 4), imported.securityLost());
         assertEquals(List.of(new ListenerConfig(1, "tcp", "10.0.0.1", 4420, null, null, List.of("nqn.x:a"))),
                 imported.config().listeners(), "no TCP transport was created: no in-capsule data size");
         assertNull(imported.config().subsystems().get(0).serial());

@@ -41,12 +41,18 @@ public final class Nqn {
      * The spec's NQN formats (NVMe Base, "NVM Qualified Names"), for names an administrator creates: either
      * {@code nqn.yyyy-mm.reverse.domain[:anything]} or {@code nqn.2014-08.org.nvmexpress:uuid:<UUID>}, on top of
      * {@link #validate}. Connect stays as liberal as {@link #validate} (peers send what they send); what we create is
-     * as strict as SPDK's {@code nvmf_create_subsystem}. Returns why not, or null.
+     * as strict as SPDK's {@code nvmf_create_subsystem}, and without '/', which the Linux target cannot hold: it keeps
+     * every subsystem and host NQN as a configfs directory name, so nvmetcli could not restore one. Returns why not,
+     * or null.
      */
     public static String validateFormat(String nqn) {
         String why = validate(nqn);
         if (why != null) {
             return why;
+        }
+        if (nqn.indexOf('/') >= 0) {
+            return "an NQN cannot contain '/': the Linux target keeps each NQN as a directory name (configfs), so"
+                    + " nvmetcli could not restore it";
         }
         if (nqn.startsWith("nqn.2014-08.org.nvmexpress:uuid:")) {
             return UUID_FORMAT.matcher(nqn).matches() ? null

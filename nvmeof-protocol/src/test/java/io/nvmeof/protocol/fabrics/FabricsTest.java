@@ -153,6 +153,7 @@ class FabricsTest {
         assertNotNull(Nqn.validateFormat("nqn.2026-12.com.example:"), "empty name after ':'");
         assertNotNull(Nqn.validateFormat("nqn.2014-08.org.nvmexpress:uuid:not-a-uuid"));
         assertNotNull(Nqn.validateFormat("nqn.2026-12.com.example:" + "x".repeat(200)), "over 223 bytes");
+        assertNotNull(Nqn.validateFormat("nqn.2026-12.com.example:pool/disk1"), "'/': no configfs directory name");
     }
 
     @Test

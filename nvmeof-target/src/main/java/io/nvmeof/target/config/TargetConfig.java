@@ -100,6 +100,15 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
             List<String> hosts, List<NamespaceConfig> namespaces) {
+        /** This subsystem with other access rules: whether any host may connect, and the hosts listed. */
+        public SubsystemConfig withAccess(Boolean anyHost, List<String> newHosts) {
+            return new SubsystemConfig(nqn, serial, model, maxNamespaces, anyHost, newHosts, namespaces);
+        }
+
+        /** This subsystem with other namespaces. */
+        public SubsystemConfig withNamespaces(List<NamespaceConfig> newNamespaces) {
+            return new SubsystemConfig(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, newNamespaces);
+        }
     }
 
     /**
@@ -125,6 +134,11 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
         /** This namespace with {@code id} as its NSID. */
         public NamespaceConfig withNsid(long id) {
             return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse);
+        }
+
+        /** This namespace with another size (bytes or with a unit). */
+        public NamespaceConfig withSize(String newSize) {
+            return new NamespaceConfig(nsid, backend, newSize, blockSize, path, uuid, nguid, sparse);
         }
 
         /** This namespace with its memory committed on first write ({@code true}) or up front. */
@@ -188,7 +202,12 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
         if (!m.matches()) {
             throw new IllegalArgumentException("size '" + text + "' is not a number with an optional unit (k, M, G, T, KiB, MiB, GiB)");
         }
-        long n = Long.parseLong(m.group(1));
+        long n;
+        try {
+            n = Long.parseLong(m.group(1));
+        } catch (NumberFormatException e) { // digits only: more than a long holds
+            throw new IllegalArgumentException("size '" + text + "' is too large");
+        }
         int shift;
         switch (m.group(2).toLowerCase(Locale.ROOT)) {
             case "k": shift = 10; break;
