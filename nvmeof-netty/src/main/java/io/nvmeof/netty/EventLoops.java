@@ -6,14 +6,18 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.EventExecutor;
 import java.nio.channels.spi.SelectorProvider;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.agrona.concurrent.BusySpinIdleStrategy;
 
 /**
  * The event loops that NVMe/TCP queues run on, on both sides: Netty's NIO loops, blocking in {@code select()} when
  * there is nothing to do (interrupt mode, the default), or busy-polling for a while after each piece of work
- * ({@link BusyPollSelectStrategy}).
+ * ({@link BusyPollSelectStrategy}). An Error out of a loop's I/O handling does not end its thread
+ * ({@link SurvivingIoHandler}).
  */
 public final class EventLoops {
     /** The most busy-poll time accepted: beyond a second the fall-back to blocking no longer serves an idle host. */
@@ -31,10 +35,32 @@ public final class EventLoops {
      */
     public static EventLoopGroup create(int threads, String name, Duration busyPoll) {
         check(busyPoll);
-        SelectStrategyFactory strategy = busyPoll.isZero() ? DefaultSelectStrategyFactory.INSTANCE
-                : () -> new BusyPollSelectStrategy(busyPoll.toNanos(), new BusySpinIdleStrategy());
+        return create(threads, name, busyPoll.isZero() ? DefaultSelectStrategyFactory.INSTANCE
+                : () -> new BusyPollSelectStrategy(busyPoll.toNanos(), new BusySpinIdleStrategy()));
+    }
+
+    static EventLoopGroup create(int threads, String name, SelectStrategyFactory strategy) {
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true),
-                NioIoHandler.newFactory(SelectorProvider.provider(), strategy));
+                SurvivingIoHandler.factory(NioIoHandler.newFactory(SelectorProvider.provider(), strategy)));
+    }
+
+    /**
+     * The loops of {@code group} (numbered from 1 in its order) that have ended although nobody shut the whole group
+     * down: their channels are no longer served. Empty once the group itself is shutting down.
+     */
+    public static List<Integer> endedLoops(EventLoopGroup group) {
+        List<Integer> ended = new ArrayList<>();
+        if (group.isShuttingDown()) {
+            return ended;
+        }
+        int n = 0;
+        for (EventExecutor loop : group) {
+            n++;
+            if (loop.isShuttingDown()) {
+                ended.add(n);
+            }
+        }
+        return ended;
     }
 
     /** Throws, saying what is accepted, unless {@code busyPoll} is from zero to {@link #MAX_BUSY_POLL}. */

@@ -1,6 +1,7 @@
 package io.nvmeof.netty;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,6 +14,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.SelectStrategy;
+import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import java.lang.management.ManagementFactory;
@@ -148,6 +150,52 @@ class EventLoopsTest {
             long before = mx.getThreadCpuTime(tid);
             Thread.sleep(400);
             return mx.getThreadCpuTime(tid) - before;
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    /**
+     * Issue 30, finding 18: an Error out of a loop's I/O handling (an OutOfMemoryError while the heap was exhausted)
+     * ended the loop's thread, since Netty's loop rethrows Errors: every connection of that poll group, and every new
+     * one it was given, went unserved while the process ran on. The loop now logs it and goes on serving.
+     */
+    @Test
+    void anErrorOutOfTheIoHandlingDoesNotEndTheLoop() throws Exception {
+        AtomicInteger thrown = new AtomicInteger();
+        SelectStrategyFactory failingOnce = () -> (selectNow, hasTasks) -> {
+            if (thrown.getAndIncrement() == 0) {
+                throw new OutOfMemoryError("injected by the test");
+            }
+            return hasTasks ? selectNow.get() : SelectStrategy.SELECT;
+        };
+        EventLoopGroup group = EventLoops.create(1, "survivor", failingOnce);
+        try {
+            io.netty.util.concurrent.EventExecutor loop = group.next();
+            loop.execute(() -> { }); // starts the thread, which runs the I/O handling first
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (thrown.get() < 2 && !loop.isShuttingDown() && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertFalse(loop.isShuttingDown(), "the loop ended with the Error");
+            assertTrue(thrown.get() >= 2, "the I/O handling ran again after the Error");
+            assertEquals("still serving", group.next().submit(() -> "still serving").get(5, TimeUnit.SECONDS));
+            assertEquals(java.util.List.of(), EventLoops.endedLoops(group));
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    /** A loop that ended while its group runs is named, so a health check can say the data path is down. */
+    @Test
+    void aLoopThatEndedIsNamed() throws Exception {
+        EventLoopGroup group = EventLoops.create(3, "named", Duration.ZERO);
+        try {
+            assertEquals(java.util.List.of(), EventLoops.endedLoops(group));
+            java.util.Iterator<io.netty.util.concurrent.EventExecutor> it = group.iterator();
+            it.next();
+            it.next().shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+            assertEquals(java.util.List.of(2), EventLoops.endedLoops(group));
         } finally {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
