@@ -45,14 +45,11 @@ public final class EventLoops {
     }
 
     /**
-     * The loops of {@code group} (numbered from 1 in its order) that have ended although nobody shut the whole group
-     * down: their channels are no longer served. Empty once the group itself is shutting down.
+     * The loops of {@code group} (numbered from 1 in its order) that have ended or are ending: unless their owner shut
+     * them down, their channels are no longer served.
      */
     public static List<Integer> endedLoops(EventLoopGroup group) {
         List<Integer> ended = new ArrayList<>();
-        if (group.isShuttingDown()) {
-            return ended;
-        }
         int n = 0;
         for (EventExecutor loop : group) {
             n++;

@@ -624,6 +624,11 @@ public final class LiveConfiguration {
         return List.copyOf(subsystems.keySet());
     }
 
+    /** What of the data path has stopped while the target runs (see {@link NvmeTarget#dataPathFailures}). */
+    public List<String> dataPathFailures() {
+        return target.dataPathFailures();
+    }
+
     // ------------------------------------------------------------------------------------------ controllers
 
     /** The live associations, by subsystem and controller ID. */

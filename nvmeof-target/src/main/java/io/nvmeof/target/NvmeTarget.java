@@ -43,6 +43,8 @@ public final class NvmeTarget implements AutoCloseable {
     private int pollGroupCount = 1;
     private final List<BlockBackend> backends = new java.util.concurrent.CopyOnWriteArrayList<>();
     private LiveConfiguration live;
+    /** Set once closing starts: loops that end from then on were stopped, not lost. */
+    private volatile boolean closing;
 
     private NvmeTarget(TargetCore core, EventLoopGroup pollGroups) {
         this.core = core;
@@ -109,12 +111,21 @@ public final class NvmeTarget implements AutoCloseable {
             throw e;
         }
         target.live = new LiveConfiguration(target, config);
-        group.next().scheduleAtFixedRate(core::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
+        group.next().scheduleAtFixedRate(target::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
                 TargetCore.KEEP_ALIVE_CHECK_NANOS, TimeUnit.NANOSECONDS);
         LOG.info("target started: {} poll group(s){}, {} subsystem(s)", threads, config.busyPollUs() != null
                 && config.busyPollUs() > 0 ? " busy-polling " + config.busyPollUs() + " us when idle" : "",
                 core.subsystems().size() - 1);
         return target;
+    }
+
+    /** A periodic task that throws is never run again: the check must outlive any one failure of it. */
+    private void checkKeepAlive() {
+        try {
+            core.checkKeepAlive();
+        } catch (Throwable t) {
+            LOG.error("checking keep-alive timeouts failed; checking again at the next period", t);
+        }
     }
 
     private void addSubsystem(SubsystemConfig s) throws IOException {
@@ -357,6 +368,39 @@ public final class NvmeTarget implements AutoCloseable {
         return core;
     }
 
+    /** The poll groups' event loops (for monitoring: see {@link #dataPathFailures}). */
+    public EventLoopGroup pollGroups() {
+        return pollGroups;
+    }
+
+    /**
+     * What of the data path has stopped while the target runs, one sentence each: a poll group or an accept loop whose
+     * thread ended (hosts connected through it get no answers, new connections none). Empty while all serve.
+     */
+    public List<String> dataPathFailures() {
+        List<String> out = new ArrayList<>();
+        if (closing) {
+            return out;
+        }
+        for (int n : EventLoops.endedLoops(pollGroups)) {
+            out.add("poll group " + n + " of " + pollGroupCount + " has stopped: the NVMe/TCP queues it served get no"
+                    + " answers (see the target's log for why); restart the target");
+        }
+        for (TcpTransport t : tcpListeners) {
+            if (!t.accepting() && t.info() != null) {
+                out.add("listener " + t.info().portId() + " (tcp " + t.info().traddr() + ":" + t.info().trsvcid()
+                        + ") accepts no connections: its accept loop has stopped; remove and add the listener again");
+            }
+        }
+        for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+            for (int n : r.endedPollGroups()) {
+                out.add("RDMA poll group " + n + " of listener " + (r.info() != null ? r.info().portId() : "?")
+                        + " has stopped: its queues get no answers (see the target's log for why); restart the target");
+            }
+        }
+        return out;
+    }
+
     /** Changes the running target's subsystems, namespaces and hosts, and exports its configuration. */
     public LiveConfiguration live() {
         return live;
@@ -382,6 +426,7 @@ public final class NvmeTarget implements AutoCloseable {
 
     @Override
     public void close() {
+        closing = true;
         for (TcpTransport t : tcpListeners) {
             t.close();
         }

@@ -127,7 +127,7 @@ public final class RdmaPollGroup implements Executor {
      * returns how much work was done.
      */
     public int afterBatch() {
-        int n = tasks.drain(Runnable::run);
+        int n = tasks.drain(RdmaPollGroup::runTask);
         if (!bufferWaiters.isEmpty()) {
             n += grantBuffers();
         }
@@ -142,6 +142,22 @@ public final class RdmaPollGroup implements Executor {
         n += dirty.size();
         dirty.clear();
         return n;
+    }
+
+    /**
+     * Runs one handed-over task; one that throws, even an Error, fails alone: the batch goes on, and the group's
+     * thread with it (it serves every queue of the group).
+     */
+    private static void runTask(Runnable task) {
+        try {
+            task.run();
+        } catch (Throwable t) {
+            try {
+                LOG.error("RDMA poll group: a task failed; the group goes on", t);
+            } catch (Throwable ignored) {
+                // no memory even to log it: going on matters more
+            }
+        }
     }
 
     /**

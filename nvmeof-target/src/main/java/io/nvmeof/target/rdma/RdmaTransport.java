@@ -166,6 +166,17 @@ public final class RdmaTransport implements AutoCloseable {
         return info;
     }
 
+    /** The poll groups (numbered from 1) whose thread ended while the listener runs: their queues are not served. */
+    public List<Integer> endedPollGroups() {
+        List<Integer> ended = new ArrayList<>();
+        for (int i = 0; i < groups.size(); i++) {
+            if (running && groups.get(i).ended()) {
+                ended.add(i + 1);
+            }
+        }
+        return ended;
+    }
+
     /** Live queue pairs (for tests and statistics). */
     public int connections() {
         return connections.size();
@@ -707,12 +718,17 @@ public final class RdmaTransport implements AutoCloseable {
                     } else if (!stop) {
                         LOG.warn("RDMA poll group: {}", e.toString());
                     }
-                } catch (Exception e) {
+                } catch (Throwable e) { // an Error too: ending this thread would leave the group's queues unserved
                     if (!stop) {
                         LOG.warn("RDMA poll group: {}", e.toString());
                     }
                 }
             }
+        }
+
+        /** Whether the thread has ended although nobody stopped it: its queues are no longer served. */
+        boolean ended() {
+            return !stop && thread.getState() == Thread.State.TERMINATED;
         }
 
         /**

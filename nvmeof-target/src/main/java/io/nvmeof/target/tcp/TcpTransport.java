@@ -103,6 +103,12 @@ public final class TcpTransport implements AutoCloseable {
         return info;
     }
 
+    /** Whether the listener takes new connections: it listens, and the loop accepting them has not ended. */
+    public boolean accepting() {
+        EventLoopGroup loop = acceptLoop;
+        return loop != null && EventLoops.endedLoops(loop).isEmpty();
+    }
+
     /**
      * Stops listening and ends every connection accepted here (the listener is removed while the target runs: its
      * hosts lose those queues, as with an nvmet port that goes away).
