@@ -638,7 +638,8 @@ class AdminApiFuzzTest {
             K.CONFIG, List.of(new Field("pollGroups", K.COUNT, false), new Field("busyPollUs", K.COUNT, false),
                     new Field("maxIoQueues", K.COUNT, false), new Field("maxQueueSize", K.COUNT, false),
                     new Field("maxTransferSize", K.COUNT, false), new Field("maxConnectionMemory", K.MEMORY, false),
-                    new Field("maxMemory", K.MEMORY, false), new Field("listeners", K.LISTENERS, false),
+                    new Field("maxMemory", K.MEMORY, false), new Field("maxSparseMemory", K.MEMORY, false),
+                    new Field("listeners", K.LISTENERS, false),
                     new Field("subsystems", K.SUBSYSTEMS, true)),
             K.ALLOW, List.of(new Field("allowAnyHost", K.BOOL, true)),
             K.HOST_BODY, List.of(new Field("nqn", K.HOST_NQN, true)),
@@ -1143,7 +1144,7 @@ class AdminApiFuzzTest {
                 case "listeners" -> K.LISTENERS;
                 case "subsystems" -> parent != null && parent.has("address") ? K.NQNS : K.SUBSYSTEMS;
                 case "pollGroups", "busyPollUs", "maxIoQueues", "maxQueueSize", "maxTransferSize" -> K.COUNT;
-                case "maxConnectionMemory", "maxMemory" -> K.MEMORY;
+                case "maxConnectionMemory", "maxMemory", "maxSparseMemory" -> K.MEMORY;
                 default -> null;
             };
         }

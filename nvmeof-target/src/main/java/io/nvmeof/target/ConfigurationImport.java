@@ -179,6 +179,7 @@ final class ConfigurationImport {
         differs("maxTransferSize", doc.maxTransferSize(), now.maxTransferSize());
         differs("maxConnectionMemory", doc.maxConnectionMemory(), now.maxConnectionMemory());
         differs("maxMemory", doc.maxMemory(), now.maxMemory());
+        differs("maxSparseMemory", doc.maxSparseMemory(), now.maxSparseMemory());
     }
 
     private void differs(String name, Object wanted, Object now) {

@@ -6,6 +6,7 @@ import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.target.backend.BlockBackend;
 import io.nvmeof.target.backend.FileBackend;
 import io.nvmeof.target.backend.RamBackend;
+import io.nvmeof.target.backend.SparseMemoryLimit;
 import io.nvmeof.target.config.TargetConfig;
 import io.nvmeof.target.config.TargetConfig.ListenerConfig;
 import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
@@ -41,6 +42,8 @@ public final class NvmeTarget implements AutoCloseable {
     private final List<TcpTransport> tcpListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private int pollGroupCount = 1;
+    /** What sparse RAM namespaces may promise together (maxSparseMemory). */
+    private SparseMemoryLimit sparseMemory = SparseMemoryLimit.of(null);
     private final List<BlockBackend> backends = new java.util.concurrent.CopyOnWriteArrayList<>();
     private LiveConfiguration live;
     /** Set once closing starts: loops that end from then on were stopped, not lost. */
@@ -93,6 +96,8 @@ public final class NvmeTarget implements AutoCloseable {
                 throw new IllegalArgumentException("the configuration has " + config.subsystems().size()
                         + " subsystems; a target takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
             }
+            target.sparseMemory = SparseMemoryLimit.of(config.maxSparseMemory() == null ? null
+                    : memorySize("maxSparseMemory", config.maxSparseMemory(), 0));
             if (config.subsystems() != null) {
                 for (SubsystemConfig s : config.subsystems()) {
                     target.addSubsystem(s);
@@ -231,7 +236,7 @@ public final class NvmeTarget implements AutoCloseable {
         switch (kind) {
             case "ram":
                 backend = new RamBackend(TargetConfig.parseSize(n.size() != null ? n.size() : "1GiB"),
-                        Boolean.TRUE.equals(n.sparse()));
+                        Boolean.TRUE.equals(n.sparse()), sparseMemory);
                 break;
             case "file":
                 backend = new FileBackend(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);

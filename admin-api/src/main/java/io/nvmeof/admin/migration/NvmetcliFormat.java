@@ -499,6 +499,9 @@ public final class NvmetcliFormat {
         if (c.maxMemory() != null) {
             notMapped.add("maxMemory=" + c.maxMemory() + ": nvmet has no memory limit; not exported");
         }
+        if (c.maxSparseMemory() != null) {
+            notMapped.add("maxSparseMemory=" + c.maxSparseMemory() + ": nvmet has no RAM namespaces; not exported");
+        }
     }
 
     private static ArrayNode writePorts(List<ListenerConfig> listeners, List<String> allNqns, List<String> notMapped) {

@@ -767,6 +767,10 @@ public final class SpdkFormat {
             if (c.maxMemory() != null) {
                 notMapped.add("maxMemory=" + c.maxMemory() + memory);
             }
+            if (c.maxSparseMemory() != null) {
+                notMapped.add("maxSparseMemory=" + c.maxSparseMemory() + ": SPDK's Malloc bdevs take their memory up"
+                        + " front; not exported");
+            }
             for (String t : firstListener.keySet()) {
                 ObjectNode params = call(nvmfConfig, "nvmf_create_transport");
                 params.put("trtype", t.toUpperCase(Locale.ROOT));

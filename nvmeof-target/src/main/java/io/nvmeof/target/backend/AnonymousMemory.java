@@ -10,18 +10,20 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Anonymous memory for RAM namespaces from {@code mmap(2)}, bound through JNA: Java's direct buffers cannot ask for
  * transparent huge pages ({@code MADV_HUGEPAGE}, needed where THP is in {@code madvise} mode), give back part of a
- * buffer ({@code MADV_DONTNEED}), or skip the zeroing the kernel already did. A mapping is unmapped by a
- * {@link Cleaner} once its buffer and every view of it are unreachable (views keep their root buffer alive), so no
- * code can touch unmapped memory. Without Linux or JNA, {@link #available()} is false and the callers fall back to
+ * buffer ({@code MADV_DONTNEED}), or skip the zeroing the kernel already did. A namespace's memory is one mapping
+ * ({@link Region}), unmapped by a {@link Cleaner} once nothing can reach it any more, so no code can touch unmapped
+ * memory. Without Linux or JNA, {@link #available()} is false and the callers fall back to
  * {@link ByteBuffer#allocateDirect}.
  *
- * <p>Only creation and release call into libc; the data path reads and writes the buffers.
+ * <p>Only creation and release call into libc, and a region's buffer onto each GiB the first time it is used; the
+ * data path reads and writes the buffers.
  */
 final class AnonymousMemory {
     private static final Logger LOG = LoggerFactory.getLogger(AnonymousMemory.class);
@@ -66,14 +68,15 @@ final class AnonymousMemory {
     }
 
     /**
-     * Maps {@code bytes} (a multiple of {@link #HUGE_PAGE}) of zeroed memory at a huge-page boundary, asking for
-     * transparent huge pages. Nothing is committed until touched ({@code MAP_NORESERVE}); see {@link #populate}.
+     * Maps {@code bytes} (a positive multiple of {@link #HUGE_PAGE}) of zeroed memory at a huge-page boundary, asking
+     * for transparent huge pages: one mapping however large (one entry against {@code vm.max_map_count}), of which
+     * nothing is committed until touched ({@code MAP_NORESERVE}); see {@link Region#populate}.
      */
-    static ByteBuffer map(int bytes) {
+    static Region reserve(long bytes) {
         if (bytes <= 0 || bytes % HUGE_PAGE != 0) {
             throw new IllegalArgumentException("mapping size " + bytes + " is not a positive multiple of 2 MiB");
         }
-        long span = (long) bytes + HUGE_PAGE; // room to move the start to a huge-page boundary
+        long span = bytes + HUGE_PAGE; // room to move the start to a huge-page boundary
         long raw;
         try {
             raw = mmap(0, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -97,33 +100,100 @@ final class AnonymousMemory {
         } catch (LastErrorException e) {
             LOG.debug("MADV_HUGEPAGE: errno {} (THP disabled here); small pages", e.getErrorCode());
         }
-        ByteBuffer buffer = new Pointer(start).getByteBuffer(0, bytes);
-        final long address = start;
-        UNMAPPER.register(buffer, () -> {
-            try {
-                munmap(address, bytes);
-            } catch (LastErrorException e) {
-                LOG.warn("munmap of a RAM namespace's memory failed: errno {}", e.getErrorCode());
-            }
-        });
-        return buffer;
+        return new Region(start, bytes);
     }
 
-    /** Commits every page of {@code buffer} now (the first-touch cost off the data path). */
-    static void populate(ByteBuffer buffer) {
-        if (populateWorks) {
-            try {
-                madvise(address(buffer), buffer.capacity(), MADV_POPULATE_WRITE);
-                return;
-            } catch (LastErrorException e) {
-                if (e.getErrorCode() != EINVAL) {
-                    throw new OutOfMemoryError("committing " + buffer.capacity() + " bytes failed: errno "
-                            + e.getErrorCode());
+    /**
+     * One mapping from {@link #reserve}, handed out as buffers of up to {@link #SLAB} bytes ({@link #slab}; a
+     * ByteBuffer holds under 2 GiB), each made on first use. The mapping is unmapped by a {@link Cleaner} once the
+     * region and every buffer onto it, views included, are unreachable, so no code can touch unmapped memory.
+     */
+    static final class Region {
+        /** The largest buffer onto a region. */
+        static final int SLAB = 1 << 30;
+
+        private final long address;
+        private final long bytes;
+        private final Unmapper unmapper;
+        private final AtomicReferenceArray<ByteBuffer> slabs;
+
+        private Region(long address, long bytes) {
+            this.address = address;
+            this.bytes = bytes;
+            this.unmapper = new Unmapper(address, bytes);
+            this.slabs = new AtomicReferenceArray<>((int) ((bytes + SLAB - 1) / SLAB));
+            UNMAPPER.register(this, unmapper::drop);
+        }
+
+        long bytes() {
+            return bytes;
+        }
+
+        /** The buffer onto bytes {@code [index * SLAB, (index + 1) * SLAB)} (fewer for the last one). */
+        ByteBuffer slab(int index) {
+            ByteBuffer b = slabs.get(index);
+            if (b == null) {
+                long at = (long) index * SLAB;
+                ByteBuffer made = new Pointer(address + at).getByteBuffer(0, Math.min(SLAB, bytes - at));
+                unmapper.hold();
+                UNMAPPER.register(made, unmapper::drop); // a buffer that loses the race below is dropped alone
+                b = slabs.compareAndSet(index, null, made) ? made : slabs.get(index);
+            }
+            return b;
+        }
+
+        /** Commits every page now (the first-touch cost off the data path). */
+        void populate() {
+            if (populateWorks) {
+                try {
+                    madvise(address, bytes, MADV_POPULATE_WRITE);
+                    return;
+                } catch (LastErrorException e) {
+                    if (e.getErrorCode() != EINVAL) {
+                        throw new OutOfMemoryError("committing " + bytes + " bytes failed: errno " + e.getErrorCode());
+                    }
+                    populateWorks = false; // a kernel before 5.14: touch each page instead
                 }
-                populateWorks = false; // a kernel before 5.14: touch each page instead
+            }
+            for (int i = 0; i < slabs.length(); i++) {
+                touch(slab(i));
             }
         }
-        touch(buffer);
+
+        /** Gives all of the region's memory back to the kernel now; it reads as zeroes, and is committed if written. */
+        void releaseAll() {
+            try {
+                madvise(address, bytes, MADV_DONTNEED);
+            } catch (LastErrorException e) {
+                LOG.debug("MADV_DONTNEED: errno {}", e.getErrorCode());
+            }
+        }
+    }
+
+    /** Unmaps a region once nothing holds it: the region itself and each of its slabs hold it. */
+    private static final class Unmapper {
+        private final long address;
+        private final long bytes;
+        private final java.util.concurrent.atomic.AtomicInteger holds = new java.util.concurrent.atomic.AtomicInteger(1);
+
+        Unmapper(long address, long bytes) {
+            this.address = address;
+            this.bytes = bytes;
+        }
+
+        void hold() {
+            holds.incrementAndGet();
+        }
+
+        void drop() {
+            if (holds.decrementAndGet() == 0) {
+                try {
+                    munmap(address, bytes);
+                } catch (LastErrorException e) {
+                    LOG.warn("munmap of a RAM namespace's memory failed: errno {}", e.getErrorCode());
+                }
+            }
+        }
     }
 
     /** Writes a zero into each page, which commits it (memory already zero stays zero). */

@@ -20,15 +20,16 @@ import org.slf4j.LoggerFactory;
  * unless a transport sends from it directly ({@link #pinnedRegion}: the chunk is then zeroed instead, since the NIC
  * may be registered on it).
  *
- * <p>On Linux the memory is mapped in up to 1 GiB slabs at huge-page boundaries with transparent huge pages asked for
- * ({@link AnonymousMemory}); elsewhere each chunk is a Java direct buffer.
+ * <p>On Linux the memory is one mapping at a huge-page boundary with transparent huge pages asked for
+ * ({@link AnonymousMemory}), however large the namespace: a sparse one makes its chunks' buffers as they are first
+ * written, so neither the kernel's mappings nor the Java heap grow with its size. Elsewhere each chunk is a Java
+ * direct buffer. How much sparse namespaces may promise together is bounded ({@link SparseMemoryLimit}).
  */
 public final class RamBackend implements BlockBackend {
     private static final Logger LOG = LoggerFactory.getLogger(RamBackend.class);
     static final int CHUNK_SHIFT = 21; // 2 MiB: a transparent huge page
     static final int CHUNK_SIZE = 1 << CHUNK_SHIFT;
-    /** Largest mapping: a ByteBuffer holds under 2 GiB. */
-    static final int SLAB_SIZE = 1 << 30;
+    private static final int CHUNKS_PER_SLAB = AnonymousMemory.Region.SLAB / CHUNK_SIZE;
     /** Committing more than this up front is logged with the time it took (a 64 GiB namespace takes seconds). */
     private static final long LOG_ABOVE = 1L << 30;
 
@@ -49,12 +50,15 @@ public final class RamBackend implements BlockBackend {
 
     private final long size;
     private final boolean sparse;
-    /** Memory from {@link AnonymousMemory} (views of slabs, kept for the backend's life) or per-chunk direct buffers. */
-    private final boolean mapped;
-    /** The chunks' memory; null for a sparse chunk not yet written (direct buffers only) and after {@link #close}. */
+    /** The namespace's one mapping ({@link AnonymousMemory}); null where chunks are Java direct buffers. */
+    private final AnonymousMemory.Region region;
+    /** The chunks' memory (views of the region, kept once made); null for a sparse chunk not yet written. */
     private final AtomicReferenceArray<ByteBuffer> chunks;
     /** Per chunk: {@link #WRITTEN}, {@link #PINNED}, {@link #RELEASING} bits. */
     private final AtomicIntegerArray state;
+    /** Where a sparse namespace's size is counted until {@link #close}; null when not counted. */
+    private final SparseMemoryLimit limit;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     /** A namespace of {@code sizeBytes} with its memory committed up front. */
     public RamBackend(long sizeBytes) {
@@ -67,10 +71,22 @@ public final class RamBackend implements BlockBackend {
      *                                  have available
      */
     public RamBackend(long sizeBytes, boolean sparse) {
-        this(sizeBytes, sparse, AnonymousMemory.available());
+        this(sizeBytes, sparse, null);
+    }
+
+    /**
+     * @param limit where a sparse namespace's size is counted against what all of them may promise (null: not
+     *              counted); a namespace beyond it is refused before any memory is taken
+     */
+    public RamBackend(long sizeBytes, boolean sparse, SparseMemoryLimit limit) {
+        this(sizeBytes, sparse, AnonymousMemory.available(), limit);
     }
 
     RamBackend(long sizeBytes, boolean sparse, boolean mapped) {
+        this(sizeBytes, sparse, mapped, null);
+    }
+
+    private RamBackend(long sizeBytes, boolean sparse, boolean mapped, SparseMemoryLimit limit) {
         if (sizeBytes <= 0) {
             throw new IllegalArgumentException("RAM namespace size must be positive, got " + sizeBytes);
         }
@@ -78,11 +94,6 @@ public final class RamBackend implements BlockBackend {
         if (count > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("RAM namespace too large: " + sizeBytes);
         }
-        this.size = sizeBytes;
-        this.sparse = sparse;
-        this.mapped = mapped;
-        this.chunks = new AtomicReferenceArray<>((int) count);
-        this.state = new AtomicIntegerArray((int) count);
         long committed = count << CHUNK_SHIFT;
         if (!sparse) {
             long available = AnonymousMemory.availableBytes();
@@ -90,20 +101,41 @@ public final class RamBackend implements BlockBackend {
                 throw new IllegalArgumentException(refusal(committed, "the system has " + (available >> 20)
                         + " MiB available"));
             }
+        } else if (limit != null) {
+            limit.take(sizeBytes); // before anything is allocated: the chunk tables alone grow with the size
         }
+        this.size = sizeBytes;
+        this.sparse = sparse;
+        this.limit = sparse ? limit : null;
         long t0 = System.nanoTime();
+        AnonymousMemory.Region mapping = null;
         try {
+            this.chunks = new AtomicReferenceArray<>((int) count);
+            this.state = new AtomicIntegerArray((int) count);
             if (mapped) {
-                mapSlabs(committed);
-            } else if (!sparse) {
+                mapping = AnonymousMemory.reserve(committed);
+            }
+            if (!sparse) {
+                if (mapping != null) {
+                    if (committed > LOG_ABOVE) {
+                        LOG.info("RAM namespace: committing {} MiB up front", committed >> 20);
+                    }
+                    mapping.populate();
+                }
                 for (int i = 0; i < count; i++) {
-                    chunks.set(i, ByteBuffer.allocateDirect(CHUNK_SIZE)); // zeroed, so committed
+                    chunks.set(i, newChunk(mapping, i)); // committed: the data path never makes one
                 }
             }
         } catch (OutOfMemoryError e) {
-            close();
+            if (mapping != null) {
+                mapping.releaseAll(); // unmapped once unreachable
+            }
+            if (this.limit != null) {
+                this.limit.giveBack(sizeBytes);
+            }
             throw new IllegalArgumentException(refusal(committed, e.getMessage()), e);
         }
+        this.region = mapping;
         if (!sparse && committed > LOG_ABOVE) {
             LOG.info("RAM namespace: {} MiB committed up front in {} ms", committed >> 20,
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
@@ -115,21 +147,15 @@ public final class RamBackend implements BlockBackend {
                 + ": ask for less, or make it sparse (memory on first write: \"sparse\": true, or --sparse)";
     }
 
-    private void mapSlabs(long committed) {
-        if (!sparse && committed > LOG_ABOVE) {
-            LOG.info("RAM namespace: committing {} MiB up front", committed >> 20);
+    /**
+     * Chunk {@code index}'s memory: a view of {@code mapping} (which keeps it mapped), or without one a new direct
+     * buffer (zeroed).
+     */
+    private static ByteBuffer newChunk(AnonymousMemory.Region mapping, int index) {
+        if (mapping == null) {
+            return ByteBuffer.allocateDirect(CHUNK_SIZE);
         }
-        int index = 0;
-        for (long at = 0; at < committed; at += SLAB_SIZE) {
-            int bytes = (int) Math.min(SLAB_SIZE, committed - at);
-            ByteBuffer slab = AnonymousMemory.map(bytes);
-            if (!sparse) {
-                AnonymousMemory.populate(slab);
-            }
-            for (int off = 0; off < bytes; off += CHUNK_SIZE) {
-                chunks.set(index++, slab.slice(off, CHUNK_SIZE)); // each view keeps the slab mapped
-            }
-        }
+        return mapping.slab(index / CHUNKS_PER_SLAB).slice((index % CHUNKS_PER_SLAB) << CHUNK_SHIFT, CHUNK_SIZE);
     }
 
     @Override
@@ -175,8 +201,9 @@ public final class RamBackend implements BlockBackend {
                 Thread.onSpinWait(); // a deallocation is giving this chunk's memory back: one madvise
                 continue;
             }
-            if ((s & WRITTEN) == 0 && !mapped && chunks.get(index) == null) {
-                chunks.compareAndSet(index, null, ByteBuffer.allocateDirect(CHUNK_SIZE));
+            if ((s & WRITTEN) == 0 && chunks.get(index) == null && !closed.get()) {
+                // First write (or first since its memory went back, for direct buffers): once per chunk's life.
+                chunks.compareAndSet(index, null, newChunk(region, index));
             }
             if (state.compareAndSet(index, s, (s | WRITTEN) + WRITER)) {
                 return chunks.get(index);
@@ -363,7 +390,7 @@ public final class RamBackend implements BlockBackend {
             Thread.onSpinWait(); // a write is copying into it: a memcpy of at most one chunk
         }
         ByteBuffer c = chunks.get(index);
-        if (mapped) {
+        if (region != null) {
             if (c != null && !AnonymousMemory.release(c, 0, CHUNK_SIZE)) {
                 c.put(0, ZEROES, 0, CHUNK_SIZE);
             }
@@ -379,14 +406,23 @@ public final class RamBackend implements BlockBackend {
         return sparse ? "ram (sparse)" : "ram";
     }
 
-    /** Gives the memory back now (mappings are unmapped once no view of them is left). */
+    /**
+     * Gives the memory back now (the mapping is unmapped once no view of it is left) and, for a sparse namespace, its
+     * size to the limit it was counted against. Idempotent.
+     */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         for (int i = 0; i < chunks.length(); i++) {
-            ByteBuffer c = chunks.getAndSet(i, null);
-            if (c != null && mapped) {
-                AnonymousMemory.release(c, 0, CHUNK_SIZE);
-            }
+            chunks.set(i, null);
+        }
+        if (region != null) {
+            region.releaseAll();
+        }
+        if (limit != null) {
+            limit.giveBack(size);
         }
     }
 }

@@ -36,19 +36,28 @@ import java.util.regex.Pattern;
  * @param maxMemory  the most all connections together may hold, with a unit ({@code 2GiB}); null: half the JVM's
  *                   heap limit, at least 256 MiB. A Connect beyond it is refused as Controller Busy (the host retries);
  *                   commands beyond it wait for memory other connections give back
+ * @param maxSparseMemory the most the sparse RAM namespaces may promise together (the sum of their sizes), with a
+ *                   unit ({@code 256GiB}); null: 4 times the machine's memory. A sparse namespace beyond it is refused
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonPropertyOrder({"pollGroups", "busyPollUs", "maxIoQueues", "maxQueueSize", "maxTransferSize",
-        "maxConnectionMemory", "maxMemory"})
+        "maxConnectionMemory", "maxMemory", "maxSparseMemory"})
 public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
         List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
-        String maxConnectionMemory, String maxMemory) {
+        String maxConnectionMemory, String maxMemory, String maxSparseMemory) {
 
     public TargetConfig {
         // 0 is the default (block at once): one spelling, so an export, an import and a comparison agree.
         if (busyPollUs != null && busyPollUs == 0) {
             busyPollUs = null;
         }
+    }
+
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
+            String maxConnectionMemory, String maxMemory) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
+                maxConnectionMemory, maxMemory, null);
     }
 
     public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
@@ -64,25 +73,25 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     /** This configuration with {@code us} microseconds of busy polling (0: none). */
     public TargetConfig withBusyPollUs(int us) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us,
-                maxConnectionMemory, maxMemory);
+                maxConnectionMemory, maxMemory, maxSparseMemory);
     }
 
     /** This configuration with {@code n} poll groups (null: one per core). */
     public TargetConfig withPollGroups(Integer n) {
         return new TargetConfig(n, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
-                maxConnectionMemory, maxMemory);
+                maxConnectionMemory, maxMemory, maxSparseMemory);
     }
 
     /** This configuration with the given memory limits (sizes with units; null: the default). */
     public TargetConfig withMemoryLimits(String perConnection, String total) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                busyPollUs, perConnection, total);
+                busyPollUs, perConnection, total, maxSparseMemory);
     }
 
     /** This configuration with other listeners and subsystems, every global setting kept. */
     public TargetConfig withContents(List<ListenerConfig> newListeners, List<SubsystemConfig> newSubsystems) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, newListeners, newSubsystems,
-                busyPollUs, maxConnectionMemory, maxMemory);
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory);
     }
 
     public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";

@@ -100,6 +100,41 @@ class RamBackendTest {
         assertEquals(before - 2 * MIB, r.allocatedBytes());
     }
 
+    /**
+     * Issue 30, finding 18: a sparse namespace mapped a 1 GiB slab per GiB up front (and made a buffer per chunk):
+     * 64 TiB ran into the kernel's limit of 65,530 mappings (vm.max_map_count) and the JVM died. However large, a
+     * namespace is now one mapping, and a sparse one makes its chunks' buffers as they are first written.
+     */
+    @Test
+    void aSparseNamespaceIsOneMappingHoweverLarge() throws Exception {
+        assumeTrue(AnonymousMemory.available() && Files.exists(Path.of("/proc/self/maps")), "Linux mmap and /proc");
+        long size = 64L << 30;
+        long before = mappings();
+        RamBackend r = new RamBackend(size, true);
+        try {
+            assertTrue(mappings() - before <= 8, "a 64 GiB sparse namespace added " + (mappings() - before)
+                    + " mappings");
+            long[] offsets = {0, 5L << 30, 33L << 30, size - 4096};
+            for (int i = 0; i < offsets.length; i++) {
+                r.write(offsets[i], BackendTest.random(4096, i));
+            }
+            for (int i = 0; i < offsets.length; i++) {
+                assertArrayEquals(BackendTest.random(4096, i).array(), BackendTest.read(r, offsets[i], 4096));
+            }
+            assertArrayEquals(new byte[4096], BackendTest.read(r, 9L << 30, 4096), "never written: zeroes");
+            assertEquals(4 * 2 * MIB, r.allocatedBytes());
+            assertTrue(mappings() - before <= 8, "writes across the namespace added " + (mappings() - before)
+                    + " mappings");
+        } finally {
+            r.close();
+        }
+    }
+
+    /** Entries in this process's memory map. */
+    private static long mappings() throws Exception {
+        return Files.readAllLines(Path.of("/proc/self/maps")).size();
+    }
+
     /** Resident memory of this process, from /proc (what the admin's memory budget is about). */
     private static long residentBytes() throws Exception {
         for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
