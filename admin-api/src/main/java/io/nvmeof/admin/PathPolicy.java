@@ -8,7 +8,8 @@ import java.util.List;
 
 /**
  * Where the API may put a file-backed namespace: only under the directories the target was started with
- * ({@code --allow-dir}), judged on the resolved path, so {@code ..} and symbolic links cannot escape them. Without
+ * ({@code --allow-dir}), judged on the resolved path, so {@code ..} and symbolic links cannot escape them; a link
+ * whose target does not exist is refused (files are created only at their own name, never through one). Without
  * any allowed directory, file backends are refused over the API (a request could otherwise overwrite any file the
  * target process may write).
  */
@@ -46,6 +47,11 @@ final class PathPolicy {
             Path parent = p.getParent();
             if (parent == null || !Files.isDirectory(parent)) {
                 throw refuse("the directory of '" + path + "' does not exist");
+            }
+            if (!Files.exists(p) && Files.isSymbolicLink(p)) {
+                // Where it points is not checked: the file is never created through a link (see FileBackend).
+                throw refuse("path '" + path + "' is a symbolic link to " + Files.readSymbolicLink(p) + ", which does"
+                        + " not exist; a file is created only at its own name: give the path the file should have");
             }
             resolved = Files.exists(p) ? p.toRealPath() : parent.toRealPath().resolve(p.getFileName());
         } catch (IOException e) {

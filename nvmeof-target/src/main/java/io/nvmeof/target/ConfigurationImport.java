@@ -64,6 +64,11 @@ final class ConfigurationImport {
     private final List<java.util.function.Supplier<ListenerConfig>> listenersAdded = new ArrayList<>();
     /** The namespaces the prepared steps opened, by subsystem and NSID. */
     private final Map<String, Map<Long, Namespace>> opened = new LinkedHashMap<>();
+    /**
+     * The target's namespaces once the import is done, by subsystem and NSID: removals are known when planned,
+     * new namespaces once prepared. Checked as a whole before anything commits ({@link NamespaceIdentities}).
+     */
+    private final Map<String, Map<Long, Namespace>> after = new LinkedHashMap<>();
 
     ConfigurationImport(LiveConfiguration live, NvmeTarget target, ImportMode mode, Consumer<NamespaceConfig> pathCheck) {
         this.live = live;
@@ -90,6 +95,10 @@ final class ConfigurationImport {
             for (Step s : steps) {
                 s.prepare();
                 prepared.add(s);
+            }
+            String clash = clashAfter();
+            if (clash != null) {
+                throw conflict("nothing was changed: " + clash);
             }
             subsystemsRemoved.forEach(subsystems::remove);
             subsystemsAfter.forEach((nqn, entry) -> subsystems.put(nqn, entry.get()));
@@ -125,8 +134,26 @@ final class ConfigurationImport {
 
     // ------------------------------------------------------------------------------------------ planning
 
+    /** The first file or identifier two namespaces would share after the import; null when none would. */
+    private String clashAfter() {
+        java.util.Set<Namespace> liveNow = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        NamespaceIdentities.live(target.core()).forEach(p -> liveNow.add(p.ns()));
+        List<NamespaceIdentities.Placed> kept = new ArrayList<>();
+        List<NamespaceIdentities.Placed> added = new ArrayList<>();
+        after.forEach((nqn, byNsid) -> byNsid.values().forEach(ns ->
+                (liveNow.contains(ns) ? kept : added).add(new NamespaceIdentities.Placed(nqn, ns))));
+        kept.addAll(added); // a clash names the new namespace as the one refused
+        return NamespaceIdentities.clash(kept);
+    }
+
     private void plan(TargetConfig doc) {
         globals(doc);
+        for (Subsystem sub : target.core().subsystems()) {
+            if (!sub.isDiscovery()) {
+                after.put(sub.nqn(), new LinkedHashMap<>());
+                sub.namespaces().forEach(ns -> placeAfter(sub.nqn(), ns));
+            }
+        }
         List<SubsystemConfig> subs = doc.subsystems() != null ? doc.subsystems() : List.of();
         Set<String> named = new HashSet<>();
         for (int i = 0; i < subs.size(); i++) {
@@ -151,6 +178,7 @@ final class ConfigurationImport {
             for (String nqn : new ArrayList<>(live.subsystems.keySet())) {
                 if (!named.contains(nqn)) {
                     subsystemsRemoved.add(nqn);
+                    after.remove(nqn);
                     steps.add(commitOnly("delete subsystem " + nqn + " (its hosts are disconnected)", () -> {
                         Subsystem removed = target.core().removeSubsystem(nqn);
                         removed.namespaces().forEach(ns -> target.retire(ns, removed));
@@ -158,15 +186,15 @@ final class ConfigurationImport {
                 }
             }
         }
-        Set<String> after = new HashSet<>(named);
+        Set<String> nqnsAfter = new HashSet<>(named);
         if (mode == ImportMode.MERGE) {
-            after.addAll(live.subsystems.keySet());
+            nqnsAfter.addAll(live.subsystems.keySet());
         }
-        if (after.size() > LiveConfiguration.MAX_SUBSYSTEMS) {
-            throw conflict("nothing was changed: the target would have " + after.size() + " subsystems after this"
+        if (nqnsAfter.size() > LiveConfiguration.MAX_SUBSYSTEMS) {
+            throw conflict("nothing was changed: the target would have " + nqnsAfter.size() + " subsystems after this"
                     + " import; it takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
         }
-        planListeners(doc.listeners() != null ? doc.listeners() : List.of(), after);
+        planListeners(doc.listeners() != null ? doc.listeners() : List.of(), nqnsAfter);
     }
 
     /** Settings the running target cannot change: said, not silently dropped. */
@@ -208,6 +236,7 @@ final class ConfigurationImport {
             @Override
             public void prepare() throws Exception {
                 built = target.buildSubsystem(full);
+                built.namespaces().forEach(ns -> placeAfter(s.nqn(), ns));
             }
 
             @Override
@@ -271,6 +300,7 @@ final class ConfigurationImport {
             planRecreate(s, sub, result, toOpen);
             return;
         }
+        toRemove.forEach(after.get(s.nqn())::remove);
         for (long nsid : toRemove) {
             if (toOpen.stream().noneMatch(n -> n.nsid() == nsid)) { // a swap removes in its own step
                 steps.add(commitOnly("remove namespace " + nsid + " from " + s.nqn(),
@@ -346,6 +376,7 @@ final class ConfigurationImport {
                               List<NamespaceConfig> toOpen) {
         Set<Long> reopened = new HashSet<>();
         toOpen.forEach(n -> reopened.add(n.nsid()));
+        after.get(s.nqn()).keySet().removeIf(nsid -> !result.containsKey(nsid) || reopened.contains(nsid));
         SubsystemConfig shell = new SubsystemConfig(s.nqn(), s.serial() != null ? s.serial() : old.serial(),
                 s.model() != null ? s.model() : old.model(), s.maxNamespaces() != null ? s.maxNamespaces() : old.maxNamespaces(),
                 s.allowAnyHost() != null ? s.allowAnyHost() : old.allowAnyHost(),
@@ -367,6 +398,7 @@ final class ConfigurationImport {
                     Namespace ns = target.openNamespace(s.nqn(), n.nsid(), n);
                     openedHere.add(ns);
                     opened.computeIfAbsent(s.nqn(), k -> new LinkedHashMap<>()).put(n.nsid(), ns);
+                    placeAfter(s.nqn(), ns);
                 }
             }
 
@@ -419,6 +451,7 @@ final class ConfigurationImport {
             public void prepare() throws Exception {
                 namespace = target.openNamespace(nqn, n.nsid(), n);
                 opened.computeIfAbsent(nqn, k -> new LinkedHashMap<>()).put(n.nsid(), namespace);
+                placeAfter(nqn, namespace);
             }
 
             @Override
@@ -431,6 +464,10 @@ final class ConfigurationImport {
                 commit.accept(namespace);
             }
         };
+    }
+
+    private void placeAfter(String nqn, Namespace ns) {
+        after.computeIfAbsent(nqn, k -> new LinkedHashMap<>()).put(ns.nsid(), ns);
     }
 
     // ------------------------------------------------------------------------------------------ listeners

@@ -330,6 +330,8 @@ public final class LiveConfiguration {
         } catch (IllegalArgumentException | IOException e) {
             throw invalid(e.getMessage());
         }
+        refuseClash(sub.namespaces().stream().map(ns -> new NamespaceIdentities.Placed(s.nqn(), ns)).toList(),
+                () -> sub.namespaces().forEach(target::discard));
         SubsystemConfig d = describe(sub, s.namespaces());
         try {
             save(documentWith(s.nqn(), d));
@@ -445,6 +447,7 @@ public final class LiveConfiguration {
         } catch (IllegalArgumentException | IOException e) {
             throw invalid(e.getMessage());
         }
+        refuseClash(List.of(new NamespaceIdentities.Placed(nqn, ns)), () -> target.discard(ns));
         NamespaceConfig d = describe(ns, n.withNsid(nsid));
         List<NamespaceConfig> after = new ArrayList<>(subsystems.get(nqn).namespaces());
         after.add(d);
@@ -701,6 +704,18 @@ public final class LiveConfiguration {
         String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
         return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
                 sparse);
+    }
+
+    /**
+     * Refuses (409) namespaces about to be added that would share a file or an identifier with another of the target
+     * ({@link NamespaceIdentities}), running {@code undo} (closing what was opened for them) first.
+     */
+    private void refuseClash(List<NamespaceIdentities.Placed> adding, Runnable undo) {
+        String clash = NamespaceIdentities.clashAdding(target.core(), adding);
+        if (clash != null) {
+            undo.run();
+            throw conflict(clash);
+        }
     }
 
     private static void checkText(String what, String v, int max) {

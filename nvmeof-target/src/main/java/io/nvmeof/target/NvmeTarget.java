@@ -101,6 +101,10 @@ public final class NvmeTarget implements AutoCloseable {
             if (config.subsystems() != null) {
                 for (SubsystemConfig s : config.subsystems()) {
                     target.addSubsystem(s);
+                    String clash = NamespaceIdentities.clash(NamespaceIdentities.live(core));
+                    if (clash != null) {
+                        throw new IllegalArgumentException(clash);
+                    }
                 }
             }
             if (config.listeners() == null || config.listeners().isEmpty()) {
@@ -112,6 +116,7 @@ public final class NvmeTarget implements AutoCloseable {
                 portId++;
             }
         } catch (IOException | RuntimeException e) {
+            target.discardBackends(); // a refused start leaves the files as they were
             target.close();
             throw e;
         }
@@ -217,19 +222,28 @@ public final class NvmeTarget implements AutoCloseable {
     Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
         int blockSize = n.blockSize() != null ? n.blockSize() : 512;
         String kind = n.backend() != null ? n.backend() : (n.path() != null ? "file" : "ram");
+        String which = "namespace " + nsid + " of " + nqn;
+        checkSize(which, n.size(), blockSize);
         byte[] nguid = null;
         if (n.nguid() != null) {
             if (!n.nguid().matches("[0-9a-fA-F]{32}")) {
-                throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": nguid must be 32 hex digits, got '"
-                        + n.nguid() + "'");
+                throw new IllegalArgumentException(which + ": nguid must be 32 hex digits, got '" + n.nguid() + "'");
             }
             nguid = java.util.HexFormat.of().parseHex(n.nguid());
+            if (java.util.Arrays.equals(nguid, new byte[16])) {
+                throw new IllegalArgumentException(which + ": nguid " + n.nguid() + " is all zeroes, which hosts take"
+                        + " as no NGUID at all; give another, or leave nguid out (it is then the UUID's 16 bytes)");
+            }
+        }
+        if (n.uuid() != null && UUID.fromString(n.uuid()).equals(new UUID(0, 0))) {
+            throw new IllegalArgumentException(which + ": uuid " + n.uuid() + " is the nil UUID, which hosts take as"
+                    + " no UUID at all; give another, or leave uuid out for one of its own");
         }
         if (!"ram".equals(kind) && n.path() == null) {
-            throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": a " + kind + " backend needs a path");
+            throw new IllegalArgumentException(which + ": a " + kind + " backend needs a path");
         }
         if (!"ram".equals(kind) && n.sparse() != null) {
-            throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": sparse is for ram namespaces (a "
+            throw new IllegalArgumentException(which + ": sparse is for ram namespaces (a "
                     + kind + " backend's space is the file system's: a missing file is created sparse)");
         }
         BlockBackend backend;
@@ -245,7 +259,7 @@ public final class NvmeTarget implements AutoCloseable {
                 backend = FileBackend.openBlockDevice(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);
                 break;
             default:
-                throw new IllegalArgumentException("namespace " + nsid + " of " + nqn + ": unknown backend '" + kind
+                throw new IllegalArgumentException(which + ": unknown backend '" + kind
                         + "' (use ram, file or block)");
         }
         try {
@@ -259,6 +273,27 @@ public final class NvmeTarget implements AutoCloseable {
                 e.addSuppressed(suppressed);
             }
             throw e;
+        }
+    }
+
+    /**
+     * Refuses a size (null: the backend's own) that is not a whole number of blocks: it was cut down silently ("1000"
+     * on 512-byte blocks made a namespace of 512 bytes). A file's or device's own size is cut down to whole blocks,
+     * as nvmet does.
+     */
+    private static void checkSize(String which, String size, int blockSize) {
+        if (size == null || blockSize != 512 && blockSize != 4096) {
+            return; // the block size itself is refused when the namespace is made
+        }
+        long bytes = TargetConfig.parseSize(size);
+        if (bytes > 0 && bytes < blockSize) {
+            throw new IllegalArgumentException(which + ": size " + size + " is smaller than one block (" + blockSize
+                    + " bytes)");
+        }
+        if (bytes % blockSize != 0) {
+            long down = bytes / blockSize * blockSize;
+            throw new IllegalArgumentException(which + ": size " + size + " is not a whole number of " + blockSize
+                    + "-byte blocks; give a multiple of " + blockSize + ", such as " + down + " or " + (down + blockSize));
         }
     }
 
@@ -301,6 +336,18 @@ public final class NvmeTarget implements AutoCloseable {
         } catch (IOException e) {
             LOG.warn("discarding {}: {}", ns.backend().describe(), e.getMessage());
         }
+    }
+
+    /** Discards every backend opened so far (no host has seen them), undoing what opening them did to their files. */
+    private void discardBackends() {
+        for (BlockBackend b : backends) {
+            try {
+                b.discard();
+            } catch (IOException e) {
+                LOG.warn("discarding {}: {}", b.describe(), e.getMessage());
+            }
+        }
+        backends.clear();
     }
 
     /** Closes the backend of a removed namespace once drained. */

@@ -222,4 +222,111 @@ class ConfigurationImportTest {
                 List.of(), 0), ImportMode.MERGE, false, n -> { });
         assertEquals(List.of(), zero.notApplied());
     }
+
+    /**
+     * Issue 30, finding 21, for imports: the namespaces the target would have after the import are checked as a whole.
+     * Two of them on one file, or with one NGUID, are refused with nothing changed; a file (and an identifier) that
+     * moves from a namespace the import removes to one it adds is no clash.
+     */
+    @Test
+    void anImportThatWouldShareAFileOrAnIdentifierIsRefusedAndOneThatMovesThemIsNot() throws Exception {
+        String image = dir.resolve("moving.img").toString();
+        String uuid = "22222222-3333-4444-5555-666666666666";
+        live.addNamespace(A, new NamespaceConfig(2L, "file", "1MiB", 512, image, uuid));
+        TargetConfig before = live.export();
+        ConfigurationException twice = assertThrows(ConfigurationException.class, () -> live.importConfiguration(
+                doc(before.listeners(), new SubsystemConfig(B, null, null, null, null, null,
+                        List.of(new NamespaceConfig(1L, "file", null, null, image, null)))), ImportMode.MERGE, false,
+                n -> { }));
+        assertEquals(ConfigurationException.Kind.CONFLICT, twice.kind(), twice.getMessage());
+        assertTrue(twice.getMessage().contains("namespace 2 of " + A), twice.getMessage());
+        ConfigurationException sameNguid = assertThrows(ConfigurationException.class, () -> live.importConfiguration(
+                doc(before.listeners(), new SubsystemConfig(B, null, null, null, null, null,
+                        List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null, uuid.replace("-", ""))))),
+                ImportMode.MERGE, false, n -> { }));
+        assertEquals(ConfigurationException.Kind.CONFLICT, sameNguid.kind(), sameNguid.getMessage());
+        assertEquals(before, live.export(), "refused imports changed nothing");
+        assertNull(target.core().subsystem(B));
+
+        // Replace: the file and its UUID leave A (namespace 2 is not in the document) for B.
+        SubsystemConfig a = before.subsystems().get(0);
+        ImportResult moved = live.importConfiguration(doc(before.listeners(),
+                new SubsystemConfig(A, null, null, null, null, null, List.of(a.namespaces().get(0))),
+                new SubsystemConfig(B, null, null, null, null, null,
+                        List.of(new NamespaceConfig(1L, "file", null, null, image, uuid)))), ImportMode.REPLACE, false,
+                n -> { });
+        assertTrue(moved.changes().contains("remove namespace 2 from " + A), moved.changes().toString());
+        assertNull(target.core().subsystem(A).namespace(2));
+        assertEquals(java.util.UUID.fromString(uuid), target.core().subsystem(B).namespace(1).uuid());
+    }
+
+    /**
+     * Issue 30, findings 21 and 24, at start: a configuration whose namespaces share a file or an identifier, or give
+     * a size that is not whole blocks, does not start, and the message names them.
+     */
+    @Test
+    void aConfigurationWithSharedFilesOrIdentifiersOrPartBlocksDoesNotStart() {
+        String image = dir.resolve("shared.img").toString();
+        List<ListenerConfig> listeners = List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, null, null, null));
+        IllegalArgumentException sharedFile = assertThrows(IllegalArgumentException.class, () -> NvmeTarget.start(
+                new TargetConfig(1, null, null, null, listeners, List.of(
+                        new SubsystemConfig(A, null, null, null, true, null,
+                                List.of(new NamespaceConfig(1L, "file", "1MiB", 512, image, null))),
+                        new SubsystemConfig(B, null, null, null, true, null,
+                                List.of(new NamespaceConfig(3L, "file", null, null, image, null)))))));
+        assertTrue(sharedFile.getMessage().contains("namespace 3 of " + B) && sharedFile.getMessage().contains(
+                "namespace 1 of " + A), sharedFile.getMessage());
+        String uuid = "33333333-4444-5555-6666-777777777777";
+        IllegalArgumentException sharedUuid = assertThrows(IllegalArgumentException.class, () -> NvmeTarget.start(
+                new TargetConfig(1, null, null, null, listeners, List.of(new SubsystemConfig(A, null, null, null, true,
+                        null, List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, uuid),
+                                new NamespaceConfig(2L, "ram", "1MiB", 512, null, uuid)))))));
+        assertTrue(sharedUuid.getMessage().contains("UUID " + uuid), sharedUuid.getMessage());
+        IllegalArgumentException partBlock = assertThrows(IllegalArgumentException.class, () -> NvmeTarget.start(
+                new TargetConfig(1, null, null, null, listeners, List.of(new SubsystemConfig(A, null, null, null, true,
+                        null, List.of(new NamespaceConfig(1L, "ram", "1000", 512, null, null)))))));
+        assertTrue(partBlock.getMessage().contains("size 1000 is not a whole number of 512-byte blocks"),
+                partBlock.getMessage());
+        assertTrue(!java.nio.file.Files.exists(Path.of(image)), "the refused start left no file behind");
+    }
+
+    /**
+     * Issue 30, finding 18: maxSparseMemory bounds what sparse RAM namespaces promise together (the default: 4 times
+     * the machine's memory); one beyond it is refused saying so, and its size is free again once a sparse namespace
+     * is gone. Memory up front is not counted: it is checked against what the system has.
+     */
+    @Test
+    void sparseNamespacesTogetherPromiseAtMostMaxSparseMemory() throws Exception {
+        List<ListenerConfig> listeners = List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, null, null, null));
+        List<SubsystemConfig> subs = List.of(new SubsystemConfig(B, null, null, null, true, null, null));
+        try (NvmeTarget t = NvmeTarget.start(new TargetConfig(1, null, null, null, listeners, subs, null, null, null,
+                "10MiB"))) {
+            NamespaceConfig sparse = new NamespaceConfig(null, "ram", "4MiB", 512, null, null).withSparse(true);
+            t.live().addNamespace(B, sparse);
+            t.live().addNamespace(B, sparse);
+            ConfigurationException beyond = assertThrows(ConfigurationException.class,
+                    () -> t.live().addNamespace(B, sparse));
+            assertEquals(ConfigurationException.Kind.INVALID, beyond.kind());
+            assertTrue(beyond.getMessage().contains("maxSparseMemory (10.0 MiB)")
+                    && beyond.getMessage().contains("8.0 MiB promised already"), beyond.getMessage());
+            t.live().addNamespace(B, new NamespaceConfig(null, "ram", "4MiB", 512, null, null));
+            t.live().removeNamespace(B, 1);
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (true) { // the removed namespace's memory is counted until its backend closes, once drained
+                try {
+                    t.live().addNamespace(B, sparse);
+                    break;
+                } catch (ConfigurationException e) {
+                    assertTrue(System.nanoTime() < deadline, e.getMessage());
+                    Thread.sleep(20);
+                }
+            }
+        }
+        ConfigurationException huge = assertThrows(ConfigurationException.class, () -> live.addNamespace(A,
+                new NamespaceConfig(null, "ram", "64TiB", 512, null, null).withSparse(true)));
+        assertTrue(huge.getMessage().contains("4 times this machine's"), huge.getMessage());
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> NvmeTarget.start(
+                new TargetConfig(1, null, null, null, listeners, subs, null, null, null, "lots")));
+        assertTrue(bad.getMessage().startsWith("maxSparseMemory"), bad.getMessage());
+    }
 }

@@ -9,7 +9,8 @@ import java.nio.file.StandardOpenOption;
 
 /**
  * A namespace backed by a regular file (or block device) with positional I/O, so concurrent queues never share a file
- * position. A missing file is created sparse at the given size; an existing one is grown to it, never shrunk.
+ * position. A missing file is created sparse at the given size, owner-only (0600), and only at its own name, never
+ * through a symbolic link; an existing one (or one a link names) is grown to the size, never shrunk.
  * Flush is {@code fdatasync}: data written before it is durable when it completes. Deallocate punches holes and Write
  * Zeroes zeroes ranges through {@code fallocate} ({@link FileSpace}), writing zeroes only where the file system cannot.
  */
@@ -25,6 +26,8 @@ public final class FileBackend implements BlockBackend {
     /** What opening did to the file, for {@link #discard} to undo: created it, else its length before. */
     private final boolean created;
     private final long lengthBefore;
+    /** What any other name of the same storage has too (see {@link #identity}). */
+    private final Object identity;
 
     public FileBackend(Path path, long sizeBytes) throws IOException {
         this(path, sizeBytes, false);
@@ -67,11 +70,12 @@ public final class FileBackend implements BlockBackend {
             ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
         } else {
             try {
-                ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                // O_CREAT|O_EXCL|O_NOFOLLOW: created at its own name or not at all, never through a link.
+                ch = FileChannel.open(path, CREATE_NEW, OWNER_ONLY);
                 made = true;
             } catch (java.nio.file.FileAlreadyExistsException e) {
-                // An existing file, or a link to one that may not exist yet (created through it, never removed here).
-                ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                // Something is there: an existing file, or a link to one, is opened; nothing is created.
+                ch = openExisting(path);
             }
         }
         this.channel = ch;
@@ -93,6 +97,7 @@ public final class FileBackend implements BlockBackend {
                 channel.write(ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
             }
             this.size = sizeBytes;
+            this.identity = identityOf(path, device);
             this.space = new FileSpace(path);
         } catch (IOException | RuntimeException e) {
             // Refused: the file as it was (a refused namespace must not leave a new or grown file behind).
@@ -103,6 +108,49 @@ public final class FileBackend implements BlockBackend {
             }
             throw e;
         }
+    }
+
+    /** Opening a new file: only at its own name (see the constructor). */
+    private static final java.util.Set<java.nio.file.OpenOption> CREATE_NEW = java.util.Set.of(
+            StandardOpenOption.CREATE_NEW, java.nio.file.LinkOption.NOFOLLOW_LINKS, StandardOpenOption.READ,
+            StandardOpenOption.WRITE);
+    /**
+     * A new file is its owner's only (0600, less what the umask takes): it holds the hosts' data. An existing one
+     * keeps its mode.
+     */
+    private static final java.nio.file.attribute.FileAttribute<?>[] OWNER_ONLY =
+            java.nio.file.FileSystems.getDefault().supportedFileAttributeViews().contains("posix")
+                    ? new java.nio.file.attribute.FileAttribute<?>[] {java.nio.file.attribute.PosixFilePermissions
+                            .asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))}
+                    : new java.nio.file.attribute.FileAttribute<?>[0];
+
+    private static FileChannel openExisting(Path path) throws IOException {
+        try {
+            return FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } catch (java.nio.file.NoSuchFileException e) {
+            if (Files.isSymbolicLink(path)) {
+                throw new IOException(path + " is a symbolic link to " + Files.readSymbolicLink(path) + ", which does"
+                        + " not exist: a namespace's file is created only at its own name; create the file first, or"
+                        + " give the path the file should have", e);
+            }
+            throw e;
+        }
+    }
+
+    private static Object identityOf(Path path, boolean device) throws IOException {
+        if (device) {
+            return "block device " + Files.getAttribute(path, "unix:rdev"); // /dev/sdb and its by-id links alike
+        }
+        Object key = Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
+        return key != null ? key : path.toRealPath(); // (device, inode): hard links and symbolic links alike
+    }
+
+    /**
+     * What every backend on the same storage has, however it was named: the device number of a block device, the
+     * device and inode of a file (so hard and symbolic links to it too). Two namespaces on one must not be.
+     */
+    public Object identity() {
+        return identity;
     }
 
     public boolean isBlockDevice() {

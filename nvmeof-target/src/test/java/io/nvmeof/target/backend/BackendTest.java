@@ -64,4 +64,33 @@ class BackendTest {
         }
         assertThrows(java.io.IOException.class, () -> new FileBackend(dir.resolve("empty.img"), 0));
     }
+
+    /**
+     * Issue 30, finding 19: a missing file was created through a symbolic link whose target did not exist (the first
+     * open refused to, the second followed the link), so a link inside an allowed directory put the namespace's file
+     * wherever it pointed, and a refused namespace left it there. A file is only ever created at its own name; a link
+     * to an existing file still opens that file (as /dev/disk/by-id names a device).
+     */
+    @Test
+    void aFileIsNeverCreatedThroughASymbolicLink() throws Exception {
+        Path elsewhere = dir.resolve("elsewhere.img");
+        Path link = dir.resolve("link.img");
+        Files.createSymbolicLink(link, elsewhere);
+        java.io.IOException e = assertThrows(java.io.IOException.class, () -> new FileBackend(link, 1 << 20));
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("symbolic link"), e.getMessage());
+        org.junit.jupiter.api.Assertions.assertFalse(Files.exists(elsewhere), "nothing was created through the link");
+        Files.write(elsewhere, new byte[8192]);
+        try (FileBackend b = new FileBackend(link, 0)) {
+            assertEquals(8192, b.sizeBytes(), "a link to an existing file opens that file");
+        }
+    }
+
+    /** Issue 30, finding 24: a new disk image holds the hosts' data and is created owner-only (0600). */
+    @Test
+    void aNewFileIsOwnerOnly() throws Exception {
+        Path f = dir.resolve("private.img");
+        new FileBackend(f, 1 << 20).close();
+        assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(f)));
+    }
 }
