@@ -67,6 +67,10 @@ final class Metrics {
                 queues));
         out.metricSnapshot(GaugeSnapshot.builder().name("nvmeof_listeners").help("Ports the target listens on")
                 .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.listeners().size()).build()).build());
+        out.metricSnapshot(GaugeSnapshot.builder().name("nvmeof_data_path_failures")
+                .help("Poll groups and accept loops that have stopped while the target runs (/health names them)")
+                .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.dataPathFailures().size()).build())
+                .build());
         return out.build();
     }
 

@@ -544,12 +544,14 @@ class AdminApiTest {
         HttpResponse<String> up = call("GET", "/health", null, null);
         assertEquals(200, up.statusCode(), up.body());
         assertEquals("UP", json(up).get("status").asText());
+        assertTrue(call("GET", "/metrics", null).body().contains("\nnvmeof_data_path_failures 0"));
         target.pollGroups().iterator().next().shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
         HttpResponse<String> down = call("GET", "/health", null, null);
         assertEquals(503, down.statusCode(), down.body());
         assertEquals("application/json", down.headers().firstValue("Content-Type").orElse(""));
         assertEquals("DOWN", json(down).get("status").asText());
         assertTrue(json(down).get("problems").get(0).asText().startsWith("poll group 1 of "), down.body());
+        assertTrue(call("GET", "/metrics", null).body().contains("\nnvmeof_data_path_failures 1"), "for alerts");
     }
 
     /**
