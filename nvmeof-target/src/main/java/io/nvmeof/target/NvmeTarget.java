@@ -441,7 +441,8 @@ public final class NvmeTarget implements AutoCloseable {
         for (TcpTransport t : tcpListeners) {
             if (!t.accepting() && t.info() != null) {
                 out.add("listener " + t.info().portId() + " (tcp " + t.info().traddr() + ":" + t.info().trsvcid()
-                        + ") accepts no connections: its accept loop has stopped; remove and add the listener again");
+                        + ") accepts no connections: its accept loop has stopped; add a listener on another port and remove this"
+                        + " one, or restart the target");
             }
         }
         for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
