@@ -1,15 +1,15 @@
-package io.nvmeof.target;
+package io.nvmeof.tgt;
 
 import io.nvmeof.protocol.fabrics.Nqn;
-import io.nvmeof.target.LiveConfiguration.ConfigurationException;
-import io.nvmeof.target.LiveConfiguration.ImportMode;
-import io.nvmeof.target.LiveConfiguration.ImportResult;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.ListenerConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Subsystem;
+import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.LiveConfiguration.ImportResult;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.HashSet;

@@ -1,14 +1,14 @@
-package io.nvmeof.target;
+package io.nvmeof.tgt;
 
 import io.nvmeof.protocol.fabrics.Nqn;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.ListenerConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
-import io.nvmeof.target.core.Controller;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Subsystem;
-import io.nvmeof.target.core.SubmissionQueue;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.SubmissionQueue;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * port) is prepared where hosts do not use it yet; then the document it leaves is saved ({@link #saveChangesWith}),
  * then it is applied. It applies completely or not at all, and never unsaved. Changes are serialized (one monitor);
  * the data path never takes it: it reads the lock-free maps of {@link Subsystem} and
- * {@link io.nvmeof.target.core.TargetCore}. Adding or removing a namespace raises the Namespace Attribute Changed
+ * {@link io.nvmeof.tgt.core.TargetCore}. Adding or removing a namespace raises the Namespace Attribute Changed
  * event on every controller of the subsystem; changes hosts may discover bump the discovery log's generation
  * counter.
  */
@@ -88,7 +88,7 @@ public final class LiveConfiguration {
     }
 
     /** A subsystem's namespaces' I/O statistics. */
-    public record SubsystemStatistics(String nqn, List<io.nvmeof.target.core.NamespaceStatistics> namespaces) {
+    public record SubsystemStatistics(String nqn, List<io.nvmeof.tgt.core.NamespaceStatistics> namespaces) {
     }
 
     private final NvmeTarget target;
@@ -290,7 +290,7 @@ public final class LiveConfiguration {
     }
 
     private int boundPort(int id, ListenerConfig l) {
-        for (io.nvmeof.target.core.ListenerInfo info : target.core().listeners()) {
+        for (io.nvmeof.tgt.core.ListenerInfo info : target.core().listeners()) {
             if (info.portId() == id) {
                 return Integer.parseInt(info.trsvcid());
             }
@@ -616,7 +616,7 @@ public final class LiveConfiguration {
     }
 
     private static SubsystemStatistics statisticsOf(Subsystem sub) {
-        List<io.nvmeof.target.core.NamespaceStatistics> list = new ArrayList<>();
+        List<io.nvmeof.tgt.core.NamespaceStatistics> list = new ArrayList<>();
         for (Namespace ns : sub.namespaces()) {
             list.add(sub.statistics(ns));
         }
@@ -694,11 +694,11 @@ public final class LiveConfiguration {
 
     /** The document entry for an opened namespace: its effective values, and what only its configuration says. */
     static NamespaceConfig describe(Namespace ns, NamespaceConfig n) {
-        String backend = ns.backend() instanceof io.nvmeof.target.backend.FileBackend f
+        String backend = ns.backend() instanceof io.nvmeof.tgt.backend.FileBackend f
                 ? (f.isBlockDevice() ? "block" : "file") : "ram";
         String path = n != null ? n.path() : null;
         String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
-        Boolean sparse = ns.backend() instanceof io.nvmeof.target.backend.RamBackend r && r.sparse() ? true : null;
+        Boolean sparse = ns.backend() instanceof io.nvmeof.tgt.backend.RamBackend r && r.sparse() ? true : null;
         // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
         // document, the empty volume would claim the identity of the one whose data is gone.
         String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();

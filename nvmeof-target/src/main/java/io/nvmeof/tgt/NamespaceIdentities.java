@@ -1,9 +1,9 @@
-package io.nvmeof.target;
+package io.nvmeof.tgt;
 
-import io.nvmeof.target.backend.FileBackend;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Subsystem;
-import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.tgt.backend.FileBackend;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.TargetCore;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;

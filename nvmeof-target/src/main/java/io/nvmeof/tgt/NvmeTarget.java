@@ -1,23 +1,23 @@
-package io.nvmeof.target;
+package io.nvmeof.tgt;
 
 import io.netty.channel.EventLoopGroup;
 import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.fabrics.Nqn;
-import io.nvmeof.target.backend.BlockBackend;
-import io.nvmeof.target.backend.FileBackend;
-import io.nvmeof.target.backend.RamBackend;
-import io.nvmeof.target.backend.SparseMemoryLimit;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.ListenerConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
-import io.nvmeof.target.core.Controller;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Subsystem;
-import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.core.TargetLimits;
-import io.nvmeof.target.tcp.TcpOptions;
-import io.nvmeof.target.tcp.TcpTransport;
+import io.nvmeof.tgt.backend.BlockBackend;
+import io.nvmeof.tgt.backend.FileBackend;
+import io.nvmeof.tgt.backend.RamBackend;
+import io.nvmeof.tgt.backend.SparseMemoryLimit;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.core.TargetLimits;
+import io.nvmeof.tgt.tcp.TcpOptions;
+import io.nvmeof.tgt.tcp.TcpTransport;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -40,7 +40,7 @@ public final class NvmeTarget implements AutoCloseable {
     private final TargetCore core;
     private final EventLoopGroup pollGroups;
     private final List<TcpTransport> tcpListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
-    private final List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<io.nvmeof.tgt.rdma.RdmaTransport> rdmaListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private int pollGroupCount = 1;
     /** What sparse RAM namespaces may promise together (maxSparseMemory). */
     private SparseMemoryLimit sparseMemory = SparseMemoryLimit.of(null);
@@ -299,17 +299,17 @@ public final class NvmeTarget implements AutoCloseable {
 
     /**
      * Closes a removed namespace's backend once its in-flight commands have finished ({@link
-     * io.nvmeof.target.core.NamespaceDrain}), after RDMA listeners drop their registrations of its memory. The
+     * io.nvmeof.tgt.core.NamespaceDrain}), after RDMA listeners drop their registrations of its memory. The
      * namespace must already be out of {@code sub}.
      */
     void retire(Namespace ns, Subsystem sub) {
         if (pollGroups.isShuttingDown()) {
             return; // the target is stopping: it closes every backend itself
         }
-        io.nvmeof.target.core.NamespaceDrain.closeWhenDrained(ns, core.queuesOf(sub), pollGroups.next(), () -> {
+        io.nvmeof.tgt.core.NamespaceDrain.closeWhenDrained(ns, core.queuesOf(sub), pollGroups.next(), () -> {
             // Closing may block (fdatasync): never on the poll group that ran the check.
             Thread t = new Thread(() -> {
-                for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+                for (io.nvmeof.tgt.rdma.RdmaTransport r : rdmaListeners) {
                     r.releasePinned(ns.backend().pinnedRegions());
                 }
                 try {
@@ -327,7 +327,7 @@ public final class NvmeTarget implements AutoCloseable {
 
     /**
      * Closes the backend of a namespace that was opened but never exported (refused, or an import undone), undoing what
-     * opening it did to its file ({@link io.nvmeof.target.backend.BlockBackend#discard}).
+     * opening it did to its file ({@link io.nvmeof.tgt.backend.BlockBackend#discard}).
      */
     void discard(Namespace ns) {
         backends.remove(ns.backend());
@@ -369,7 +369,7 @@ public final class NvmeTarget implements AutoCloseable {
     int addListener(ListenerConfig l, int portId) throws IOException {
         String transport = l.transport() != null ? l.transport() : "tcp";
         if ("rdma".equals(transport)) {
-            io.nvmeof.target.rdma.RdmaTransport r = new io.nvmeof.target.rdma.RdmaTransport(core, pollGroupCount,
+            io.nvmeof.tgt.rdma.RdmaTransport r = new io.nvmeof.tgt.rdma.RdmaTransport(core, pollGroupCount,
                     l.inlineDataSize() != null ? l.inlineDataSize() : TcpOptions.defaults().inlineDataSize());
             r.listen(portId, l.address() != null ? l.address() : "127.0.0.1", l.port() != null ? l.port() : 4420,
                     l.subsystems() != null ? new HashSet<>(l.subsystems()) : new HashSet<>());
@@ -406,7 +406,7 @@ public final class NvmeTarget implements AutoCloseable {
                 return true;
             }
         }
-        for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+        for (io.nvmeof.tgt.rdma.RdmaTransport r : rdmaListeners) {
             if (r.info() != null && r.info().portId() == portId && (port < 0 || r.info().trsvcid().equals(Integer.toString(port)))) {
                 rdmaListeners.remove(r);
                 r.close(); // releases every connection it accepted
@@ -445,7 +445,7 @@ public final class NvmeTarget implements AutoCloseable {
                         + " one, or restart the target");
             }
         }
-        for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+        for (io.nvmeof.tgt.rdma.RdmaTransport r : rdmaListeners) {
             for (int n : r.endedPollGroups()) {
                 out.add("RDMA poll group " + n + " of listener " + (r.info() != null ? r.info().portId() : "?")
                         + " has stopped: its queues get no answers (see the target's log for why); restart the target");
@@ -469,7 +469,7 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** The RDMA port of the {@code index}th RDMA listener. */
-    public List<io.nvmeof.target.rdma.RdmaTransport> rdmaListeners() {
+    public List<io.nvmeof.tgt.rdma.RdmaTransport> rdmaListeners() {
         return List.copyOf(rdmaListeners);
     }
 
@@ -483,7 +483,7 @@ public final class NvmeTarget implements AutoCloseable {
         for (TcpTransport t : tcpListeners) {
             t.close();
         }
-        for (io.nvmeof.target.rdma.RdmaTransport r : rdmaListeners) {
+        for (io.nvmeof.tgt.rdma.RdmaTransport r : rdmaListeners) {
             r.close();
         }
         for (Controller c : core.controllers()) {

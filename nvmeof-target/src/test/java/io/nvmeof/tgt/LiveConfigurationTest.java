@@ -1,4 +1,4 @@
-package io.nvmeof.target;
+package io.nvmeof.tgt;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.nvmeof.target.LiveConfiguration.ConfigurationException;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.backend;
+package io.nvmeof.tgt.backend;
 
 import com.sun.jna.LastErrorException;
 import com.sun.jna.Native;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.backend;
+package io.nvmeof.tgt.backend;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.backend;
+package io.nvmeof.tgt.backend;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;

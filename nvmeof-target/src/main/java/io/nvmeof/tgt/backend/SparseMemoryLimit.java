@@ -1,4 +1,4 @@
-package io.nvmeof.target.backend;
+package io.nvmeof.tgt.backend;
 
 import java.lang.management.ManagementFactory;
 import java.util.Locale;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.cmd;
+package io.nvmeof.tgt.cmd;
 
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Features;
@@ -13,11 +13,11 @@ import io.nvmeof.protocol.log.ErrorLogEntry;
 import io.nvmeof.protocol.log.FirmwareSlotLog;
 import io.nvmeof.protocol.log.SmartHealthLog;
 import io.nvmeof.protocol.regs.ControllerRegisters;
-import io.nvmeof.target.core.Controller;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Request;
-import io.nvmeof.target.core.SubmissionQueue;
-import io.nvmeof.target.core.Subsystem;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.core.Subsystem;
 import java.nio.ByteBuffer;
 import java.util.UUID;
 import org.agrona.MutableDirectBuffer;
@@ -81,7 +81,7 @@ public final class AdminCommands {
     }
 
     /** Get Log Page: the length asked for, bounded by MDTS, with a dword-aligned offset. */
-    static int logPage(Request req, io.nvmeof.target.core.RequestHandler handler) {
+    static int logPage(Request req, io.nvmeof.tgt.core.RequestHandler handler) {
         long length = req.cmd.logPageLength();
         if (length > req.sq().core().limits().maxTransferSize()) {
             req.errorLocation = Command.CDW10;

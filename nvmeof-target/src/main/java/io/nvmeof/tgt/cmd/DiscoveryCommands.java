@@ -1,15 +1,15 @@
-package io.nvmeof.target.cmd;
+package io.nvmeof.tgt.cmd;
 
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.protocol.log.DiscoveryLogHeader;
-import io.nvmeof.target.core.Controller;
-import io.nvmeof.target.core.ListenerInfo;
-import io.nvmeof.target.core.Request;
-import io.nvmeof.target.core.Subsystem;
-import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.ListenerInfo;
+import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.TargetCore;
 import java.util.ArrayList;
 import java.util.List;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -98,7 +98,7 @@ public final class DiscoveryCommands {
                     .treq(DiscoveryLogEntry.TREQ_NOT_REQUIRED | DiscoveryLogEntry.TREQ_DISABLE_SQFLOW)
                     .portid(l.portId())
                     .cntlid(DiscoveryLogEntry.CNTLID_DYNAMIC)
-                    .asqsz(io.nvmeof.target.core.TargetLimits.ADMIN_QUEUE_SIZE)
+                    .asqsz(io.nvmeof.tgt.core.TargetLimits.ADMIN_QUEUE_SIZE)
                     .trsvcid(l.trsvcid())
                     .subnqn(s.nqn())
                     .traddr(l.traddr());

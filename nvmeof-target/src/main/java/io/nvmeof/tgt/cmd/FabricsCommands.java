@@ -1,4 +1,4 @@
-package io.nvmeof.target.cmd;
+package io.nvmeof.tgt.cmd;
 
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
@@ -6,13 +6,13 @@ import io.nvmeof.protocol.fabrics.ConnectData;
 import io.nvmeof.protocol.fabrics.FabricsCommand;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.regs.ControllerRegisters;
-import io.nvmeof.target.core.Controller;
-import io.nvmeof.target.core.MemoryBudget;
-import io.nvmeof.target.core.Request;
-import io.nvmeof.target.core.SubmissionQueue;
-import io.nvmeof.target.core.Subsystem;
-import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.core.TargetLimits;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.MemoryBudget;
+import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.core.TargetLimits;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -111,7 +111,7 @@ public final class FabricsCommands {
                     "no subsystem " + subnqn);
             return;
         }
-        io.nvmeof.target.core.ListenerInfo via = sq.transport().listener();
+        io.nvmeof.tgt.core.ListenerInfo via = sq.transport().listener();
         if (via != null && !subsystem.isDiscovery() && !via.exports(subnqn)) {
             // As nvmet (a subsystem is reachable through the ports it is linked to) and SPDK (its listeners).
             fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidDataField(ConnectData.SUBNQN),

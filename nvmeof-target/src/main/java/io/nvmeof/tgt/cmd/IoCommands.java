@@ -1,4 +1,4 @@
-package io.nvmeof.target.cmd;
+package io.nvmeof.tgt.cmd;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -6,10 +6,10 @@ import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Request;
-import io.nvmeof.target.core.SubmissionQueue;
-import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.core.TargetCore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import org.agrona.concurrent.UnsafeBuffer;

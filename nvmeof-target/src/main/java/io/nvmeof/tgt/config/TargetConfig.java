@@ -1,4 +1,4 @@
-package io.nvmeof.target.config;
+package io.nvmeof.tgt.config;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;

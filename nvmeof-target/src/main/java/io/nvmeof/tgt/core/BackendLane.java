@@ -1,4 +1,4 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.Executor;

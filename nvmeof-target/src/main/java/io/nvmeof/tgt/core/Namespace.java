@@ -1,6 +1,6 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
-import io.nvmeof.target.backend.BlockBackend;
+import io.nvmeof.tgt.backend.BlockBackend;
 import java.nio.ByteBuffer;
 import java.util.UUID;
 
@@ -55,7 +55,7 @@ public final class Namespace {
      * Backend work in flight on this namespace off the poll groups (queued or running); closed once the namespace's
      * backend is retired: from then on no work may start on it.
      */
-    private final io.nvmeof.target.backend.UseCount backendUsers = new io.nvmeof.target.backend.UseCount();
+    private final io.nvmeof.tgt.backend.UseCount backendUsers = new io.nvmeof.tgt.backend.UseCount();
 
     public long nsid() { return nsid; }
     public BlockBackend backend() { return backend; }

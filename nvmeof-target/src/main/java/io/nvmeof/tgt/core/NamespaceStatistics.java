@@ -1,4 +1,4 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
 /**
  * A namespace's I/O since it was added: successful reads and writes with their bytes, other commands (flush, write

@@ -1,4 +1,4 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
 import io.netty.buffer.ByteBuf;
 import io.nvmeof.protocol.Command;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
 /** The execute step a parse function picks for a request (Linux nvmet's {@code req->execute}). */
 @FunctionalInterface

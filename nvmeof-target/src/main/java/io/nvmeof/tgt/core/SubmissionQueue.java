@@ -1,9 +1,9 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Status;
-import io.nvmeof.target.transport.TransportQueue;
+import io.nvmeof.tgt.transport.TransportQueue;
 import java.nio.ByteBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 

@@ -1,4 +1,4 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
 import io.nvmeof.protocol.fabrics.Nqn;
 import java.util.Collection;

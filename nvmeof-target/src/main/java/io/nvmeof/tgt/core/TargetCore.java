@@ -1,13 +1,13 @@
-package io.nvmeof.target.core;
+package io.nvmeof.tgt.core;
 
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.fabrics.Nqn;
-import io.nvmeof.target.cmd.AdminCommands;
-import io.nvmeof.target.cmd.DiscoveryCommands;
-import io.nvmeof.target.cmd.FabricsCommands;
-import io.nvmeof.target.cmd.IoCommands;
+import io.nvmeof.tgt.cmd.AdminCommands;
+import io.nvmeof.tgt.cmd.DiscoveryCommands;
+import io.nvmeof.tgt.cmd.FabricsCommands;
+import io.nvmeof.tgt.cmd.IoCommands;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;

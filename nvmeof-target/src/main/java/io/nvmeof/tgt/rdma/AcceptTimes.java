@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 /**
  * Sees every one-sided operation the target posts toward a host: where in the host's memory an RDMA WRITE (a read's

@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 /**
  * The verbs one RDMA queue pair needs, as the queue sees them: work requests are queued by the post calls and handed

@@ -1,6 +1,6 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
-import io.nvmeof.target.core.Request;
+import io.nvmeof.tgt.core.Request;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;

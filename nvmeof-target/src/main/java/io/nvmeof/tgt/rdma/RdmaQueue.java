@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -8,10 +8,10 @@ import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.SglDescriptor;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
-import io.nvmeof.target.core.Request;
-import io.nvmeof.target.core.SubmissionQueue;
-import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.transport.TransportQueue;
+import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.transport.TransportQueue;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import org.agrona.BufferUtil;
@@ -464,15 +464,15 @@ public final class RdmaQueue implements TransportQueue {
         return peer;
     }
 
-    private volatile io.nvmeof.target.core.ListenerInfo listener;
+    private volatile io.nvmeof.tgt.core.ListenerInfo listener;
 
     /** The listener the connection came through; set before the queue starts. */
-    void listener(io.nvmeof.target.core.ListenerInfo l) {
+    void listener(io.nvmeof.tgt.core.ListenerInfo l) {
         listener = l;
     }
 
     @Override
-    public io.nvmeof.target.core.ListenerInfo listener() {
+    public io.nvmeof.tgt.core.ListenerInfo listener() {
         return listener;
     }
 

@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.protocol.rdma.RdmaCmAccept;
@@ -21,9 +21,9 @@ import io.nvmeof.rdma.QueuePair;
 import io.nvmeof.rdma.QueuePairConfig;
 import io.nvmeof.rdma.RdmaDevice;
 import io.nvmeof.rdma.RdmaLibrary;
-import io.nvmeof.target.core.ListenerInfo;
-import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.core.TargetLimits;
+import io.nvmeof.tgt.core.ListenerInfo;
+import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.core.TargetLimits;
 import java.io.IOException;
 import java.net.Inet6Address;
 import java.net.InetAddress;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 import io.nvmeof.rdma.CmId;
 import io.nvmeof.rdma.QueuePair;

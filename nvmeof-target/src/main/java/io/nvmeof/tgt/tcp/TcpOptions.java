@@ -1,4 +1,4 @@
-package io.nvmeof.target.tcp;
+package io.nvmeof.tgt.tcp;
 
 import io.nvmeof.protocol.tcp.ICRespPdu;
 

@@ -1,4 +1,4 @@
-package io.nvmeof.target.tcp;
+package io.nvmeof.tgt.tcp;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -24,13 +24,13 @@ import io.nvmeof.protocol.tcp.PduHeader;
 import io.nvmeof.protocol.tcp.R2TPdu;
 import io.nvmeof.protocol.tcp.TermReqPdu;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
-import io.nvmeof.target.core.Controller;
-import io.nvmeof.target.core.ListenerInfo;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Request;
-import io.nvmeof.target.core.SubmissionQueue;
-import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.transport.TransportQueue;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.ListenerInfo;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.transport.TransportQueue;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;

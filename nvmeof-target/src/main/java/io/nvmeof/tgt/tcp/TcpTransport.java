@@ -1,4 +1,4 @@
-package io.nvmeof.target.tcp;
+package io.nvmeof.tgt.tcp;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -11,8 +11,8 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.nvmeof.netty.Allocators;
 import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
-import io.nvmeof.target.core.ListenerInfo;
-import io.nvmeof.target.core.TargetCore;
+import io.nvmeof.tgt.core.ListenerInfo;
+import io.nvmeof.tgt.core.TargetCore;
 import java.io.IOException;
 import java.net.Inet6Address;
 import java.net.InetAddress;

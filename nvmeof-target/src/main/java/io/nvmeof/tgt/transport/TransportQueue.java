@@ -1,7 +1,7 @@
-package io.nvmeof.target.transport;
+package io.nvmeof.tgt.transport;
 
 import io.netty.buffer.ByteBufAllocator;
-import io.nvmeof.target.core.Request;
+import io.nvmeof.tgt.core.Request;
 
 /**
  * What the core asks of one transport queue (a TCP connection, an RDMA queue pair): the NVMe-oF counterpart of
@@ -53,7 +53,7 @@ public interface TransportQueue {
      * Whether data of {@code ns} still waits here to be sent from the namespace's own memory (zero-copy reads, after
      * their requests were released): a removed namespace is not closed under it. Only on this queue's thread.
      */
-    default boolean sendsFrom(io.nvmeof.target.core.Namespace ns) {
+    default boolean sendsFrom(io.nvmeof.tgt.core.Namespace ns) {
         return false;
     }
 
@@ -80,7 +80,7 @@ public interface TransportQueue {
     }
 
     /** The listener this connection came through (which subsystems it exposes), or null when not known. */
-    default io.nvmeof.target.core.ListenerInfo listener() {
+    default io.nvmeof.tgt.core.ListenerInfo listener() {
         return null;
     }
 }

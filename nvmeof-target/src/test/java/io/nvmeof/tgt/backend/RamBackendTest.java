@@ -1,4 +1,4 @@
-package io.nvmeof.target.backend;
+package io.nvmeof.tgt.backend;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -16,11 +16,11 @@ import io.nvmeof.protocol.rdma.RdmaCmReject;
 import io.nvmeof.protocol.rdma.RdmaConnectParameters;
 import io.nvmeof.protocol.rdma.RdmaCmRequest;
 import io.nvmeof.protocol.regs.ControllerRegisters;
-import io.nvmeof.target.backend.RamBackend;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Subsystem;
-import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.core.TargetLimits;
+import io.nvmeof.tgt.backend.RamBackend;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.core.TargetLimits;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -319,7 +319,7 @@ class RdmaQueueFuzzTest {
     /** The harness itself: the seeds' commands reach the target and do what they say, so inputs near them can too. */
     @Test
     void theSeedsDoWhatTheySay() throws java.io.IOException {
-        Path dir = Path.of("src/test/resources/io/nvmeof/target/rdma/RdmaQueueFuzzTestInputs/connectAndCapsules");
+        Path dir = Path.of("src/test/resources/io/nvmeof/tgt/rdma/RdmaQueueFuzzTestInputs/connectAndCapsules");
         connectAndCapsules(Files.readAllBytes(dir.resolve("admin-connect-enable-identify")));
         assertEquals(java.util.List.of(Status.SUCCESS, Status.SUCCESS, Status.SUCCESS, Status.SUCCESS), statuses(),
                 "Connect, CC.EN, Identify and Get Log Page");
@@ -355,7 +355,7 @@ class RdmaQueueFuzzTest {
     @Test
     @EnabledIfSystemProperty(named = "fuzz.writeSeeds", matches = "true")
     void writeSeeds() throws java.io.IOException {
-        Path dir = Path.of("src/test/resources/io/nvmeof/target/rdma/RdmaQueueFuzzTestInputs/connectAndCapsules");
+        Path dir = Path.of("src/test/resources/io/nvmeof/tgt/rdma/RdmaQueueFuzzTestInputs/connectAndCapsules");
         Files.createDirectories(dir);
         Files.write(dir.resolve("short-private-data"), new byte[] {0, 0, 1, 0});
         Files.write(dir.resolve("admin-hsqsize-too-large"), privateData(0, 64, 63));

@@ -1,4 +1,4 @@
-package io.nvmeof.target.rdma;
+package io.nvmeof.tgt.rdma;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -13,11 +13,11 @@ import io.nvmeof.protocol.fabrics.ConnectData;
 import io.nvmeof.protocol.fabrics.FabricsCommand;
 import io.nvmeof.protocol.identify.IdentifyController;
 import io.nvmeof.protocol.regs.ControllerRegisters;
-import io.nvmeof.target.backend.RamBackend;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.Subsystem;
-import io.nvmeof.target.core.TargetCore;
-import io.nvmeof.target.core.TargetLimits;
+import io.nvmeof.tgt.backend.RamBackend;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.core.TargetLimits;
 import java.nio.ByteBuffer;
 import java.util.Random;
 import java.util.UUID;

@@ -1,11 +1,11 @@
-package io.nvmeof.target.tcp;
+package io.nvmeof.tgt.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.nvmeof.target.LiveConfiguration;
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import org.junit.jupiter.api.Test;
