@@ -2,7 +2,7 @@
 # The interop suite: the Linux kernel's NVMe-oF host and target against ours, inside QEMU guests that boot Debian's
 # kernel (see guest.sh). Each job runs in a fresh guest; results (fio JSON, id-ctrl/id-ns JSON, logs, summaries) go to
 # conformance-tests/target/interop/. Ends with "N passed, N failed" and a non-zero exit if anything failed or could
-# not run. Needs the project built (mvn -DskipTests install); ./test builds it first.
+# not run. Needs the project built (./mvnw -DskipTests install); ./test builds it first.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -10,7 +10,7 @@ results="$repo/conformance-tests/target/interop"
 rm -rf "$results" && mkdir -p "$results"
 
 if [ ! -f "$repo/nvmeof-cli/target/nvmeof.jar" ] || [ ! -d "$repo/conformance-tests/target/test-classes/io/nvmeof/conformance/interop" ]; then
-  echo "run-interop.sh: the project is not built; run: mvn -DskipTests install" >&2
+  echo "run-interop.sh: the project is not built; run: ./mvnw -DskipTests install" >&2
   echo "0 passed, 1 failed"
   exit 1
 fi

@@ -8,7 +8,7 @@ PORT=$([ "$TRANSPORT" = rdma ] && echo 4421 || echo 4420)
 REPO="${REPO:?REPO must name the checkout}"
 NQN=nqn.2026-11.io.nvmeof:interop
 JAR="$REPO/nvmeof-cli/target/nvmeof.jar"
-[ -f "$JAR" ] || { fail "no $JAR: build the project on the host first (mvn -DskipTests install)"; finish; exit 1; }
+[ -f "$JAR" ] || { fail "no $JAR: build the project on the host first (./mvnw -DskipTests install)"; finish; exit 1; }
 
 modprobe -a nvme-tcp nvme-rdma nvme-fabrics
 

@@ -5,7 +5,7 @@
 #                                                  registration) and runs itself there with --in-guest
 #   native/src/test/guest/rdma-smoke.sh --in-guest inside a guest (or on any machine with an RDMA device)
 #
-# Needs the module built on the host first (mvn -o install -pl native, or the whole build): the guest only runs
+# Needs the module built on the host first (./mvnw -o install -pl native, or the whole build): the guest only runs
 # java on target/classes and target/test-classes. Prints PASS/FAIL lines and "N passed, N failed"; the exit code is
 # non-zero on any failure. RESULTS=<dir> (as the interop jobs use) also gets rdma-smoke.summary there.
 set -uo pipefail
@@ -15,9 +15,9 @@ repo="$(cd "$module/.." && pwd)"
 
 if [ "${1:-}" != "--in-guest" ]; then
   [ -f "$module/target/test-classes/io/nvmeof/rdma/RdmaSmokeCheck.class" ] \
-    || { echo "rdma-smoke.sh: build first: (cd $repo && mvn -o -q install -pl native)" >&2; exit 2; }
+    || { echo "rdma-smoke.sh: build first: (cd $repo && ./mvnw -o -q install -pl native)" >&2; exit 2; }
   # The class path is resolved here, on the host (Maven is too slow under emulation); the guest sees ~/.m2 read-only.
-  (cd "$module" && mvn -q -B -ntp dependency:build-classpath -Dmdep.outputFile=target/smoke.classpath >/dev/null) \
+  (cd "$module" && "$repo/mvnw" -q -B -ntp dependency:build-classpath -Dmdep.outputFile=target/smoke.classpath >/dev/null) \
     || { echo "rdma-smoke.sh: cannot resolve the class path (mvn dependency:build-classpath)" >&2; exit 2; }
   cd "$repo"
   exec conformance-tests/guest/guest.sh --rdma --mem "${SMOKE_GUEST_MEM:-6G}" --timeout "${SMOKE_TIMEOUT:-600}" \

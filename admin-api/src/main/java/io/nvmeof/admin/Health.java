@@ -1,6 +1,6 @@
 package io.nvmeof.admin;
 
-import io.nvmeof.target.LiveConfiguration;
+import io.nvmeof.tgt.LiveConfiguration;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;

@@ -1,9 +1,9 @@
 package io.nvmeof.admin;
 
-import io.nvmeof.target.LiveConfiguration;
-import io.nvmeof.target.LiveConfiguration.SubsystemStatistics;
-import io.nvmeof.target.core.IoStatistics;
-import io.nvmeof.target.core.NamespaceStatistics;
+import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.LiveConfiguration.SubsystemStatistics;
+import io.nvmeof.tgt.core.IoStatistics;
+import io.nvmeof.tgt.core.NamespaceStatistics;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;

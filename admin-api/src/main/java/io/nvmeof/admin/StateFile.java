@@ -1,6 +1,6 @@
 package io.nvmeof.admin;
 
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

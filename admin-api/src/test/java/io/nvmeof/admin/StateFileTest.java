@@ -5,10 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

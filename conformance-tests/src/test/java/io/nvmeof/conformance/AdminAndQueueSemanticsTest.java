@@ -18,9 +18,9 @@ import io.nvmeof.protocol.log.ErrorLogEntry;
 import io.nvmeof.protocol.log.SmartHealthLog;
 import io.nvmeof.protocol.tcp.DataPdu;
 import io.nvmeof.protocol.tcp.PduHeader;
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.backend.RamBackend;
-import io.nvmeof.target.core.Namespace;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.backend.RamBackend;
+import io.nvmeof.tgt.core.Namespace;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
@@ -161,7 +161,7 @@ class AdminAndQueueSemanticsTest {
             RawTcpHost.sgl(log).transportBlock(1024);
             RawTcpHost.Reply page = disc.executeForData(log, 1024);
             assertEquals(Status.SUCCESS, page.cqe().status(), "the log read completes before any event: none was due");
-            target.live().createSubsystem(new io.nvmeof.target.config.TargetConfig.SubsystemConfig(
+            target.live().createSubsystem(new io.nvmeof.tgt.config.TargetConfig.SubsystemConfig(
                     "nqn.2026-12.io.example:new", null, null, null, null, null, null));
             Completion second = disc.awaitResponse();
             assertEquals(601, second.cid());

@@ -9,14 +9,14 @@ import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.regs.ControllerRegisters;
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.backend.BlockBackend;
-import io.nvmeof.target.backend.RamBackend;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.ListenerConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
-import io.nvmeof.target.core.Namespace;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.backend.BlockBackend;
+import io.nvmeof.tgt.backend.RamBackend;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Namespace;
 import java.io.IOException;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
@@ -225,7 +225,7 @@ class BackendWorkTest {
 
     /** Work waiting in the target's lanes for a backend thread (every thread serving them busy). */
     private long waiting() {
-        return io.nvmeof.target.core.TargetCore.backendWorkWaiting(target.core().subsystem(NQN).namespaces());
+        return io.nvmeof.tgt.core.TargetCore.backendWorkWaiting(target.core().subsystem(NQN).namespaces());
     }
 
     /**

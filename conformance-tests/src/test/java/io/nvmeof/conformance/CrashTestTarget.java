@@ -1,10 +1,10 @@
 package io.nvmeof.conformance;
 
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.ListenerConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import java.util.List;
 
 /**

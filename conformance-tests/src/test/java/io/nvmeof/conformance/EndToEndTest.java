@@ -18,7 +18,7 @@ import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
-import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.tgt.NvmeTarget;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof.conformance.FioRunner.Run;
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
 import java.nio.file.Path;
 import org.junit.jupiter.api.AfterAll;

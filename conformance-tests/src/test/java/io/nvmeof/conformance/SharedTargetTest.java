@@ -2,7 +2,7 @@ package io.nvmeof.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.tgt.NvmeTarget;
 import java.io.IOException;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;

@@ -7,7 +7,7 @@ import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.TransportId;
-import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.tgt.NvmeTarget;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;

@@ -134,13 +134,13 @@ class TargetResourceBoundsTest extends SharedTargetTest {
     void connectionsThatNeverConnectAreDropped() throws Exception {
         io.netty.channel.EventLoopGroup loop = new io.netty.channel.MultiThreadIoEventLoopGroup(1,
                 io.netty.channel.nio.NioIoHandler.newFactory());
-        io.nvmeof.target.core.TargetCore core = new io.nvmeof.target.core.TargetCore(
-                io.nvmeof.target.core.TargetLimits.defaults());
-        core.addSubsystem(new io.nvmeof.target.core.Subsystem(TestTargets.NQN, io.nvmeof.target.core.Subsystem.Type.NVM,
+        io.nvmeof.tgt.core.TargetCore core = new io.nvmeof.tgt.core.TargetCore(
+                io.nvmeof.tgt.core.TargetLimits.defaults());
+        core.addSubsystem(new io.nvmeof.tgt.core.Subsystem(TestTargets.NQN, io.nvmeof.tgt.core.Subsystem.Type.NVM,
                 "SN", "deadline", 1, true));
-        io.nvmeof.target.tcp.TcpTransport t = new io.nvmeof.target.tcp.TcpTransport(core, loop);
+        io.nvmeof.tgt.tcp.TcpTransport t = new io.nvmeof.tgt.tcp.TcpTransport(core, loop);
         try {
-            t.listen(1, "127.0.0.1", 0, new io.nvmeof.target.tcp.TcpOptions(8192, 128 << 10, 1000), java.util.Set.of());
+            t.listen(1, "127.0.0.1", 0, new io.nvmeof.tgt.tcp.TcpOptions(8192, 128 << 10, 1000), java.util.Set.of());
             try (RawTcpHost silent = new RawTcpHost(t.port()); RawTcpHost noConnect = new RawTcpHost(t.port());
                     RawTcpHost good = new RawTcpHost(t.port())) {
                 noConnect.initialize(0);

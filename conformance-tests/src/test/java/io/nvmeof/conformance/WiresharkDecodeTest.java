@@ -8,7 +8,7 @@ import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.tcp.PduHeader;
 import io.nvmeof.protocol.tcp.R2TPdu;
-import io.nvmeof.target.NvmeTarget;
+import io.nvmeof.tgt.NvmeTarget;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;

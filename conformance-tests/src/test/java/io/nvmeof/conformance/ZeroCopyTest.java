@@ -12,16 +12,16 @@ import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.regs.ControllerRegisters;
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.backend.RamBackend;
-import io.nvmeof.target.config.TargetConfig;
-import io.nvmeof.target.config.TargetConfig.ListenerConfig;
-import io.nvmeof.target.config.TargetConfig.NamespaceConfig;
-import io.nvmeof.target.config.TargetConfig.SubsystemConfig;
-import io.nvmeof.target.core.Controller;
-import io.nvmeof.target.core.Namespace;
-import io.nvmeof.target.core.SubmissionQueue;
-import io.nvmeof.target.tcp.TcpQueue;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.backend.RamBackend;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.tcp.TcpQueue;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Random;
@@ -120,7 +120,7 @@ class ZeroCopyTest {
                 assertEquals(Status.SUCCESS, io.execute(RawTcpHost.rwSqe(Opcodes.IO_WRITE, 3, lba, 8, 4096, true), block)
                         .status());
             }
-            Path file = ((io.nvmeof.target.backend.FileBackend) target.core().subsystem(NQN).namespace(3).backend()).path();
+            Path file = ((io.nvmeof.tgt.backend.FileBackend) target.core().subsystem(NQN).namespace(3).backend()).path();
             try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
                     java.nio.file.StandardOpenOption.WRITE)) {
                 ch.truncate(64 << 10); // someone else cuts the file to 64 KiB
@@ -325,7 +325,7 @@ class ZeroCopyTest {
     void aRemovedNamespaceIsNotClosedUnderReadDataStillWaitingToBeSent(long nsid) throws Exception {
         try (NvmeTarget target = start()) {
             Namespace ns = target.core().subsystem(NQN).namespace(nsid);
-            io.nvmeof.target.backend.BlockBackend backend = ns.backend();
+            io.nvmeof.tgt.backend.BlockBackend backend = ns.backend();
             int length = 128 << 10;
             byte[] pattern = new byte[length];
             new Random(15).nextBytes(pattern);

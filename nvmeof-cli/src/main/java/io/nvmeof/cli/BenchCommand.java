@@ -6,7 +6,7 @@ import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.protocol.Status;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;

@@ -16,7 +16,7 @@ import io.nvmeof.loader.io.NamespaceIo;
 import io.nvmeof.loader.layout.DatasetLabel;
 import io.nvmeof.loader.layout.DatasetPart;
 import io.nvmeof.loader.layout.ShardEntry;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -12,7 +12,7 @@ import io.nvmeof.loader.format.ShardFormat;
 import io.nvmeof.loader.imports.DatasetGenerator;
 import io.nvmeof.loader.imports.DatasetImporter;
 import io.nvmeof.loader.plan.ShuffleMode;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;

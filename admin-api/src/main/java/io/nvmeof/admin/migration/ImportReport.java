@@ -1,7 +1,7 @@
 package io.nvmeof.admin.migration;
 
 import io.nvmeof.admin.migration.Migration.Imported;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.util.ArrayList;
 import java.util.List;
 

@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.nvmeof.admin.migration.Migration.Format;
 import io.nvmeof.admin.migration.Migration.Imported;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
 import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -4,8 +4,8 @@ import io.nvmeof.conformance.AllocationProbe;
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.TransportId;
-import io.nvmeof.target.NvmeTarget;
-import io.nvmeof.target.config.TargetConfig;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
 import java.time.Duration;
 
 /**

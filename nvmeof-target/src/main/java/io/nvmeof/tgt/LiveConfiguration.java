@@ -1,0 +1,746 @@
+package io.nvmeof.tgt;
+
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running target's configuration, changed live while hosts are connected: subsystems, their namespaces and allowed
+ * hosts (as SPDK's {@code nvmf_create_subsystem}, {@code nvmf_subsystem_add_ns}, {@code nvmf_subsystem_add_host} and
+ * nvmetcli do). Alongside, it keeps the configuration document ({@link TargetConfig}, the vocabulary of the file the
+ * target starts from) in step with every change, so the live target can be exported and restored exactly (same NQNs,
+ * NSIDs, UUIDs, serials).
+ *
+ * <p>Each change is checked completely before anything is touched, and what can fail (opening a backend, binding a
+ * port) is prepared where hosts do not use it yet; then the document it leaves is saved ({@link #saveChangesWith}),
+ * then it is applied. It applies completely or not at all, and never unsaved. Changes are serialized (one monitor);
+ * the data path never takes it: it reads the lock-free maps of {@link Subsystem} and
+ * {@link io.nvmeof.tgt.core.TargetCore}. Adding or removing a namespace raises the Namespace Attribute Changed
+ * event on every controller of the subsystem; changes hosts may discover bump the discovery log's generation
+ * counter.
+ */
+public final class LiveConfiguration {
+    static final Logger LOG = LoggerFactory.getLogger(LiveConfiguration.class);
+    /** Longest serial (Identify SN) and model (MN) strings, in bytes. */
+    static final int SERIAL_LENGTH = 20;
+    static final int MODEL_LENGTH = 40;
+    /**
+     * Most NVM subsystems a target takes (the discovery subsystem not counted): SPDK's default max_subsystems. Every
+     * change saves the whole document, so this also bounds the cost of a change.
+     */
+    public static final int MAX_SUBSYSTEMS = 1024;
+
+    /** Why a change was refused; an API maps the kind to its status (400, 404, 409, 507). */
+    public static final class ConfigurationException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        /** NOT_SAVED: the change was valid but could not be saved ({@link Store}), so it was not made live. */
+        public enum Kind { INVALID, NOT_FOUND, CONFLICT, NOT_SAVED }
+
+        private final Kind kind;
+
+        ConfigurationException(Kind kind, String message) {
+            super(message);
+            this.kind = kind;
+        }
+
+        public Kind kind() {
+            return kind;
+        }
+    }
+
+    /** A live controller (association), for listing. */
+    public record ControllerView(String subsystem, int cntlid, String hostNqn, String hostId, String transport,
+                                 String peer, int ioQueues, int queueDepth, long keepAliveTimeoutMs,
+                                 String connectedAt) {
+    }
+
+    /**
+     * How an imported document meets the live configuration: {@code REPLACE} makes the target exactly the document
+     * (what it does not name is removed); {@code MERGE} adds what the document has and the target lacks, refusing
+     * clashes. Either way, a field the document leaves out keeps its live value.
+     */
+    public enum ImportMode { REPLACE, MERGE }
+
+    /**
+     * What an import did, or would do for a dry run: the changes in the order applied, settings that cannot change
+     * while the target runs, and the configuration afterwards.
+     */
+    public record ImportResult(String mode, boolean dryRun, List<String> changes, List<String> notApplied,
+                               TargetConfig config) {
+    }
+
+    /** A subsystem's namespaces' I/O statistics. */
+    public record SubsystemStatistics(String nqn, List<io.nvmeof.tgt.core.NamespaceStatistics> namespaces) {
+    }
+
+    private final NvmeTarget target;
+    private final TargetConfig base;
+    /** The document: subsystems by NQN, in creation order, each with its effective values filled in. */
+    final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
+    /** Listeners by port ID, with the port each is bound to. */
+    final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
+    private volatile Store store;
+
+    /** Keeps the configuration document durably (the admin API's state file). */
+    @FunctionalInterface
+    public interface Store {
+        /** Keeps {@code document}; throws when it could not, with a message that names the file and why. */
+        void save(TargetConfig document) throws IOException;
+    }
+
+    LiveConfiguration(NvmeTarget target, TargetConfig started) {
+        this.target = target;
+        this.base = started;
+        int portId = 1;
+        for (ListenerConfig l : started.listeners()) {
+            int id = l.id() != null ? l.id() : portId;
+            listeners.put(id, new ListenerConfig(id, l.transport() != null ? l.transport() : "tcp",
+                    l.address() != null ? l.address() : "127.0.0.1", boundPort(id, l), l.inlineDataSize(),
+                    l.maxH2CData(), l.subsystems()));
+            portId++;
+        }
+        if (started.subsystems() != null) {
+            for (SubsystemConfig s : started.subsystems()) {
+                Subsystem sub = target.core().subsystem(s.nqn());
+                subsystems.put(s.nqn(), describe(sub, s.namespaces()));
+            }
+        }
+    }
+
+    /**
+     * Saves every change with {@code store} before the change is made live (on the changing thread, under the change
+     * lock, so documents arrive in order). A change that cannot be saved is refused ({@link
+     * ConfigurationException.Kind#NOT_SAVED}) and nothing of it is made live: the saved document and the live target
+     * never disagree, and the request can simply be sent again once the store works.
+     */
+    public void saveChangesWith(Store store) {
+        this.store = store;
+    }
+
+    /** The whole target as one configuration document, with every effective value (serials, NSIDs, UUIDs). */
+    public synchronized TargetConfig export() {
+        return document(subsystems, listeners);
+    }
+
+    TargetConfig document(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls) {
+        return base.withContents(List.copyOf(ls.values()), List.copyOf(subs.values()));
+    }
+
+    /** The document with {@code entry} as the subsystem {@code nqn} (null: without it). */
+    private TargetConfig documentWith(String nqn, SubsystemConfig entry) {
+        Map<String, SubsystemConfig> next = new LinkedHashMap<>(subsystems);
+        if (entry == null) {
+            next.remove(nqn);
+        } else {
+            next.put(nqn, entry);
+        }
+        return document(next, listeners);
+    }
+
+    /** The document with {@code entry} as listener {@code id} (null: without it). */
+    private TargetConfig documentWith(int id, ListenerConfig entry) {
+        Map<Integer, ListenerConfig> next = new java.util.TreeMap<>(listeners);
+        if (entry == null) {
+            next.remove(id);
+        } else {
+            next.put(id, entry);
+        }
+        return document(subsystems, next);
+    }
+
+    /**
+     * Saves the document a change will leave, before the change is made live; refuses the change when it cannot be
+     * saved. The caller undoes what it prepared (an opened backend, a bound port) when this throws.
+     */
+    void save(TargetConfig next) {
+        Store s = store;
+        if (s == null) {
+            return;
+        }
+        try {
+            s.save(next);
+        } catch (IOException | RuntimeException e) {
+            String why = e.getMessage() != null ? e.getMessage() : "the store failed";
+            LOG.error("a change was refused because the configuration could not be saved: {}", why);
+            throw new ConfigurationException(ConfigurationException.Kind.NOT_SAVED, "nothing was changed: the new"
+                    + " configuration could not be saved (" + why + "); the target runs as before. Make the state"
+                    + " directory writable (free space, permissions), then send the request again");
+        }
+    }
+
+    /**
+     * Imports a whole configuration document, atomically: everything that can fail (opening backends, binding ports)
+     * is done first, invisibly to hosts, and undone if any of it fails; then the changes are made live at once and
+     * saved once. {@code pathCheck} vets the path of every namespace the import would open (the admin API's
+     * directory policy) and throws to refuse. A dry run only says what would change.
+     */
+    public synchronized ImportResult importConfiguration(TargetConfig doc, ImportMode mode, boolean dryRun,
+                                                         Consumer<NamespaceConfig> pathCheck) {
+        return new ConfigurationImport(this, target, mode, pathCheck).run(doc, dryRun);
+    }
+
+    // ------------------------------------------------------------------------------------------ listeners
+
+    public synchronized List<ListenerConfig> listeners() {
+        return List.copyOf(listeners.values());
+    }
+
+    /**
+     * Starts listening (tcp or rdma) while the target runs; the discovery log lists it at once. Port 0 binds any free
+     * port (the answer says which). {@code subsystems} limits what the discovery log shows there (empty: all).
+     */
+    public synchronized ListenerConfig addListener(ListenerConfig l) {
+        l = normalizeListener(l);
+        int id;
+        if (l.id() != null) {
+            id = l.id();
+            if (listeners.containsKey(id)) {
+                throw conflict("listener " + id + " already exists; choose another id or remove it first");
+            }
+        } else {
+            id = 1;
+            while (listeners.containsKey(id)) {
+                id++;
+            }
+        }
+        String transport = l.transport();
+        int port = l.port();
+        if (l.subsystems() != null) {
+            for (String nqn : l.subsystems()) {
+                if (!subsystems.containsKey(nqn) && !Nqn.DISCOVERY.equals(nqn)) {
+                    throw invalid("listener subsystems: " + Nqn.display(nqn) + " does not exist");
+                }
+            }
+        }
+        ListenerConfig want = new ListenerConfig(id, transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(),
+                l.subsystems());
+        int bound;
+        try {
+            bound = target.addListener(want, id);
+        } catch (IOException | RuntimeException e) {
+            throw conflict(e.getMessage());
+        }
+        ListenerConfig d = new ListenerConfig(id, transport, l.address(), bound, l.inlineDataSize(), l.maxH2CData(),
+                l.subsystems());
+        try {
+            save(documentWith(id, d)); // after binding: the document records the port it got (port 0: any)
+        } catch (ConfigurationException e) {
+            target.removeListener(id, bound);
+            throw e;
+        }
+        listeners.put(id, d);
+        LOG.info("listener {} added: {} {}:{}", id, transport, l.address(), bound);
+        return d;
+    }
+
+    /** {@code l} with its defaults filled in (transport tcp, port 4420), checked; the id stays as given. */
+    static ListenerConfig normalizeListener(ListenerConfig l) {
+        String transport = l.transport() != null ? l.transport() : "tcp";
+        if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
+            throw invalid("transport must be tcp or rdma, got '" + transport + "'");
+        }
+        if (l.address() == null) {
+            throw invalid("address is required (an IP address of this machine, e.g. 127.0.0.1 or 0.0.0.0)");
+        }
+        try {
+            java.net.InetAddress.getByName(l.address());
+        } catch (java.net.UnknownHostException e) {
+            throw invalid("address '" + l.address() + "' cannot be resolved");
+        }
+        int port = l.port() != null ? l.port() : 4420;
+        if (port < 0 || port > 65535) {
+            throw invalid("port must be 0 to 65535, got " + port);
+        }
+        if (l.id() != null && (l.id() < 1 || l.id() > 65535)) {
+            throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + l.id());
+        }
+        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems());
+    }
+
+    /** Stops a listener; the connections made through it end (their hosts reconnect through another, if any). */
+    public synchronized void removeListener(int id) {
+        if (!listeners.containsKey(id)) {
+            throw notFound("listener " + id + " does not exist");
+        }
+        if (listeners.size() == 1) {
+            throw conflict("listener " + id + " is the target's last: hosts could not reach it any more; add another first");
+        }
+        save(documentWith(id, null));
+        target.removeListener(id);
+        listeners.remove(id);
+        LOG.info("listener {} removed", id);
+    }
+
+    private int boundPort(int id, ListenerConfig l) {
+        for (io.nvmeof.tgt.core.ListenerInfo info : target.core().listeners()) {
+            if (info.portId() == id) {
+                return Integer.parseInt(info.trsvcid());
+            }
+        }
+        return l.port() != null ? l.port() : 4420;
+    }
+
+    public synchronized List<SubsystemConfig> subsystems() {
+        return List.copyOf(subsystems.values());
+    }
+
+    public synchronized SubsystemConfig subsystem(String nqn) {
+        SubsystemConfig s = subsystems.get(nqn);
+        if (s == null) {
+            throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
+        }
+        return s;
+    }
+
+    // ------------------------------------------------------------------------------------------ subsystems
+
+    /**
+     * Creates a subsystem (with its namespaces and hosts, if given). Defaults: serial derived from the NQN, model
+     * "nvmeof-java", 1024 namespaces at most, any host allowed unless hosts are listed.
+     */
+    public synchronized SubsystemConfig createSubsystem(SubsystemConfig s) {
+        checkSubsystem(s);
+        if (subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
+            throw conflict("subsystem " + s.nqn() + " already exists");
+        }
+        if (subsystems.size() >= MAX_SUBSYSTEMS) {
+            throw conflict("the target has its maximum of " + MAX_SUBSYSTEMS + " subsystems; delete one first");
+        }
+        Subsystem sub;
+        try {
+            sub = target.buildSubsystem(s);
+        } catch (IllegalArgumentException | IOException e) {
+            throw invalid(e.getMessage());
+        }
+        refuseClash(sub.namespaces().stream().map(ns -> new NamespaceIdentities.Placed(s.nqn(), ns)).toList(),
+                () -> sub.namespaces().forEach(target::discard));
+        SubsystemConfig d = describe(sub, s.namespaces());
+        try {
+            save(documentWith(s.nqn(), d));
+        } catch (ConfigurationException e) {
+            sub.namespaces().forEach(target::discard);
+            throw e;
+        }
+        target.core().addSubsystem(sub);
+        subsystems.put(s.nqn(), d);
+        LOG.info("subsystem {} created ({} namespaces)", s.nqn(), sub.namespaces().size());
+        return d;
+    }
+
+    /** Everything about a new subsystem's description that can be checked without opening anything. */
+    static void checkSubsystem(SubsystemConfig s) {
+        if (s.nqn() == null) {
+            throw invalid("nqn is required");
+        }
+        String why = Nqn.validateFormat(s.nqn());
+        if (why != null) {
+            throw invalid("nqn " + Nqn.display(s.nqn()) + ": " + why);
+        }
+        if (s.hosts() != null) {
+            for (String h : s.hosts()) {
+                String bad = h == null ? "is missing" : Nqn.validateFormat(h);
+                if (bad != null) {
+                    throw invalid("host NQN " + Nqn.display(h) + ": " + bad);
+                }
+            }
+        }
+        if (Nqn.DISCOVERY.equals(s.nqn())) {
+            throw conflict("the discovery subsystem " + Nqn.DISCOVERY + " always exists and cannot be created");
+        }
+        checkText("serial", s.serial(), SERIAL_LENGTH);
+        checkText("model", s.model(), MODEL_LENGTH);
+        if (s.maxNamespaces() != null && (s.maxNamespaces() < 1 || s.maxNamespaces() > 1024)) {
+            throw invalid("maxNamespaces must be 1 to 1024, got " + s.maxNamespaces());
+        }
+    }
+
+    /**
+     * Removes a subsystem: its controllers are disconnected. Refused while a listener names it: the listener would
+     * name a subsystem that does not exist, which no document imports (as an import that drops it is refused).
+     */
+    public synchronized void deleteSubsystem(String nqn) {
+        subsystem(nqn);
+        for (ListenerConfig l : listeners.values()) {
+            if (l.subsystems() != null && l.subsystems().contains(nqn)) {
+                throw conflict("subsystem " + nqn + " is named by listener " + l.id() + " (" + l.transport() + " "
+                        + l.address() + ":" + l.port() + ", which exposes " + l.subsystems() + "): remove that listener"
+                        + " first, then add it again without the subsystem if it should stay");
+            }
+        }
+        save(documentWith(nqn, null));
+        Subsystem removed = target.core().removeSubsystem(nqn);
+        subsystems.remove(nqn);
+        for (Namespace ns : removed.namespaces()) {
+            target.retire(ns, removed);
+        }
+        LOG.info("subsystem {} deleted", nqn);
+    }
+
+    /** Changes whether any host may connect (the one property of a subsystem that changes live, as in nvmet). */
+    public synchronized SubsystemConfig setAllowAnyHost(String nqn, boolean allow) {
+        SubsystemConfig current = subsystem(nqn);
+        SubsystemConfig d = current.withAccess(allow, current.hosts());
+        save(documentWith(nqn, d));
+        Subsystem sub = target.core().subsystem(nqn);
+        sub.allowAnyHost(allow);
+        target.core().configChanged();
+        sub.endAssociationsNoLongerAllowed();
+        subsystems.put(nqn, d);
+        return d;
+    }
+
+    // ------------------------------------------------------------------------------------------ namespaces
+
+    /**
+     * Adds a namespace to a running subsystem; connected hosts are told (Namespace Attribute Changed). The NSID, when
+     * not given, is the lowest free one. Returns the namespace as the document records it.
+     */
+    public synchronized NamespaceConfig addNamespace(String nqn, NamespaceConfig n) {
+        subsystem(nqn);
+        Subsystem sub = target.core().subsystem(nqn);
+        long nsid;
+        if (n.nsid() != null) {
+            nsid = n.nsid();
+            if (nsid < 1 || nsid > sub.maxNamespaces()) {
+                throw invalid("nsid must be 1 to " + sub.maxNamespaces() + " (the subsystem's maxNamespaces), got " + nsid);
+            }
+            if (sub.namespace(nsid) != null) {
+                throw conflict("namespace " + nsid + " already exists in " + nqn + "; remove it first or choose another nsid");
+            }
+        } else {
+            nsid = 1;
+            while (sub.namespace(nsid) != null) {
+                nsid++;
+            }
+            if (nsid > sub.maxNamespaces()) {
+                throw conflict("subsystem " + nqn + " already has its maximum of " + sub.maxNamespaces() + " namespaces");
+            }
+        }
+        if (n.uuid() != null) {
+            try {
+                UUID.fromString(n.uuid());
+            } catch (IllegalArgumentException e) {
+                throw invalid("uuid '" + n.uuid() + "' is not a UUID");
+            }
+        }
+        Namespace ns;
+        try {
+            ns = target.openNamespace(nqn, nsid, n);
+        } catch (IllegalArgumentException | IOException e) {
+            throw invalid(e.getMessage());
+        }
+        refuseClash(List.of(new NamespaceIdentities.Placed(nqn, ns)), () -> target.discard(ns));
+        NamespaceConfig d = describe(ns, n.withNsid(nsid));
+        List<NamespaceConfig> after = new ArrayList<>(subsystems.get(nqn).namespaces());
+        after.add(d);
+        after.sort(Comparator.comparing(NamespaceConfig::nsid));
+        SubsystemConfig entry = subsystems.get(nqn).withNamespaces(after);
+        try {
+            save(documentWith(nqn, entry));
+        } catch (ConfigurationException e) {
+            target.discard(ns);
+            throw e;
+        }
+        sub.addNamespace(ns);
+        subsystems.put(nqn, entry);
+        LOG.info("subsystem {}: namespace {} added ({} x {} B on {})", nqn, nsid, ns.blockCount(), ns.blockSize(),
+                ns.backend().describe());
+        return d;
+    }
+
+    /**
+     * Removes a namespace; connected hosts are told. Commands already parsed finish against it; new ones fail with
+     * Invalid Namespace. Its backend is closed once those have finished.
+     */
+    public synchronized void removeNamespace(String nqn, long nsid) {
+        SubsystemConfig current = subsystem(nqn);
+        Subsystem sub = target.core().subsystem(nqn);
+        if (sub.namespace(nsid) == null) {
+            throw notFound("namespace " + nsid + " does not exist in " + nqn);
+        }
+        SubsystemConfig entry = current.withNamespaces(current.namespaces().stream().filter(n -> n.nsid() != nsid).toList());
+        save(documentWith(nqn, entry));
+        target.retire(sub.removeNamespace(nsid), sub);
+        subsystems.put(nqn, entry);
+        LOG.info("subsystem {}: namespace {} removed", nqn, nsid);
+    }
+
+    /**
+     * Grows a namespace (file backends extend their file; block backends take the device's new size); connected hosts
+     * are told (Namespace Attribute Changed) and see the new size when they re-read Identify Namespace, as the Linux
+     * host does. Shrinking is refused: a host may still address the end.
+     */
+    public synchronized NamespaceConfig resizeNamespace(String nqn, long nsid, String size) {
+        NamespaceConfig current = namespaceOf(nqn, nsid);
+        Subsystem sub = target.core().subsystem(nqn);
+        Namespace ns = sub.namespace(nsid);
+        long bytes;
+        try {
+            bytes = TargetConfig.parseSize(size);
+        } catch (IllegalArgumentException e) {
+            throw invalid(e.getMessage());
+        }
+        if (bytes % ns.blockSize() != 0) {
+            throw invalid("size " + size + " is not a whole number of " + ns.blockSize() + "-byte blocks");
+        }
+        if (bytes < ns.sizeBytes()) {
+            throw conflict("namespace " + nsid + " of " + nqn + " has " + ns.sizeBytes() + " bytes; namespaces grow,"
+                    + " never shrink (a host may still address the end); create a smaller one and copy instead");
+        }
+        if (bytes == ns.sizeBytes()) {
+            return current;
+        }
+        if ("ram".equals(current.backend())) {
+            throw conflict("namespace " + nsid + " of " + nqn + " cannot grow (ram namespaces cannot be resized; file"
+                    + " and block ones can)");
+        }
+        NamespaceConfig grown = current.withSize(Long.toString(bytes));
+        SubsystemConfig before = subsystems.get(nqn);
+        SubsystemConfig entry = before.withNamespaces(before.namespaces().stream()
+                .map(n -> n.nsid() == nsid ? grown : n).toList());
+        save(documentWith(nqn, entry));
+        try {
+            ns.grow(bytes);
+        } catch (UnsupportedOperationException | IllegalArgumentException | IOException e) {
+            // Saved first so that no grown size goes unsaved: the saved document goes back to the live one.
+            try {
+                save(export());
+            } catch (ConfigurationException again) {
+                LOG.error("namespace {} of {} was not grown, but the saved configuration says {} bytes: {}", nsid, nqn,
+                        bytes, again.getMessage());
+            }
+            if (e instanceof UnsupportedOperationException) {
+                throw conflict("namespace " + nsid + " of " + nqn + ": " + e.getMessage() + " (" + current.backend()
+                        + " namespaces cannot be resized; file and block ones can)");
+            }
+            throw invalid(e.getMessage());
+        }
+        sub.namespaceAttributesChanged(nsid);
+        subsystems.put(nqn, entry);
+        LOG.info("subsystem {}: namespace {} grown to {} bytes", nqn, nsid, bytes);
+        return grown;
+    }
+
+    public synchronized NamespaceConfig namespaceOf(String nqn, long nsid) {
+        for (NamespaceConfig n : subsystem(nqn).namespaces()) {
+            if (n.nsid() == nsid) {
+                return n;
+            }
+        }
+        throw notFound("namespace " + nsid + " does not exist in " + nqn);
+    }
+
+    // ------------------------------------------------------------------------------------------ hosts
+
+    /** Allows a host NQN to connect. Listing a host does not by itself stop others: see {@link #setAllowAnyHost}. */
+    public synchronized SubsystemConfig addHost(String nqn, String hostNqn) {
+        SubsystemConfig current = subsystem(nqn);
+        String why = hostNqn == null ? "is required" : Nqn.validateFormat(hostNqn);
+        if (why != null) {
+            throw invalid("host NQN " + Nqn.display(hostNqn) + ": " + why);
+        }
+        Subsystem sub = target.core().subsystem(nqn);
+        if (sub.allowedHosts().contains(hostNqn)) {
+            throw conflict("host " + hostNqn + " is already allowed on " + nqn);
+        }
+        List<String> hosts = new ArrayList<>(current.hosts());
+        hosts.add(hostNqn);
+        hosts.sort(null);
+        SubsystemConfig entry = current.withAccess(current.allowAnyHost(), hosts);
+        save(documentWith(nqn, entry));
+        sub.allowedHosts().add(hostNqn);
+        target.core().configChanged();
+        subsystems.put(nqn, entry);
+        return entry;
+    }
+
+    /**
+     * Stops allowing a host: new connections are refused, and unless the subsystem allows any host its associations
+     * end now (as SPDK's {@code nvmf_subsystem_remove_host}; nvmet leaves them until they reconnect).
+     */
+    public synchronized SubsystemConfig removeHost(String nqn, String hostNqn) {
+        SubsystemConfig current = subsystem(nqn);
+        Subsystem sub = target.core().subsystem(nqn);
+        if (!sub.allowedHosts().contains(hostNqn)) {
+            throw notFound("host " + Nqn.display(hostNqn) + " is not allowed on " + nqn);
+        }
+        SubsystemConfig entry = current.withAccess(current.allowAnyHost(),
+                current.hosts().stream().filter(h -> !h.equals(hostNqn)).toList());
+        save(documentWith(nqn, entry));
+        sub.allowedHosts().remove(hostNqn);
+        target.core().configChanged();
+        sub.endAssociationsNoLongerAllowed();
+        subsystems.put(nqn, entry);
+        return entry;
+    }
+
+    // ------------------------------------------------------------------------------------------ statistics
+
+    /** I/O statistics of every namespace, by subsystem (counted per queue without locks; summed here). */
+    public List<SubsystemStatistics> statistics() {
+        List<SubsystemStatistics> out = new ArrayList<>();
+        for (String nqn : subsystemNames()) {
+            Subsystem sub = target.core().subsystem(nqn);
+            if (sub != null) {
+                out.add(statisticsOf(sub));
+            }
+        }
+        return out;
+    }
+
+    /** One subsystem's. */
+    public SubsystemStatistics statistics(String nqn) {
+        Subsystem sub = target.core().subsystem(nqn);
+        if (sub == null || sub.isDiscovery()) {
+            throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
+        }
+        return statisticsOf(sub);
+    }
+
+    private static SubsystemStatistics statisticsOf(Subsystem sub) {
+        List<io.nvmeof.tgt.core.NamespaceStatistics> list = new ArrayList<>();
+        for (Namespace ns : sub.namespaces()) {
+            list.add(sub.statistics(ns));
+        }
+        return new SubsystemStatistics(sub.nqn(), list);
+    }
+
+    private synchronized List<String> subsystemNames() {
+        return List.copyOf(subsystems.keySet());
+    }
+
+    /** What of the data path has stopped while the target runs (see {@link NvmeTarget#dataPathFailures}). */
+    public List<String> dataPathFailures() {
+        return target.dataPathFailures();
+    }
+
+    // ------------------------------------------------------------------------------------------ controllers
+
+    /** The live associations, by subsystem and controller ID. */
+    public List<ControllerView> controllers() {
+        List<ControllerView> out = new ArrayList<>();
+        for (Controller c : target.core().controllers()) {
+            if (c.isDead() || c.isDiscovery()) {
+                continue;
+            }
+            SubmissionQueue admin = c.adminQueue();
+            int depth = 0;
+            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
+                SubmissionQueue q = c.queue(qid);
+                if (q != null) {
+                    depth = Math.max(depth, q.size());
+                }
+            }
+            out.add(new ControllerView(c.subsystem().nqn(), c.cntlid(), c.hostNqn(), uuid(c.hostId()),
+                    admin.transport().trtype() == io.nvmeof.protocol.log.DiscoveryLogEntry.TRTYPE_TCP ? "tcp" : "rdma", admin.transport().peer(), c.connectedIoQueues(),
+                    depth, c.kato(), c.connectedAt().toString()));
+        }
+        out.sort(Comparator.comparing(ControllerView::subsystem).thenComparingInt(ControllerView::cntlid));
+        return out;
+    }
+
+    /** Ends one association, as if the host had gone: every queue is closed. */
+    public void disconnect(String nqn, int cntlid) {
+        Subsystem sub = target.core().subsystem(nqn);
+        if (sub == null || Nqn.DISCOVERY.equals(nqn)) {
+            throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
+        }
+        Controller c = sub.controller(cntlid);
+        if (c == null || c.isDead()) {
+            throw notFound("controller " + cntlid + " of " + nqn + " is not connected");
+        }
+        c.teardown("disconnected by the administrator");
+    }
+
+    // ------------------------------------------------------------------------------------------ internals
+
+    /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */
+    SubsystemConfig describe(Subsystem sub, List<NamespaceConfig> configured) {
+        Map<Long, NamespaceConfig> byNsid = new LinkedHashMap<>();
+        if (configured != null) {
+            long next = 1;
+            for (NamespaceConfig n : configured) {
+                long nsid = n.nsid() != null ? n.nsid() : next;
+                byNsid.put(nsid, n);
+                next = nsid + 1;
+            }
+        }
+        List<NamespaceConfig> namespaces = new ArrayList<>();
+        for (Namespace ns : sub.namespaces()) {
+            namespaces.add(describe(ns, byNsid.get(ns.nsid())));
+        }
+        namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
+        return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),
+                sub.allowedHosts().stream().sorted().toList(), namespaces);
+    }
+
+    /** The document entry for an opened namespace: its effective values, and what only its configuration says. */
+    static NamespaceConfig describe(Namespace ns, NamespaceConfig n) {
+        String backend = ns.backend() instanceof io.nvmeof.tgt.backend.FileBackend f
+                ? (f.isBlockDevice() ? "block" : "file") : "ram";
+        String path = n != null ? n.path() : null;
+        String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
+        Boolean sparse = ns.backend() instanceof io.nvmeof.tgt.backend.RamBackend r && r.sparse() ? true : null;
+        // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
+        // document, the empty volume would claim the identity of the one whose data is gone.
+        String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
+        return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
+                sparse);
+    }
+
+    /**
+     * Refuses (409) namespaces about to be added that would share a file or an identifier with another of the target
+     * ({@link NamespaceIdentities}), running {@code undo} (closing what was opened for them) first.
+     */
+    private void refuseClash(List<NamespaceIdentities.Placed> adding, Runnable undo) {
+        String clash = NamespaceIdentities.clashAdding(target.core(), adding);
+        if (clash != null) {
+            undo.run();
+            throw conflict(clash);
+        }
+    }
+
+    private static void checkText(String what, String v, int max) {
+        if (v == null) {
+            return;
+        }
+        if (v.isEmpty() || v.length() > max || !v.chars().allMatch(ch -> ch >= 0x20 && ch < 0x7F)) {
+            throw invalid(what + " must be 1 to " + max + " printable ASCII characters, got '" + v + "'");
+        }
+    }
+
+    private static String uuid(byte[] b) {
+        ByteBuffer bb = ByteBuffer.wrap(b);
+        return new UUID(bb.getLong(), bb.getLong()).toString();
+    }
+
+    private static ConfigurationException invalid(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.INVALID, m);
+    }
+
+    private static ConfigurationException notFound(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.NOT_FOUND, m);
+    }
+
+    private static ConfigurationException conflict(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.CONFLICT, m);
+    }
+}

@@ -1,0 +1,291 @@
+package io.nvmeof.tgt.backend;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * A namespace backed by a regular file (or block device) with positional I/O, so concurrent queues never share a file
+ * position. A missing file is created sparse at the given size, owner-only (0600), and only at its own name, never
+ * through a symbolic link; an existing one (or one a link names) is grown to the size, never shrunk.
+ * Flush is {@code fdatasync}: data written before it is durable when it completes. Deallocate punches holes and Write
+ * Zeroes zeroes ranges through {@code fallocate} ({@link FileSpace}), writing zeroes only where the file system cannot.
+ */
+public final class FileBackend implements BlockBackend {
+    private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
+
+    private final Path path;
+    private final FileChannel channel;
+    private final FileSpace space;
+    /** Grows live ({@link #grow}); read by any thread. */
+    private volatile long size;
+    private final boolean device;
+    /** What opening did to the file, for {@link #discard} to undo: created it, else its length before. */
+    private final boolean created;
+    private final long lengthBefore;
+    /** What any other name of the same storage has too (see {@link #identity}). */
+    private final Object identity;
+
+    public FileBackend(Path path, long sizeBytes) throws IOException {
+        this(path, sizeBytes, false);
+    }
+
+    /**
+     * A block device (as nvmet's bdev backend exports one): it must exist and be a block device; its size is the
+     * device's, or {@code sizeBytes} when that is smaller (a device is never grown). I/O goes through the page cache
+     * as with files; Flush is fdatasync of the device.
+     */
+    public static FileBackend openBlockDevice(Path path, long sizeBytes) throws IOException {
+        java.nio.file.attribute.BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class);
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IOException("block device " + path + " does not exist");
+        }
+        // Block and character devices both read as "other"; sysfs lists block devices only.
+        Object rdev = a.isOther() ? Files.getAttribute(path, "unix:rdev") : null;
+        if (!(rdev instanceof Long) || !Files.isDirectory(Path.of("/sys/dev/block/" + major((Long) rdev) + ":" + minor((Long) rdev)))) {
+            throw new IOException(path + " is not a block device (use backend file for a regular file)");
+        }
+        return new FileBackend(path, sizeBytes, true);
+    }
+
+    private static long major(long dev) {
+        return ((dev >>> 8) & 0xfff) | ((dev >>> 32) & ~0xfffL);
+    }
+
+    private static long minor(long dev) {
+        return (dev & 0xff) | ((dev >>> 12) & ~0xffL);
+    }
+
+    private FileBackend(Path path, long sizeBytes, boolean device) throws IOException {
+        this.path = path;
+        this.device = device;
+        FileChannel ch;
+        boolean made = false;
+        if (device) {
+            ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } else {
+            try {
+                // O_CREAT|O_EXCL|O_NOFOLLOW: created at its own name or not at all, never through a link.
+                ch = FileChannel.open(path, CREATE_NEW, OWNER_ONLY);
+                made = true;
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                // Something is there: an existing file, or a link to one, is opened; nothing is created.
+                ch = openExisting(path);
+            }
+        }
+        this.channel = ch;
+        this.created = made;
+        long existing = channel.size();
+        this.lengthBefore = existing;
+        try {
+            if (device && sizeBytes > existing) {
+                throw new IOException("block device " + path + " has " + existing + " bytes; a namespace of " + sizeBytes
+                        + " does not fit");
+            }
+            if (sizeBytes <= 0) {
+                if (existing == 0) {
+                    throw new IOException("file " + path + " is empty; give the namespace a size to create it");
+                }
+                sizeBytes = existing;
+            } else if (existing < sizeBytes) {
+                // Grow sparse: write the last byte.
+                channel.write(ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
+            }
+            this.size = sizeBytes;
+            this.identity = identityOf(path, device);
+            this.space = new FileSpace(path);
+        } catch (IOException | RuntimeException e) {
+            // Refused: the file as it was (a refused namespace must not leave a new or grown file behind).
+            try {
+                undoOpening();
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    /** Opening a new file: only at its own name (see the constructor). */
+    private static final java.util.Set<java.nio.file.OpenOption> CREATE_NEW = java.util.Set.of(
+            StandardOpenOption.CREATE_NEW, java.nio.file.LinkOption.NOFOLLOW_LINKS, StandardOpenOption.READ,
+            StandardOpenOption.WRITE);
+    /**
+     * A new file is its owner's only (0600, less what the umask takes): it holds the hosts' data. An existing one
+     * keeps its mode.
+     */
+    private static final java.nio.file.attribute.FileAttribute<?>[] OWNER_ONLY =
+            java.nio.file.FileSystems.getDefault().supportedFileAttributeViews().contains("posix")
+                    ? new java.nio.file.attribute.FileAttribute<?>[] {java.nio.file.attribute.PosixFilePermissions
+                            .asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))}
+                    : new java.nio.file.attribute.FileAttribute<?>[0];
+
+    private static FileChannel openExisting(Path path) throws IOException {
+        try {
+            return FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } catch (java.nio.file.NoSuchFileException e) {
+            if (Files.isSymbolicLink(path)) {
+                throw new IOException(path + " is a symbolic link to " + Files.readSymbolicLink(path) + ", which does"
+                        + " not exist: a namespace's file is created only at its own name; create the file first, or"
+                        + " give the path the file should have", e);
+            }
+            throw e;
+        }
+    }
+
+    private static Object identityOf(Path path, boolean device) throws IOException {
+        if (device) {
+            return "block device " + Files.getAttribute(path, "unix:rdev"); // /dev/sdb and its by-id links alike
+        }
+        Object key = Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
+        return key != null ? key : path.toRealPath(); // (device, inode): hard links and symbolic links alike
+    }
+
+    /**
+     * What every backend on the same storage has, however it was named: the device number of a block device, the
+     * device and inode of a file (so hard and symbolic links to it too). Two namespaces on one must not be.
+     */
+    public Object identity() {
+        return identity;
+    }
+
+    public boolean isBlockDevice() {
+        return device;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    @Override
+    public long sizeBytes() {
+        return size;
+    }
+
+    /**
+     * A file is extended sparse; a block device is only re-measured (it grows by itself: a resized LUN or volume),
+     * as SPDK's {@code bdev_aio_rescan} does.
+     */
+    @Override
+    public synchronized void grow(long newSizeBytes) throws IOException {
+        if (newSizeBytes < size) {
+            throw new IllegalArgumentException(describe() + " has " + size + " bytes; namespaces grow, never shrink");
+        }
+        long existing = channel.size();
+        if (device && newSizeBytes > existing) {
+            throw new IllegalArgumentException("block device " + path + " has " + existing + " bytes; grow the device"
+                    + " first, then the namespace");
+        }
+        if (!device && existing < newSizeBytes) {
+            channel.write(ByteBuffer.wrap(new byte[1]), newSizeBytes - 1);
+        }
+        size = newSizeBytes;
+    }
+
+    /** The file itself: a namespace's byte N is the file's byte N, and the file is as long as the namespace. */
+    @Override
+    public FileChannel fileHolding(long offset, int length) {
+        return offset >= 0 && length > 0 && offset + length <= size ? channel : null;
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer dst) throws IOException {
+        while (dst.hasRemaining()) {
+            int n = channel.read(dst, offset);
+            if (n < 0) {
+                // Past the end of a file shorter than the namespace: reads as zeroes.
+                while (dst.hasRemaining()) {
+                    dst.put((byte) 0);
+                }
+                return;
+            }
+            offset += n;
+        }
+    }
+
+    @Override
+    public void write(long offset, ByteBuffer src) throws IOException {
+        while (src.hasRemaining()) {
+            offset += channel.write(src, offset);
+        }
+    }
+
+    @Override
+    public void flush() throws IOException {
+        channel.force(false);
+    }
+
+    @Override
+    public void writeZeroes(long offset, long length) throws IOException {
+        if (!space.zeroRange(offset, length)) {
+            writeZeroBytes(offset, length);
+        }
+    }
+
+    private void writeZeroBytes(long offset, long length) throws IOException {
+        while (length > 0) {
+            ByteBuffer z = ZEROES.duplicate();
+            z.limit((int) Math.min(length, z.capacity()));
+            int n = z.remaining();
+            write(offset, z);
+            offset += n;
+            length -= n;
+        }
+    }
+
+    @Override
+    public void deallocate(long offset, long length) throws IOException {
+        // A hole reads as zeroes, which keeps the promise DLFEAT makes; where there are no holes, write zeroes.
+        if (!space.punchHole(offset, length)) {
+            writeZeroes(offset, length);
+        }
+    }
+
+    /** File space changes, zeroing and fdatasync can take long: never on a poll group thread. */
+    @Override
+    public boolean mayBlock(long bytes) {
+        return true;
+    }
+
+    @Override
+    public String describe() {
+        return (device ? "block device " : "file ") + path;
+    }
+
+    @Override
+    public void close() throws IOException {
+        space.close();
+        channel.close();
+    }
+
+    /**
+     * Closes the backend and undoes what opening it did to the file: one it created is removed, one it grew is cut back
+     * to its length before. No host has seen the namespace, so no data is lost; another namespace on the same file
+     * addresses no byte past that length.
+     */
+    @Override
+    public void discard() throws IOException {
+        try {
+            space.close();
+        } finally {
+            undoOpening();
+        }
+    }
+
+    private void undoOpening() throws IOException {
+        try {
+            if (!created && !device && channel.size() > lengthBefore) {
+                channel.truncate(lengthBefore);
+            }
+        } finally {
+            channel.close();
+            if (created) {
+                Files.deleteIfExists(path);
+            }
+        }
+    }
+}

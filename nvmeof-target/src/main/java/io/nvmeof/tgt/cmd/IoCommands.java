@@ -1,0 +1,250 @@
+package io.nvmeof.tgt.cmd;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.DatasetRange;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.core.TargetCore;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The NVM command set on block backends (Linux nvmet io-cmd-file.c / io-cmd-bdev.c): parse checks the namespace,
+ * the LBA range and the transfer size; the execute steps run the backend I/O on the queue's thread, or (work that
+ * may block) in the namespace's backend lanes.
+ */
+public final class IoCommands {
+    private static final Logger LOG = LoggerFactory.getLogger(IoCommands.class);
+    private static final long NSID_ALL = 0xFFFF_FFFFL;
+
+    private IoCommands() {
+    }
+
+    public static int parse(Request req) {
+        Command cmd = req.cmd;
+        int opcode = cmd.opcode();
+        if (opcode == Opcodes.IO_FLUSH && cmd.nsid() == NSID_ALL) {
+            req.execute = IoCommands::executeFlushAll;
+            return Status.SUCCESS;
+        }
+        Namespace ns = req.sq().controller().subsystem().namespace(cmd.nsid());
+        if (ns == null) {
+            req.errorLocation = Command.NSID;
+            return Status.INVALID_NAMESPACE | Status.DNR;
+        }
+        req.ns = ns;
+        switch (opcode) {
+            case Opcodes.IO_READ:
+                req.execute = IoCommands::executeRead;
+                return blockRange(req, ns, Request.DIR_CONTROLLER_TO_HOST);
+            case Opcodes.IO_WRITE:
+                req.execute = IoCommands::executeWrite;
+                return blockRange(req, ns, Request.DIR_HOST_TO_CONTROLLER);
+            case Opcodes.IO_COMPARE:
+                req.execute = IoCommands::executeCompare;
+                return blockRange(req, ns, Request.DIR_HOST_TO_CONTROLLER);
+            case Opcodes.IO_WRITE_ZEROES:
+                req.execute = IoCommands::executeWriteZeroes;
+                return blockRange(req, ns, Request.DIR_NONE);
+            case Opcodes.IO_FLUSH:
+                req.execute = IoCommands::executeFlush;
+                return Status.SUCCESS;
+            case Opcodes.IO_DATASET_MANAGEMENT: {
+                // Like Linux, accept an SGL longer than the ranges (hosts may send a whole page).
+                int needed = cmd.rangeCount() * DatasetRange.LENGTH;
+                long sgl = req.sglLength();
+                req.transferLength = sgl > needed && sgl <= 4096 ? (int) sgl : needed;
+                req.direction = Request.DIR_HOST_TO_CONTROLLER;
+                req.execute = IoCommands::executeDatasetManagement;
+                return Status.SUCCESS;
+            }
+            default:
+                req.errorLocation = Command.OPCODE;
+                return Status.INVALID_OPCODE | Status.DNR;
+        }
+    }
+
+    /** Checks SLBA + NLB against the namespace and the transfer size against MDTS. */
+    private static int blockRange(Request req, Namespace ns, int direction) {
+        long slba = req.cmd.slba();
+        int blocks = req.cmd.blockCount();
+        if (slba < 0 || slba > ns.blockCount() - blocks) {
+            req.errorLocation = Command.CDW10;
+            return Status.LBA_RANGE | Status.DNR;
+        }
+        if (direction == Request.DIR_NONE) {
+            return Status.SUCCESS;
+        }
+        long bytes = (long) blocks << ns.blockShift();
+        if (bytes > req.sq().core().limits().maxTransferSize()) {
+            req.errorLocation = Command.CDW12;
+            return Status.INVALID_FIELD | Status.DNR;
+        }
+        req.transferLength = (int) bytes;
+        req.direction = direction;
+        return Status.SUCCESS;
+    }
+
+    private static long byteOffset(Request req) {
+        return req.cmd.slba() << req.ns.blockShift();
+    }
+
+    static void executeRead(Request req) {
+        if (req.sourceRegion != null || req.sourceFile != null) {
+            // The transport sends straight from the namespace's memory or file: nothing to copy here.
+            req.sq().countRead(req.transferLength);
+            req.complete(Status.SUCCESS);
+            return;
+        }
+        req.allocateData(false);
+        try {
+            req.ns.backend().read(byteOffset(req), req.dataNio());
+        } catch (IOException e) {
+            LOG.warn("read of namespace {} failed: {}", req.ns.nsid(), e.toString());
+            req.complete(Status.UNRECOVERED_READ_ERROR);
+            return;
+        }
+        SubmissionQueue sq = req.sq();
+        sq.countRead(req.transferLength);
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeWrite(Request req) {
+        try {
+            if (!req.dataInNamespace) { // else the transport has stored it as it arrived
+                req.ns.backend().write(byteOffset(req), req.dataNio());
+            }
+        } catch (IOException e) {
+            LOG.warn("write to namespace {} failed: {}", req.ns.nsid(), e.toString());
+            req.complete(Status.WRITE_FAULT);
+            return;
+        }
+        req.sq().countWrite(req.transferLength);
+        if (req.cmd.fua() || !req.sq().controller().writeCacheEnabled()) {
+            // Durable before it completes: the data is stored (above, on this thread, while the transport's buffer
+            // is still valid), so only the flush is left; it goes to the namespace's flush lane where it may block (a
+            // file's fdatasync), and the buffer is given back now rather than held across it.
+            req.releaseData();
+            run(req, req.ns.backend().mayBlock(0), TargetCore.BackendKind.FLUSH_OF_STORED_WRITE, IoCommands::flush);
+            return;
+        }
+        req.complete(Status.SUCCESS);
+    }
+
+    static void executeCompare(Request req) {
+        // Scratch memory, not the transport's: over RDMA that is the registered pool, which data transfers need.
+        ByteBuf stored = ByteBufAllocator.DEFAULT.directBuffer(req.transferLength, req.transferLength);
+        try {
+            ByteBuffer nio = stored.internalNioBuffer(0, req.transferLength);
+            req.ns.backend().read(byteOffset(req), nio);
+            stored.writerIndex(req.transferLength);
+            boolean same = io.netty.buffer.ByteBufUtil.equals(stored, 0, req.data, req.data.readerIndex(), req.transferLength);
+            req.complete(same ? Status.SUCCESS : Status.COMPARE_FAILED | Status.DNR);
+        } catch (IOException e) {
+            req.complete(Status.UNRECOVERED_READ_ERROR);
+        } finally {
+            stored.release();
+        }
+    }
+
+    // Flush and Write Zeroes go through non-capturing method references (one shared instance each): no allocation per
+    // command, and the same step whether it runs here or in a backend lane.
+
+    static void executeWriteZeroes(Request req) {
+        long bytes = (long) req.cmd.blockCount() << req.ns.blockShift();
+        run(req, req.ns.backend().mayBlock(bytes), TargetCore.BackendKind.SPACE, IoCommands::writeZeroes);
+    }
+
+    private static int writeZeroes(Request req) throws IOException {
+        long length = (long) req.cmd.blockCount() << req.ns.blockShift();
+        if (req.cmd.deallocateHint()) {
+            req.ns.backend().deallocate(byteOffset(req), length);
+        } else {
+            req.ns.backend().writeZeroes(byteOffset(req), length);
+        }
+        return Status.SUCCESS;
+    }
+
+    static void executeFlush(Request req) {
+        run(req, req.ns.backend().mayBlock(0), TargetCore.BackendKind.FLUSH, IoCommands::flush);
+    }
+
+    private static int flush(Request req) throws IOException {
+        req.ns.backend().flush();
+        return Status.SUCCESS;
+    }
+
+    static void executeFlushAll(Request req) {
+        boolean mayBlock = false;
+        for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
+            mayBlock |= ns.backend().mayBlock(0);
+        }
+        run(req, mayBlock, TargetCore.BackendKind.FLUSH, IoCommands::flushAll);
+    }
+
+    private static int flushAll(Request req) throws IOException {
+        for (Namespace ns : req.sq().controller().subsystem().namespaces()) {
+            ns.flushBackend(); // skips one removed and closed since the list was taken
+        }
+        return Status.SUCCESS;
+    }
+
+    static void executeDatasetManagement(Request req) {
+        if (!req.cmd.deallocateAttribute()) {
+            // Only the deallocate attribute changes anything; hints are accepted and ignored.
+            req.complete(Status.SUCCESS);
+            return;
+        }
+        Namespace ns = req.ns;
+        UnsafeBuffer view = req.dataView();
+        DatasetRange range = new DatasetRange();
+        int count = req.cmd.rangeCount();
+        // Every range is checked before any is deallocated: a bad one changes nothing.
+        long[] offsets = new long[count];
+        long[] lengths = new long[count];
+        long total = 0;
+        for (int i = 0; i < count; i++) {
+            range.wrap(view, i * DatasetRange.LENGTH);
+            long slba = range.slba();
+            long blocks = range.blocks();
+            if (slba < 0 || blocks > ns.blockCount() || slba > ns.blockCount() - blocks) {
+                req.errorLocation = Command.DPTR;
+                req.complete(Status.LBA_RANGE | Status.DNR);
+                return;
+            }
+            offsets[i] = slba << ns.blockShift();
+            lengths[i] = blocks << ns.blockShift();
+            total += lengths[i];
+        }
+        run(req, ns.backend().mayBlock(total), TargetCore.BackendKind.SPACE, r -> {
+            for (int i = 0; i < count; i++) {
+                r.ns.backend().deallocate(offsets[i], lengths[i]);
+            }
+            return Status.SUCCESS;
+        });
+    }
+
+    /** Runs a backend step here, or off the poll group in its namespace's lane for {@code kind} when it may block. */
+    private static void run(Request req, boolean mayBlock, TargetCore.BackendKind kind, TargetCore.BackendCall call) {
+        if (mayBlock) {
+            req.sq().core().executeOffPollGroup(req, kind, call, Status.WRITE_FAULT);
+            return;
+        }
+        int status;
+        try {
+            status = call.run(req);
+        } catch (IOException e) {
+            LOG.warn("namespace {}: {}", req.ns != null ? req.ns.nsid() : 0, e.toString());
+            status = Status.WRITE_FAULT;
+        }
+        req.complete(status);
+    }
+}

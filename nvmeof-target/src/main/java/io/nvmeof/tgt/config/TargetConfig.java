@@ -1,0 +1,234 @@
+package io.nvmeof.tgt.config;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The target's one configuration document: listeners, subsystems, their namespaces and allowed hosts. The CLI reads
+ * it with {@code --config}; the admin API will export, import and persist the same document.
+ *
+ * <pre>{@code
+ * {
+ *   "pollGroups": 2, "busyPollUs": 50,
+ *   "listeners": [ {"transport": "tcp", "address": "127.0.0.1", "port": 4420} ],
+ *   "subsystems": [ {
+ *       "nqn": "nqn.2026-11.io.nvmeof:default", "allowAnyHost": true, "hosts": [],
+ *       "namespaces": [ {"nsid": 1, "backend": "ram", "size": "1GiB", "blockSize": 512} ] } ]
+ * }
+ * }</pre>
+ *
+ * @param busyPollUs how long, in microseconds, an NVMe/TCP poll group keeps polling its connections without blocking
+ *                   after its last work (SPDK's poll groups always poll; Linux's {@code net.core.busy_poll} is the same
+ *                   idea): lower latency for a core's worth of CPU while busy; null or 0 blocks at once (interrupt mode)
+ * @param maxConnectionMemory the most one connection may hold (its request slots and buffers, and its commands' data
+ *                   in flight), with a unit ({@code 64MiB}); null: 64 MiB. A Connect for a queue that could not run its
+ *                   largest transfer within it is refused; commands beyond it wait for the connection's earlier ones
+ * @param maxMemory  the most all connections together may hold, with a unit ({@code 2GiB}); null: half the JVM's
+ *                   heap limit, at least 256 MiB. A Connect beyond it is refused as Controller Busy (the host retries);
+ *                   commands beyond it wait for memory other connections give back
+ * @param maxSparseMemory the most the sparse RAM namespaces may promise together (the sum of their sizes), with a
+ *                   unit ({@code 256GiB}); null: 4 times the machine's memory. A sparse namespace beyond it is refused
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonPropertyOrder({"pollGroups", "busyPollUs", "maxIoQueues", "maxQueueSize", "maxTransferSize",
+        "maxConnectionMemory", "maxMemory", "maxSparseMemory"})
+public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+        List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
+        String maxConnectionMemory, String maxMemory, String maxSparseMemory) {
+
+    public TargetConfig {
+        // 0 is the default (block at once): one spelling, so an export, an import and a comparison agree.
+        if (busyPollUs != null && busyPollUs == 0) {
+            busyPollUs = null;
+        }
+    }
+
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
+            String maxConnectionMemory, String maxMemory) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
+                maxConnectionMemory, maxMemory, null);
+    }
+
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, null);
+    }
+
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs, null, null);
+    }
+
+    /** This configuration with {@code us} microseconds of busy polling (0: none). */
+    public TargetConfig withBusyPollUs(int us) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us,
+                maxConnectionMemory, maxMemory, maxSparseMemory);
+    }
+
+    /** This configuration with {@code n} poll groups (null: one per core). */
+    public TargetConfig withPollGroups(Integer n) {
+        return new TargetConfig(n, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
+                maxConnectionMemory, maxMemory, maxSparseMemory);
+    }
+
+    /** This configuration with the given memory limits (sizes with units; null: the default). */
+    public TargetConfig withMemoryLimits(String perConnection, String total) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
+                busyPollUs, perConnection, total, maxSparseMemory);
+    }
+
+    /** This configuration with other listeners and subsystems, every global setting kept. */
+    public TargetConfig withContents(List<ListenerConfig> newListeners, List<SubsystemConfig> newSubsystems) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, newListeners, newSubsystems,
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory);
+    }
+
+    public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";
+
+    private static final ObjectMapper MAPPER = new ObjectMapper()
+            .enable(SerializationFeature.INDENT_OUTPUT)
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+
+    /** @param subsystems NQNs exported on this listener; null or empty exports all. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record ListenerConfig(Integer id, String transport, String address, Integer port, Integer inlineDataSize,
+            Integer maxH2CData, List<String> subsystems) {
+    }
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
+            List<String> hosts, List<NamespaceConfig> namespaces) {
+        /** This subsystem with other access rules: whether any host may connect, and the hosts listed. */
+        public SubsystemConfig withAccess(Boolean anyHost, List<String> newHosts) {
+            return new SubsystemConfig(nqn, serial, model, maxNamespaces, anyHost, newHosts, namespaces);
+        }
+
+        /** This subsystem with other namespaces. */
+        public SubsystemConfig withNamespaces(List<NamespaceConfig> newNamespaces) {
+            return new SubsystemConfig(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, newNamespaces);
+        }
+    }
+
+    /**
+     * @param backend {@code ram}, {@code file} or {@code block} (a block device)
+     * @param size    bytes or with a unit (512MiB, 1GiB, 4k); for file and block backends, null means the file's or
+     *                device's own size
+     * @param nguid   32 hex digits; null: the UUID's 16 bytes (a migrated namespace keeps the NGUID hosts knew)
+     * @param sparse  ram only: true commits memory on first write; null or false commits it all when the namespace
+     *                is created (SPDK's Malloc bdev does), so writes never pay for it
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
+            String nguid, Boolean sparse) {
+        public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
+                String nguid) {
+            this(nsid, backend, size, blockSize, path, uuid, nguid, null);
+        }
+
+        public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid) {
+            this(nsid, backend, size, blockSize, path, uuid, null, null);
+        }
+
+        /** This namespace with {@code id} as its NSID. */
+        public NamespaceConfig withNsid(long id) {
+            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse);
+        }
+
+        /** This namespace with another size (bytes or with a unit). */
+        public NamespaceConfig withSize(String newSize) {
+            return new NamespaceConfig(nsid, backend, newSize, blockSize, path, uuid, nguid, sparse);
+        }
+
+        /** This namespace with its memory committed on first write ({@code true}) or up front. */
+        public NamespaceConfig withSparse(boolean on) {
+            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null);
+        }
+    }
+
+    /** The embedded default: one 1 GiB RAM namespace on NVMe/TCP 127.0.0.1:4420. */
+    public static TargetConfig defaults(String address, int port, String size, int blockSize, String file) {
+        return defaults("tcp", address, port, size, blockSize, file);
+    }
+
+    /** As {@link #defaults(String, int, String, int, String)} on the given transport (tcp or rdma). */
+    public static TargetConfig defaults(String transport, String address, int port, String size, int blockSize, String file) {
+        NamespaceConfig ns = file == null ? new NamespaceConfig(1L, "ram", size, blockSize, null, null)
+                : new NamespaceConfig(1L, "file", size, blockSize, file, null);
+        return new TargetConfig(null, null, null, null,
+                List.of(new ListenerConfig(1, transport, address, port, null, null, null)),
+                List.of(new SubsystemConfig(DEFAULT_NQN, null, null, null, true, null, List.of(ns))));
+    }
+
+    /** This configuration with every subsystem's namespaces changed by {@code change}. */
+    public TargetConfig withNamespaces(java.util.function.UnaryOperator<NamespaceConfig> change) {
+        List<SubsystemConfig> subs = subsystems == null ? null : subsystems.stream()
+                .map(s -> new SubsystemConfig(s.nqn(), s.serial(), s.model(), s.maxNamespaces(), s.allowAnyHost(),
+                        s.hosts(), s.namespaces() == null ? null : s.namespaces().stream().map(change).toList()))
+                .toList();
+        return withContents(listeners, subs);
+    }
+
+    public static TargetConfig load(Path file) throws IOException {
+        try {
+            return MAPPER.readValue(Files.readAllBytes(file), TargetConfig.class);
+        } catch (com.fasterxml.jackson.core.JacksonException e) {
+            throw new IOException("config " + file + " is not valid: " + e.getOriginalMessage()
+                    + (e.getLocation() != null ? " at line " + e.getLocation().getLineNr() : ""), e);
+        }
+    }
+
+    public static TargetConfig parse(String json) throws IOException {
+        return MAPPER.readValue(json, TargetConfig.class);
+    }
+
+    public String toJson() {
+        try {
+            return MAPPER.writeValueAsString(this);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgtp]?)(i?b?)", Pattern.CASE_INSENSITIVE);
+
+    /** Parses {@code 4096}, {@code 4k}, {@code 512MiB}, {@code 1GiB}, {@code 2G} (binary units). */
+    public static long parseSize(String text) {
+        if (text == null) {
+            throw new IllegalArgumentException("size is missing");
+        }
+        Matcher m = SIZE.matcher(text.trim());
+        if (!m.matches()) {
+            throw new IllegalArgumentException("size '" + text + "' is not a number with an optional unit (k, M, G, T, KiB, MiB, GiB)");
+        }
+        long n;
+        try {
+            n = Long.parseLong(m.group(1));
+        } catch (NumberFormatException e) { // digits only: more than a long holds
+            throw new IllegalArgumentException("size '" + text + "' is too large");
+        }
+        int shift;
+        switch (m.group(2).toLowerCase(Locale.ROOT)) {
+            case "k": shift = 10; break;
+            case "m": shift = 20; break;
+            case "g": shift = 30; break;
+            case "t": shift = 40; break;
+            case "p": shift = 50; break;
+            default: shift = 0;
+        }
+        if (shift > 0 && n > (Long.MAX_VALUE >> shift)) {
+            throw new IllegalArgumentException("size '" + text + "' is too large");
+        }
+        return n << shift;
+    }
+}

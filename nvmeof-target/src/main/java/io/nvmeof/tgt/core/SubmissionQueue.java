@@ -1,0 +1,363 @@
+package io.nvmeof.tgt.core;
+
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.tgt.transport.TransportQueue;
+import java.nio.ByteBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The core's view of one queue (admin or I/O): its ID and size once connected, SQ head tracking for flow control, its
+ * controller, its request pool and its counters. Only the queue's poll-group thread touches it, so nothing here is
+ * locked or atomic.
+ */
+public final class SubmissionQueue {
+    private final TargetCore core;
+    private final TransportQueue transport;
+    private Request[] requests;
+    private int[] free;
+    private int freeCount;
+    private final int maxPoolSize;
+
+    private int qid = -1;
+    private int size;
+    private int sqhd;
+    private boolean flowControlDisabled;
+    private Controller controller;
+
+    /** Bytes this queue holds against the memory limits: its reservation plus its commands' charged data. */
+    private long memoryHeld;
+    /** The fixed part of {@link #memoryHeld}, reserved at Connect. */
+    private long memoryReserved;
+    private final MemoryBudget budget;
+    private final long memoryLimit;
+
+    /** {@link #chargeData}: charged; over this queue's limit (wait for its own commands); over the target's. */
+    public static final int CHARGED = 0;
+    public static final int OVER_QUEUE_LIMIT = 1;
+    public static final int OVER_TARGET_LIMIT = 2;
+
+    // Counters for the SMART log; written by this queue's thread only.
+    long readCommands;
+    long writeCommands;
+    long bytesRead;
+    long bytesWritten;
+    /** Per-namespace counters, indexed by NSID (made the first time this queue sees a namespace). */
+    private IoStatistics[] nsStats = new IoStatistics[0];
+    /** NSIDs beyond this are not counted per namespace (the array stays small). */
+    private static final int MAX_COUNTED_NSID = 4096;
+
+    /**
+     * @param poolSize request slots: more than the largest queue, because a host may send a new command as soon as it
+     *     sees a completion, before the transport has finished sending it.
+     */
+    public SubmissionQueue(TargetCore core, TransportQueue transport, int poolSize) {
+        this(core, transport, poolSize, poolSize);
+    }
+
+    /**
+     * A pool that starts with {@code initialPool} requests and grows at Connect to twice the queue's size (as Linux
+     * nvmet-tcp sizes its commands), at most {@code maxPoolSize}: a connection that never connects costs little.
+     */
+    public SubmissionQueue(TargetCore core, TransportQueue transport, int initialPool, int maxPoolSize) {
+        this.core = core;
+        this.transport = transport;
+        this.maxPoolSize = maxPoolSize;
+        this.budget = core.memory();
+        this.memoryLimit = core.limits().maxConnectionMemory();
+        this.requests = new Request[0];
+        this.free = new int[0];
+        grow(Math.min(initialPool, maxPoolSize));
+    }
+
+    /** Adds requests up to {@code poolSize}; existing ones (possibly in use) keep their slots. */
+    private void grow(int poolSize) {
+        int old = requests.length;
+        if (poolSize <= old) {
+            return;
+        }
+        requests = java.util.Arrays.copyOf(requests, poolSize);
+        int[] f = new int[poolSize];
+        // New slots are taken last (free is a stack): the lowest free slot is on top.
+        int n = 0;
+        // One slab for the new slots' SQEs and CQEs (see Request): one native allocation per growth, not two per slot.
+        int entry = Command.LENGTH + Completion.LENGTH;
+        ByteBuffer slab = ByteBuffer.allocateDirect((poolSize - old) * entry);
+        for (int i = poolSize - 1; i >= old; i--) {
+            int at = (i - old) * entry;
+            requests[i] = new Request(this, i, new UnsafeBuffer(slab, at, Command.LENGTH),
+                    new UnsafeBuffer(slab, at + Command.LENGTH, Completion.LENGTH));
+            f[n++] = i;
+        }
+        core.requestsAllocated(poolSize - old);
+        System.arraycopy(free, 0, f, n, freeCount);
+        free = f;
+        freeCount += n;
+    }
+
+    public TargetCore core() { return core; }
+
+    public void countRead(long bytes) {
+        readCommands++;
+        bytesRead += bytes;
+    }
+
+    public void countWrite(long bytes) {
+        writeCommands++;
+        bytesWritten += bytes;
+    }
+    /** Queue thread: a command on {@code ns} completed (called by the core for I/O queues). */
+    void recordIo(Namespace ns, int opcode, int bytes, int status, long latencyNs) {
+        long nsid = ns.nsid();
+        if (nsid > MAX_COUNTED_NSID) {
+            return;
+        }
+        int i = (int) nsid;
+        IoStatistics st = i < nsStats.length ? nsStats[i] : null;
+        if (st == null || st.ns != ns) {
+            st = newStats(ns, i);
+        }
+        st.record(opcode, bytes, status, latencyNs);
+    }
+
+    /** First command on a namespace (or a new namespace under a reused NSID): not on the per-command path. */
+    private IoStatistics newStats(Namespace ns, int i) {
+        if (i >= nsStats.length) {
+            nsStats = java.util.Arrays.copyOf(nsStats, Math.max(i + 1, 2 * nsStats.length));
+        }
+        IoStatistics old = nsStats[i];
+        if (old != null) {
+            old.ns.retire(old);
+        }
+        IoStatistics st = new IoStatistics(ns);
+        nsStats[i] = st;
+        return st;
+    }
+
+    /** Another thread: this queue's counters for {@code ns}, or null (read racily). */
+    IoStatistics statsFor(Namespace ns) {
+        IoStatistics[] a = nsStats;
+        long nsid = ns.nsid();
+        IoStatistics st = nsid < a.length ? a[(int) nsid] : null;
+        return st != null && st.ns == ns ? st : null;
+    }
+
+    public TransportQueue transport() { return transport; }
+    public int qid() { return qid; }
+    public int size() { return size; }
+    public boolean connected() { return controller != null; }
+    public Controller controller() { return controller; }
+    public boolean flowControlDisabled() { return flowControlDisabled; }
+
+    void bind(Controller controller, int qid, int size, boolean disableFlowControl) {
+        grow(Math.min(2 * size, maxPoolSize));
+        this.controller = controller;
+        this.qid = qid;
+        this.size = size;
+        this.flowControlDisabled = disableFlowControl;
+    }
+
+    /**
+     * Connect: reserves what a queue of {@code entries} costs (its request slots and the transport's own buffers),
+     * before anything else changes. Returns {@link #CHARGED}, {@link #OVER_QUEUE_LIMIT} when the queue could not run
+     * one largest transfer within the per-connection limit, or {@link #OVER_TARGET_LIMIT} when the target's memory is
+     * taken by other queues.
+     */
+    public int reserveMemory(int entries) {
+        long bytes = reservationFor(entries);
+        if (bytes + core.limits().maxTransferSize() > memoryLimit) {
+            return OVER_QUEUE_LIMIT;
+        }
+        if (!budget.reserveQueue(bytes)) {
+            return OVER_TARGET_LIMIT;
+        }
+        memoryReserved += bytes;
+        memoryHeld += bytes;
+        return CHARGED;
+    }
+
+    /** What {@link #reserveMemory} takes for a queue of {@code entries}. */
+    public long reservationFor(int entries) {
+        return MemoryBudget.queueReservation(Math.min(2 * entries, maxPoolSize), transport.bufferedBytes());
+    }
+
+    /** The largest queue (entries) whose reservation and one largest transfer fit the per-connection limit. */
+    public int largestQueueWithin() {
+        long room = memoryLimit - core.limits().maxTransferSize() - MemoryBudget.QUEUE_BASE_BYTES
+                - transport.bufferedBytes();
+        return (int) Math.max(0, Math.min(maxPoolSize / 2, room / MemoryBudget.REQUEST_SLOT_BYTES / 2));
+    }
+
+    /** Gives back a reservation a Connect took but could not use (it failed after reserving). */
+    public void unreserveMemory() {
+        if (memoryReserved > 0) {
+            memoryHeld -= memoryReserved;
+            budget.release(memoryReserved);
+            memoryReserved = 0;
+        }
+    }
+
+    /**
+     * Charges {@code bytes} of data buffer for {@code r} against this queue's and the target's limits, or says which
+     * limit it is over (nothing charged; the transport waits and tries again). Only on this queue's thread.
+     */
+    public int chargeData(Request r, int bytes) {
+        if (memoryHeld + bytes > memoryLimit) {
+            return OVER_QUEUE_LIMIT;
+        }
+        if (!budget.chargeData(bytes)) {
+            return OVER_TARGET_LIMIT;
+        }
+        memoryHeld += bytes;
+        r.chargedBytes += bytes;
+        return CHARGED;
+    }
+
+    /**
+     * Charges data that is here already and cannot wait (in-capsule data copied out of the receive buffer, at most the
+     * in-capsule size per command): counted, so other commands wait for it, even beyond the limits.
+     */
+    public void chargeDataArrived(Request r, int bytes) {
+        budget.chargeForced(bytes);
+        memoryHeld += bytes;
+        r.chargedBytes += bytes;
+    }
+
+    /** Bytes this queue holds now against the limits. */
+    public long memoryHeld() {
+        return memoryHeld;
+    }
+
+    /** Takes a free request for a new capsule, or null when the host has more commands outstanding than allowed. */
+    public Request acquire() {
+        if (freeCount == 0) {
+            return null;
+        }
+        Request r = requests[free[--freeCount]];
+        r.reset();
+        r.inUse = true;
+        return r;
+    }
+
+    public Request request(int slot) {
+        return slot >= 0 && slot < requests.length ? requests[slot] : null;
+    }
+
+    public int poolSize() {
+        return requests.length;
+    }
+
+    /** The most requests this queue's pool may grow to (bounds the SQSIZE a Connect may ask for). */
+    public int maxPoolSize() {
+        return maxPoolSize;
+    }
+
+    /** Returns a request to the pool, releasing its data. */
+    public void release(Request r) {
+        if (!r.inUse) {
+            return;
+        }
+        r.releaseData();
+        r.inUse = false;
+        free[freeCount++] = r.slot();
+        int charged = r.chargedBytes;
+        if (charged != 0) {
+            r.chargedBytes = 0;
+            memoryHeld -= charged;
+            budget.release(charged);
+            transport.memoryFreed();
+        }
+    }
+
+    /**
+     * Whether a request in flight here still uses {@code ns}, or its transport still sends read data from the
+     * namespace's memory. Only on this queue's thread.
+     */
+    boolean holds(Namespace ns) {
+        for (Request r : requests) {
+            // A Flush of all namespaces (no namespace of its own) may still come to this one.
+            if (r.inUse && (r.ns == ns || r.ns == null && r.flushesAllNamespaces())) {
+                return true;
+            }
+        }
+        return transport.sendsFrom(ns);
+    }
+
+    /**
+     * Aborts the command with {@code cid} outstanding here if it has not started: work still waiting for the backend
+     * executor, a command the transport holds back before its data moves (for memory, a buffer or its turn to fetch
+     * host data), or (admin queue) a parked Asynchronous Event Request. It completes with Command Abort Requested.
+     * Returns whether it was aborted; a command already running, or none with that CID, is left alone. Only on this
+     * queue's thread.
+     *
+     * @param abortCommand the Abort itself, which may carry the same CID on the admin queue and is never its own target
+     */
+    public boolean abort(int cid, Request abortCommand) {
+        for (Request r : requests) {
+            if (r.inUse && r != abortCommand && r.cmd.cid() == cid) {
+                BackendTicket t = r.backendTicket;
+                if (t != null && t.abortable() && t.withdraw()) {
+                    r.backendTicket = null;
+                    r.complete(Status.ABORT_REQUESTED);
+                    return true;
+                }
+                if (transport.withdrawWaiting(r)) {
+                    r.complete(Status.ABORT_REQUESTED);
+                    return true;
+                }
+                if (qid == 0 && controller != null && controller.abortAer(r)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    public int inUse() {
+        return requests.length - freeCount;
+    }
+
+    /**
+     * Releases every outstanding request (connection gone). Backend work not yet started is withdrawn: its host sees
+     * the command fail (a timeout, a lost connection) and may write the same blocks again through another queue, so it
+     * must never run later. Work already running finishes; its controller counts it until then.
+     */
+    public void releaseAll() {
+        for (Request r : requests) {
+            BackendTicket t = r.backendTicket;
+            if (t != null) {
+                r.backendTicket = null; // a running one's late completion is dropped
+                t.withdraw();
+            }
+            release(r);
+        }
+    }
+
+    /** Advances SQ head for a fetched command and returns the value for the CQE. */
+    int advanceHead() {
+        if (flowControlDisabled || size == 0) {
+            return Completion.SQHD_FLOW_CONTROL_DISABLED;
+        }
+        sqhd = sqhd + 1 == size ? 0 : sqhd + 1;
+        return sqhd;
+    }
+
+    int sqhd() {
+        return flowControlDisabled || size == 0 ? Completion.SQHD_FLOW_CONTROL_DISABLED : sqhd;
+    }
+
+    /** Called by the transport when the connection has closed: unbinds from the controller. */
+    public void closed() {
+        IoStatistics[] a = nsStats;
+        nsStats = new IoStatistics[0];
+        for (IoStatistics st : a) {
+            if (st != null) {
+                st.ns.retire(st);
+            }
+        }
+        releaseAll();
+        unreserveMemory();
+        core.queueClosed(this);
+    }
+}

@@ -1,0 +1,168 @@
+package io.nvmeof.tgt.core;
+
+import io.nvmeof.protocol.fabrics.Nqn;
+import java.util.Collection;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+
+/** An NVM subsystem (or the discovery subsystem): its namespaces, its access list and its live controllers. */
+public final class Subsystem {
+    public enum Type { NVM, DISCOVERY }
+
+    private final String nqn;
+    private final Type type;
+    private final String serial;
+    private final String model;
+    private final int maxNamespaces;
+    private volatile boolean allowAnyHost;
+    private final Set<String> allowedHosts = ConcurrentHashMap.newKeySet();
+    private final ConcurrentSkipListMap<Long, Namespace> namespaces = new ConcurrentSkipListMap<>();
+    private final Map<Integer, Controller> controllers = new ConcurrentHashMap<>();
+    private int nextCntlid = 1;
+    /** Flushes of all namespaces (NSID FFFFFFFFh) that may block run here; each namespace's own work has its lanes. */
+    private final BackendLane flushAllLane = new BackendLane("flush of all namespaces", 2);
+
+    public Subsystem(String nqn, Type type, String serial, String model, int maxNamespaces, boolean allowAnyHost) {
+        String why = Nqn.validate(nqn);
+        if (why != null) {
+            throw new IllegalArgumentException("subsystem NQN '" + nqn + "': " + why);
+        }
+        if (maxNamespaces < 1) {
+            throw new IllegalArgumentException("maxNamespaces must be at least 1");
+        }
+        this.nqn = nqn;
+        this.type = type;
+        this.serial = serial;
+        this.model = model;
+        this.maxNamespaces = maxNamespaces;
+        this.allowAnyHost = allowAnyHost;
+    }
+
+    public String nqn() { return nqn; }
+    BackendLane flushAllLane() { return flushAllLane; }
+    public Type type() { return type; }
+    public boolean isDiscovery() { return type == Type.DISCOVERY; }
+    public String serial() { return serial; }
+    public String model() { return model; }
+    public int maxNamespaces() { return maxNamespaces; }
+    public boolean allowAnyHost() { return allowAnyHost; }
+    public void allowAnyHost(boolean v) { allowAnyHost = v; }
+    public Set<String> allowedHosts() { return allowedHosts; }
+
+    public boolean hostAllowed(String hostNqn) {
+        return type == Type.DISCOVERY || allowAnyHost || allowedHosts.contains(hostNqn);
+    }
+
+    public void addNamespace(Namespace ns) {
+        if (ns.nsid() > maxNamespaces) {
+            throw new IllegalArgumentException("NSID " + ns.nsid() + " exceeds the subsystem's maximum of " + maxNamespaces);
+        }
+        if (namespaces.putIfAbsent(ns.nsid(), ns) != null) {
+            throw new IllegalArgumentException("NSID " + ns.nsid() + " already exists in " + nqn);
+        }
+        for (Controller c : controllers.values()) {
+            c.namespaceChanged(ns.nsid());
+        }
+    }
+
+    public Namespace removeNamespace(long nsid) {
+        Namespace ns = namespaces.remove(nsid);
+        if (ns != null) {
+            for (Controller c : controllers.values()) {
+                c.namespaceChanged(nsid);
+            }
+        }
+        return ns;
+    }
+
+    /** Tells every controller that a namespace's attributes (its size) changed. */
+    public void namespaceAttributesChanged(long nsid) {
+        for (Controller c : controllers.values()) {
+            c.namespaceChanged(nsid);
+        }
+    }
+
+    /** The active namespace with this NSID, or null. */
+    public Namespace namespace(long nsid) {
+        return namespaces.get(nsid);
+    }
+
+    public Collection<Namespace> namespaces() {
+        return namespaces.values();
+    }
+
+    public java.util.NavigableMap<Long, Namespace> namespaceMap() {
+        return namespaces;
+    }
+
+    /** Allocates a controller ID unique within this subsystem (1..0xFFEF, as for dynamic controllers). */
+    synchronized int allocateCntlid() {
+        for (int tries = 0; tries < 0xFFEF; tries++) {
+            int id = nextCntlid;
+            nextCntlid = nextCntlid >= 0xFFEF ? 1 : nextCntlid + 1;
+            if (!controllers.containsKey(id)) {
+                return id;
+            }
+        }
+        return -1;
+    }
+
+    void register(Controller c) {
+        controllers.put(c.cntlid(), c);
+    }
+
+    void unregister(Controller c) {
+        controllers.remove(c.cntlid(), c);
+    }
+
+    /** Every connected queue of this subsystem's controllers. */
+    public java.util.List<SubmissionQueue> queues() {
+        java.util.List<SubmissionQueue> out = new java.util.ArrayList<>();
+        for (Controller c : controllers.values()) {
+            out.addAll(c.queues());
+        }
+        return out;
+    }
+
+    public Controller controller(int cntlid) {
+        return controllers.get(cntlid);
+    }
+
+    public Collection<Controller> controllers() {
+        return controllers.values();
+    }
+
+    /**
+     * Ends the associations of hosts this subsystem no longer admits (an allowed host removed, allowAnyHost turned
+     * off), as SPDK's {@code nvmf_subsystem_remove_host} disconnects the host it removes: revoked access ends now, not
+     * at the host's next reconnect. Their commands in flight finish on the backend but are not answered; the host's
+     * reconnect is refused with Connect Invalid Host. Returns how many associations ended.
+     */
+    public int endAssociationsNoLongerAllowed() {
+        int ended = 0;
+        for (Controller c : controllers()) {
+            if (!c.isDead() && !hostAllowed(c.hostNqn())) {
+                c.teardown("host " + Nqn.display(c.hostNqn()) + " is no longer allowed on " + nqn);
+                ended++;
+            }
+        }
+        return ended;
+    }
+
+    /** I/O statistics of one of this subsystem's namespaces: closed queues' totals plus every open queue's counts. */
+    public NamespaceStatistics statistics(Namespace ns) {
+        java.util.List<IoStatistics> live = new java.util.ArrayList<>();
+        for (Controller c : controllers()) {
+            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
+                SubmissionQueue q = c.queue(qid);
+                IoStatistics st = q != null ? q.statsFor(ns) : null;
+                if (st != null) {
+                    live.add(st);
+                }
+            }
+        }
+        return ns.statistics(live);
+    }
+}

@@ -1,0 +1,552 @@
+package io.nvmeof.tgt.core;
+
+import io.nvmeof.protocol.Command;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.tgt.cmd.AdminCommands;
+import io.nvmeof.tgt.cmd.DiscoveryCommands;
+import io.nvmeof.tgt.cmd.FabricsCommands;
+import io.nvmeof.tgt.cmd.IoCommands;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The target engine: subsystems, controllers, and the request lifecycle every transport feeds (Linux nvmet's core.c:
+ * {@code nvmet_req_init} ... {@code nvmet_req_complete}). It does not know how bytes travel.
+ */
+public final class TargetCore {
+    private static final Logger LOG = LoggerFactory.getLogger(TargetCore.class);
+
+    /** CAP.TO: how long a host waits for CSTS.RDY, in 500 ms units. */
+    public static final int READY_TIMEOUT_500MS = 15;
+    /** KATO a discovery controller gets when the host asks for none (Linux NVMET_DISC_KATO_MS). */
+    public static final long DISCOVERY_DEFAULT_KATO_MS = 120_000;
+
+    private final TargetLimits limits;
+    private final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
+    private final List<ListenerInfo> listeners = new CopyOnWriteArrayList<>();
+    private final Set<Controller> controllers = ConcurrentHashMap.newKeySet();
+    private final AtomicLong discoveryGeneration = new AtomicLong(1);
+    private final AtomicInteger liveQueues = new AtomicInteger();
+    private final Subsystem discovery;
+    /**
+     * Threads for backend work that may block (see {@code BlockBackend.mayBlock}), never run on a poll group. Work
+     * reaches them through the {@link BackendLane}s of its namespace, each served by a few threads at most, so one
+     * namespace's work never holds up another's; threads come when work does and go after a minute without any.
+     */
+    private final java.util.concurrent.ThreadPoolExecutor backendWork = backendThreads();
+    /** The most backend threads at once, over all lanes: beyond it a lane's turn waits for a free thread. */
+    static final int BACKEND_THREADS = 64;
+
+    private static java.util.concurrent.ThreadPoolExecutor backendThreads() {
+        AtomicInteger n = new AtomicInteger();
+        java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(BACKEND_THREADS,
+                BACKEND_THREADS, 60, TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "nvmeof-backend-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
+    }
+
+    /** A backend step of a request; returns its NVMe status. */
+    public interface BackendCall {
+        int run(Request req) throws java.io.IOException;
+    }
+
+    public TargetCore(TargetLimits limits) {
+        this.limits = limits;
+        this.memory = new MemoryBudget(limits.maxMemory(), limits.maxTransferSize());
+        this.discovery = new Subsystem(Nqn.DISCOVERY, Subsystem.Type.DISCOVERY, "discovery", "nvmeof-java discovery", 1, true);
+        subsystems.put(Nqn.DISCOVERY, discovery);
+    }
+
+    private final long startNanos = System.nanoTime();
+
+    public TargetLimits limits() { return limits; }
+
+    private final MemoryBudget memory;
+
+    /** The target's memory limit and what queues hold of it. */
+    public MemoryBudget memory() { return memory; }
+
+    public long uptimeHours() {
+        return TimeUnit.NANOSECONDS.toHours(System.nanoTime() - startNanos);
+    }
+
+    // ---- configuration ----
+
+    public void addSubsystem(Subsystem s) {
+        if (subsystems.putIfAbsent(s.nqn(), s) != null) {
+            throw new IllegalArgumentException("subsystem " + s.nqn() + " already exists");
+        }
+        configChanged();
+    }
+
+    public Subsystem removeSubsystem(String nqn) {
+        if (Nqn.DISCOVERY.equals(nqn)) {
+            throw new IllegalArgumentException("the discovery subsystem cannot be removed");
+        }
+        Subsystem s = subsystems.remove(nqn);
+        if (s != null) {
+            for (Controller c : s.controllers()) {
+                c.teardown("subsystem removed");
+            }
+            configChanged();
+        }
+        return s;
+    }
+
+    public Subsystem subsystem(String nqn) { return subsystems.get(nqn); }
+
+    public Collection<Subsystem> subsystems() { return subsystems.values(); }
+
+    public void addListener(ListenerInfo l) {
+        listeners.add(l);
+        configChanged();
+    }
+
+    public void removeListener(ListenerInfo l) {
+        listeners.remove(l);
+        configChanged();
+    }
+
+    public List<ListenerInfo> listeners() { return listeners; }
+
+    /**
+     * Bumps the discovery log generation counter and tells the discovery controllers that asked (Discovery Log Page
+     * Change notice); call after any change hosts may discover.
+     */
+    public void configChanged() {
+        discoveryGeneration.incrementAndGet();
+        for (Controller c : controllers()) {
+            if (c.isDiscovery() && !c.isDead()) {
+                c.discoveryLogChanged();
+            }
+        }
+    }
+
+    public long discoveryGeneration() { return discoveryGeneration.get(); }
+
+    // ---- resources ----
+
+    public int liveQueues() { return liveQueues.get(); }
+
+    private final AtomicLong requestsAllocated = new AtomicLong();
+    private final AtomicLong internalErrors = new AtomicLong();
+
+    /**
+     * Failures that are the target's own bugs, never the host's input: a command that threw while executing, or an
+     * exception other than an I/O error reaching a queue's pipeline. A malformed input is answered with a status or a
+     * termination, not this; the fuzz tests check that it stays 0.
+     */
+    public long internalErrors() { return internalErrors.get(); }
+
+    /** Counts one of the {@link #internalErrors}; the caller has logged it. */
+    public void internalError() { internalErrors.incrementAndGet(); }
+
+    void requestsAllocated(int n) {
+        requestsAllocated.addAndGet(n);
+    }
+
+    /** Request objects (each with its SQE and CQE buffers) allocated since start: what queues cost in memory. */
+    public long requestsAllocated() { return requestsAllocated.get(); }
+
+    public int liveControllers() { return controllers.size(); }
+
+    public Collection<Controller> controllers() { return controllers; }
+
+    public void queueOpened() {
+        liveQueues.incrementAndGet();
+    }
+
+    void queueClosed(SubmissionQueue sq) {
+        liveQueues.decrementAndGet();
+        Controller c = sq.controller();
+        if (c == null) {
+            return;
+        }
+        if (sq.qid() == 0) {
+            c.dropAers();
+            c.teardown("admin queue closed");
+        } else {
+            c.detachQueue(sq);
+        }
+    }
+
+    /** Creates a controller for an admin-queue Connect; null when the subsystem has no controller ID left. */
+    public Controller createController(Subsystem s, String hostNqn, byte[] hostId, SubmissionQueue adminQueue, long kato) {
+        int cntlid = s.allocateCntlid();
+        if (cntlid < 0) {
+            return null;
+        }
+        Controller c = new Controller(this, s, cntlid, hostNqn, hostId, adminQueue, kato, limits.maxIoQueues());
+        s.register(c);
+        controllers.add(c);
+        return c;
+    }
+
+    void controllerGone(Controller c) {
+        c.subsystem().unregister(c);
+        controllers.remove(c);
+        // Its host's next association waits until nothing of this one can still change the media (holdConnect).
+        draining.add(c);
+        c.maybeFinishPending();
+    }
+
+    // ---- an association's end, and the host's next one ----
+
+    /** Torn-down controllers whose I/O queues or backend work are not done yet. */
+    private final Set<Controller> draining = ConcurrentHashMap.newKeySet();
+    /** Admin Connects held until their host's earlier associations have drained (rare: a list is fine). */
+    private final List<Request> heldConnects = new CopyOnWriteArrayList<>();
+    /**
+     * How long an admin Connect waits for the host's earlier association to drain before it is answered Controller
+     * Busy (the host retries): a stuck backend call must not hold a Connect past the host's own connect timeout.
+     */
+    public static final long CONNECT_HOLD_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    /**
+     * The queues that may still hold requests for {@code s}'s namespaces: its controllers' and those of its controllers
+     * torn down whose queues' closes may not be taken yet (see {@link NamespaceDrain}).
+     */
+    public List<SubmissionQueue> queuesOf(Subsystem s) {
+        List<SubmissionQueue> out = s.queues();
+        for (Controller c : draining) {
+            if (c.subsystem() == s) {
+                out.addAll(c.queues()); // unregistered at teardown: not among s's own
+            }
+        }
+        return out;
+    }
+
+    /** Controllers torn down whose work has not finished yet (for tests and the admin view). */
+    public int drainingControllers() { return draining.size(); }
+
+    /** A torn-down controller has drained: Connects held for it go on. Any thread; idempotent. */
+    void controllerDrained(Controller c) {
+        if (draining.remove(c)) {
+            resumeHeldConnects();
+        }
+    }
+
+    /**
+     * Holds an admin Connect while an earlier association of the same host (Host NQN and Host ID) with the subsystem
+     * has work that can still change the media: a command of it still running in a backend, or an I/O queue whose
+     * close has not been taken yet. The host tore that association down (a command timed out, its connection broke)
+     * and was told its commands failed; what it writes through the new association must not be overwritten by one of
+     * them landing late. {@link ConnectHold#HELD}: the Connect runs again once they drain; {@link
+     * ConnectHold#REFUSED}: held for {@link #CONNECT_HOLD_NANOS} already, the caller answers Controller Busy (the host
+     * retries later). Only on the request's queue thread.
+     */
+    public ConnectHold holdConnect(Request req, Subsystem s, String hostNqn, byte[] hostId) {
+        if (!earlierAssociationDraining(s, hostNqn, hostId)) {
+            return ConnectHold.PROCEED;
+        }
+        long now = System.nanoTime();
+        if (req.connectHeldSince == 0) {
+            req.connectHeldSince = now;
+            LOG.info("Connect of host {} to {} waits for its earlier association's commands to finish",
+                    Nqn.display(hostNqn), s.nqn());
+        } else if (now - req.connectHeldSince > CONNECT_HOLD_NANOS) {
+            return ConnectHold.REFUSED;
+        }
+        heldConnects.add(req);
+        // Drained meanwhile (between the check and the add): nobody else resumes it.
+        if (!earlierAssociationDraining(s, hostNqn, hostId)) {
+            resumeHeldConnects();
+        }
+        return ConnectHold.HELD;
+    }
+
+    /** What {@link #holdConnect} decided. */
+    public enum ConnectHold { PROCEED, HELD, REFUSED }
+
+    private boolean earlierAssociationDraining(Subsystem s, String hostNqn, byte[] hostId) {
+        for (Controller c : draining) {
+            if (c.subsystem() == s && c.hostNqn().equals(hostNqn) && java.util.Arrays.equals(c.hostId(), hostId)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Runs held Connects again on their queues' threads (each checks again, or is refused once held too long). */
+    private void resumeHeldConnects() {
+        for (Request req : heldConnects) {
+            if (heldConnects.remove(req)) {
+                try {
+                    req.sq().transport().execute(() -> {
+                        if (!req.inUse) {
+                            return; // its connection closed meanwhile
+                        }
+                        if (req.sq().connected()) {
+                            // A second Connect held on the same queue, after the first connected it.
+                            req.complete(Status.COMMAND_SEQUENCE_ERROR | Status.DNR);
+                        } else {
+                            execute(req);
+                        }
+                    });
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    LOG.debug("held Connect dropped: its queue is gone");
+                }
+            }
+        }
+    }
+
+    /** Every 100 ms (the keep-alive check): held Connects past their time are answered. */
+    private void expireHeldConnects(long now) {
+        for (Request req : heldConnects) {
+            if (now - req.connectHeldSince > CONNECT_HOLD_NANOS) {
+                resumeHeldConnects();
+                return;
+            }
+        }
+    }
+
+    /** Binds a queue to a controller after a successful Connect. */
+    public void bindQueue(SubmissionQueue sq, Controller c, int qid, int size, boolean disableFlowControl) {
+        sq.bind(c, qid, size, disableFlowControl);
+    }
+
+    public int attachIoQueue(Controller c, int qid, SubmissionQueue sq) {
+        return c.attachQueue(qid, sq);
+    }
+
+    /** A keep-alive check that reaches its queue's thread this much later than asked found that thread stalled. */
+    static final long KEEP_ALIVE_STALL_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+    /** How often {@link #checkKeepAlive} is called. */
+    public static final long KEEP_ALIVE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /** When the last check ran (from start: a first check held up by a stalled thread is late too). */
+    private volatile long lastKeepAliveCheck = System.nanoTime();
+
+    /**
+     * Tears down controllers whose keep-alive timer expired; called every 100 ms. A controller expires after no traffic
+     * on any of its queues for twice its KATO rounded up to whole seconds: Linux nvmet's timer fires every KATO and
+     * ends the controller only after a whole period without traffic, so it allows between one and two KATO; this is
+     * never stricter. The decision is taken on the admin queue's own thread: while that thread is stalled (a slow
+     * backend call, a GC pause) the host's keep-alives wait unread in the socket and must not count as silence.
+     */
+    public void checkKeepAlive() {
+        long now = System.nanoTime();
+        if (!heldConnects.isEmpty()) {
+            expireHeldConnects(now);
+        }
+        boolean late = now - lastKeepAliveCheck > KEEP_ALIVE_CHECK_NANOS + KEEP_ALIVE_STALL_NANOS;
+        lastKeepAliveCheck = now;
+        for (Controller c : controllers) {
+            if (late) {
+                // This check's own thread was stalled, and may have held hosts' traffic unread: a fresh grace period.
+                c.touch();
+            } else if (keepAliveExpired(c, now)) {
+                try {
+                    c.adminQueue().transport().execute(() -> expireOnQueueThread(c, now));
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    c.teardown("keep-alive timeout expired");
+                }
+            }
+        }
+    }
+
+    static boolean keepAliveExpired(Controller c, long now) {
+        long kato = c.kato();
+        if (kato <= 0) {
+            return false;
+        }
+        long seconds = (kato + 999) / 1000;
+        return c.idleNanos(now) > TimeUnit.SECONDS.toNanos(2 * seconds);
+    }
+
+    private void expireOnQueueThread(Controller c, long askedAt) {
+        long now = System.nanoTime();
+        if (now - askedAt > KEEP_ALIVE_STALL_NANOS) {
+            // Ran late: this thread was stalled, and what the host sent meanwhile is still unread. A fresh grace
+            // period, so later checks queued during the stall do not expire it before that traffic is read.
+            c.touch();
+            return;
+        }
+        if (!keepAliveExpired(c, now) || c.isDead()) {
+            return;
+        }
+        LOG.warn("controller {} of {}: keep-alive timeout ({} ms) expired, host {}", c.cntlid(), c.subsystem().nqn(),
+                c.kato(), Nqn.display(c.hostNqn()));
+        c.teardown("keep-alive timeout expired");
+    }
+
+    // ---- request lifecycle ----
+
+    /**
+     * Starts a request whose SQE the transport has copied in (and, for in-capsule data, whose data is attached). Parses
+     * it, checks its data descriptor, then fetches host data or executes.
+     */
+    public void submit(Request req) {
+        req.startNanos = System.nanoTime();
+        SubmissionQueue sq = req.sq();
+        Command cmd = req.cmd;
+        Controller c = sq.controller();
+        if (c != null) {
+            c.touch();
+        }
+        int status;
+        if (cmd.fuse() != 0) {
+            req.errorLocation = Command.FLAGS;
+            status = Status.INVALID_FIELD | Status.DNR;
+        } else if (cmd.psdt() != Command.PSDT_SGL) {
+            // Fabrics carry data only through SGLs.
+            req.errorLocation = Command.FLAGS;
+            status = Status.INVALID_FIELD | Status.DNR;
+        } else {
+            status = parse(req, c);
+        }
+        if (status != Status.SUCCESS) {
+            req.complete(status);
+            return;
+        }
+        status = sq.transport().mapData(req);
+        if (status != Status.SUCCESS) {
+            req.errorLocation = Command.DPTR;
+            req.complete(status);
+            return;
+        }
+        if (req.direction == Request.DIR_HOST_TO_CONTROLLER && req.transferLength > 0 && !req.dataInCapsule) {
+            sq.transport().fetchData(req);
+            return;
+        }
+        if (req.direction == Request.DIR_CONTROLLER_TO_HOST && req.transferLength > 0
+                && !sq.transport().allocateReadData(req)) {
+            return; // resumes through dataReady() when a buffer is free
+        }
+        execute(req);
+    }
+
+    private int parse(Request req, Controller c) {
+        Command cmd = req.cmd;
+        if (cmd.opcode() == Opcodes.FABRICS) {
+            return FabricsCommands.parse(req);
+        }
+        if (c == null) {
+            // Only Connect is valid on a queue that is not connected yet.
+            req.errorLocation = Command.OPCODE;
+            return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
+        }
+        if (!c.ready()) {
+            return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
+        }
+        if (req.sq().qid() == 0) {
+            return c.isDiscovery() ? DiscoveryCommands.parse(req) : AdminCommands.parse(req);
+        }
+        return IoCommands.parse(req);
+    }
+
+    /** Runs the execute step chosen at parse time (data, if any, is present). */
+    public void execute(Request req) {
+        try {
+            req.execute.execute(req);
+        } catch (RuntimeException e) {
+            LOG.error("internal error executing opcode 0x{} on queue {}", Integer.toHexString(req.cmd.opcode()), req.sq().qid(), e);
+            internalErrors.incrementAndGet();
+            req.complete(Status.INTERNAL | Status.DNR);
+        }
+    }
+
+    /** What a piece of backend work is, which decides its lane and whether an Abort may withdraw it. */
+    public enum BackendKind {
+        /** Write Zeroes, Deallocate: the namespace's space lane. */
+        SPACE,
+        /** Flush: the namespace's flush lane (for NSID FFFFFFFFh, the subsystem's). */
+        FLUSH,
+        /**
+         * The flush of a FUA write (or of any write while the volatile write cache is off) whose data is stored
+         * already: the flush lane, and never withdrawn by an Abort, since the write it belongs to has landed.
+         */
+        FLUSH_OF_STORED_WRITE
+    }
+
+    /**
+     * Runs {@code call} on a backend thread, in its turn in the lane of the request's namespace for {@code kind}, and
+     * completes {@code req} with its status back on the request's queue thread ({@code failure} if the call throws).
+     * The poll group goes on serving its other queues meanwhile. Until a thread starts it the work may be withdrawn:
+     * by an Abort (but for {@link BackendKind#FLUSH_OF_STORED_WRITE}), and always when its queue closes, so a command
+     * whose queue is gone never runs: its host was told it failed, and may have written the same blocks since.
+     */
+    public void executeOffPollGroup(Request req, BackendKind kind, BackendCall call, int failure) {
+        Namespace ns = req.ns;
+        BackendLane lane = ns == null ? req.sq().controller().subsystem().flushAllLane()
+                : kind == BackendKind.SPACE ? ns.spaceLane() : ns.flushLane();
+        BackendTicket ticket = new BackendTicket(req, call, failure, lane, ns, kind != BackendKind.FLUSH_OF_STORED_WRITE);
+        if (!ticket.enter()) {
+            req.errorLocation = Command.NSID;
+            req.complete(Status.INVALID_NAMESPACE | Status.DNR); // removed, and its backend closed meanwhile
+            return;
+        }
+        req.backendTicket = ticket;
+        try {
+            lane.submit(ticket, backendWork);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            ticket.refuse(); // the target is shutting down
+        }
+    }
+
+    /** Backend work waiting for a thread, over every lane of {@code namespaces}, for tests and the admin view. */
+    public static int backendWorkWaiting(Collection<Namespace> namespaces) {
+        int n = 0;
+        for (Namespace ns : namespaces) {
+            n += ns.spaceLane().waiting() + ns.flushLane().waiting();
+        }
+        return n;
+    }
+
+    /** Runs work that may block (a flush at controller shutdown) on a backend thread; at target shutdown, here. */
+    void runBackendWork(Runnable work) {
+        try {
+            backendWork.execute(work);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            work.run(); // the target is stopping: do it here rather than leave a shutdown incomplete
+        }
+    }
+
+    /** Lets backend work already started finish (before backends close); takes no more. */
+    public void stopBackendWork(long timeoutMs) {
+        backendWork.shutdown();
+        try {
+            if (!backendWork.awaitTermination(timeoutMs, TimeUnit.MILLISECONDS)) {
+                LOG.warn("backend work still running after {} ms at shutdown", timeoutMs);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Fills the CQE and hands the request to the transport (Linux {@code nvmet_req_complete}). */
+    public void complete(Request req) {
+        SubmissionQueue sq = req.sq();
+        int status = req.status;
+        if (status != Status.SUCCESS) {
+            Controller c = sq.controller();
+            if (c != null && Status.code(status) != Status.ABORT_SQ_DELETED) {
+                c.recordError(sq.qid() < 0 ? 0 : sq.qid(), req.cmd.cid(), status, req.errorLocation,
+                        req.ns != null ? req.cmd.slba() : 0, req.cmd.nsid());
+            }
+        }
+        req.cqe.result64(req.result);
+        req.cqe.sqhd(sq.advanceHead());
+        req.cqe.sqid(Math.max(sq.qid(), 0));
+        req.cqe.cid(req.cmd.cid());
+        req.cqe.status(status);
+        if (req.ns != null && sq.qid() > 0) {
+            sq.recordIo(req.ns, req.cmd.opcode(), req.transferLength, status, System.nanoTime() - req.startNanos);
+        }
+        sq.transport().queueResponse(req);
+    }
+}
