@@ -35,14 +35,16 @@ if ! $cc -o "$probe/p" "$probe/p.c" -libverbs -lrdmacm > "$probe/log" 2>&1; then
   warn_missing "rdma-core development files not found (libibverbs-dev librdmacm-dev): $(head -1 "$probe/log")"
 fi
 
-# Up to date? (the .so is newer than the source and this script)
-if [ -f "$lib" ] && [ "$lib" -nt "$src_dir/nvmeof_rdma.c" ] && [ "$lib" -nt "$0" ]; then
-  exit 0
-fi
+# Up to date? (the .so is newer than every source file, the header and this script)
+up_to_date=1
+for input in "$src_dir"/*.c "$src_dir"/*.h "$0"; do
+  [ -f "$lib" ] && [ "$lib" -nt "$input" ] || up_to_date=0
+done
+[ "$up_to_date" = 1 ] && exit 0
 mkdir -p "$out_dir"
 # -fvisibility=hidden: only the NVR_EXPORT functions are exported. -Wl,--no-undefined: a missing symbol fails here,
 # not at dlopen time in a guest. Linking libibverbs/librdmacm records them as DT_NEEDED (libibverbs.so.1, librdmacm.so.1).
 $cc -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Werror -Wno-unused-parameter \
   -Wl,--no-undefined -Wl,-soname,libnvmeofrdma.so \
-  -o "$lib" "$src_dir/nvmeof_rdma.c" -libverbs -lrdmacm
+  -o "$lib" "$src_dir"/*.c -libverbs -lrdmacm
 echo "[INFO] nvmeof-native: built $lib"

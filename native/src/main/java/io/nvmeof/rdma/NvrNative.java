@@ -1,8 +1,8 @@
 package io.nvmeof.rdma;
 
 /**
- * JNA direct mapping of the C helper, libnvmeofrdma.so (native/src/main/c/nvmeof_rdma.c, which documents every
- * function and record layout). Registered by {@link RdmaLibrary}; calling any method before that throws
+ * JNA direct mapping of the C helper, libnvmeofrdma.so (native/src/main/c: nvmeof_rdma.h documents the record
+ * layouts, nvmeof_rdma.c and the rdma_*.c files every function). Registered by {@link RdmaLibrary}; calling any method before that throws
  * UnsatisfiedLinkError, which is why every public entry point goes through {@link RdmaLibrary#requireAvailable()}.
  *
  * <p>WHY direct mapping with {@code long} for every pointer: a direct-mapped native method with only primitive

@@ -28,7 +28,7 @@ public final class RdmaLibrary {
     public static final String RUNTIME_PACKAGES = "libibverbs1 librdmacm1 ibverbs-providers";
     /** Build-time packages for the helper. */
     public static final String BUILD_PACKAGES = "libibverbs-dev librdmacm-dev";
-    /** Must match NVR_ABI_VERSION in nvmeof_rdma.c. */
+    /** Must match NVR_ABI_VERSION in nvmeof_rdma.h. */
     static final int ABI_VERSION = 3;
     static final String HELPER_NAME = "nvmeofrdma";
 

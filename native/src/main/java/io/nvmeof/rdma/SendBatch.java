@@ -10,7 +10,7 @@ import java.nio.ByteBuffer;
  * descriptors into a direct buffer and posted with ONE native call ({@link QueuePair#postSend(SendBatch)}).
  * Reusable and allocation-free: fill, post (which clears it), fill again. Not thread-safe: one per poller thread.
  *
- * <p>Descriptor layout (little-endian; the contract with nvmeof_rdma.c, which checks it with static asserts):
+ * <p>Descriptor layout (little-endian; the contract with nvmeof_rdma.h, which checks it with static asserts):
  * <pre>
  *   0 u64 wr_id     8 u64 local_addr   16 u64 remote_addr   24 u32 length   28 u32 lkey
  *  32 u32 rkey     36 u32 invalidate_rkey   40 u8 opcode   41 u8 flags   42..47 reserved (0)

@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The batch records are a binary contract between Java (SendBatch, RecvBatch, CompletionBatch) and nvmeof_rdma.c.
+ * The batch records are a binary contract between Java (SendBatch, RecvBatch, CompletionBatch) and nvmeof_rdma.h.
  * The first tests pin the byte offsets on the Java side; the native ones feed Java-written descriptors through the
  * helper's own chain builders (nvr_debug_decode_*, the code nvr_post_* uses) and Java-read records through its
  * completion encoder. They need the helper, not a device, so they run on any machine with rdma-core installed.

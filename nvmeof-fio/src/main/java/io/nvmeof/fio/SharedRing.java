@@ -8,7 +8,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * The memory the fio engine (C) and its job (Java) share, allocated by the engine, one per fio job. The engine writes
  * submissions and calls {@link FioJob#submit} once per batch; the job's completion callbacks write completions that
  * the engine's {@code getevents} reads without calling into Java. Layout (native byte order, offsets in bytes;
- * {@code native/src/main/fio/nvmeof_fio.c} has the same):
+ * {@code native/src/main/fio/io_path.c} has the same):
  *
  * <pre>
  *     0  u64 tail        completions claimed so far (callbacks, fetch-and-add)

@@ -9,7 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.junit.jupiter.api.Test;
 
-/** The ring's layout at the byte offsets the engine (nvmeof_fio.c) uses, and its wake-up rule. */
+/** The ring's layout at the byte offsets the engine (io_path.c) uses, and its wake-up rule. */
 class SharedRingTest {
     private static final int RING = 8;
     private static final int SUBMIT = 4;
