@@ -252,7 +252,7 @@ public final class NamespaceHandle implements NamespaceRef {
     /**
      * The controller's scan found this namespace removed or replaced. The write is volatile and comes before the
      * controller publishes anything that lets a request of this handle be sent on a new association (see
-     * NvmeofController.identifyNamespaces); every send reads it just before the command goes on the wire.
+     * NamespaceScanner.identifyNamespaces); every send reads it just before the command goes on the wire.
      */
     void retire(String why) {
         if (retiredBecause == null) {
