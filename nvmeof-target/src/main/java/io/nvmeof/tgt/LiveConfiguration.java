@@ -1,5 +1,11 @@
 package io.nvmeof.tgt;
 
+import static io.nvmeof.tgt.ConfigurationChecks.checkSubsystem;
+import static io.nvmeof.tgt.ConfigurationChecks.conflict;
+import static io.nvmeof.tgt.ConfigurationChecks.invalid;
+import static io.nvmeof.tgt.ConfigurationChecks.normalizeListener;
+import static io.nvmeof.tgt.ConfigurationChecks.notFound;
+
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
@@ -13,9 +19,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -35,12 +39,12 @@ import org.slf4j.LoggerFactory;
  * {@link io.nvmeof.tgt.core.TargetCore}. Adding or removing a namespace raises the Namespace Attribute Changed
  * event on every controller of the subsystem; changes hosts may discover bump the discovery log's generation
  * counter.
+ *
+ * <p>This class makes the changes; the checks of incoming descriptions are {@link ConfigurationChecks}, the document
+ * and its saving {@link ConfigurationDocument}, and a whole document's import {@link ConfigurationImport}.
  */
 public final class LiveConfiguration {
     static final Logger LOG = LoggerFactory.getLogger(LiveConfiguration.class);
-    /** Longest serial (Identify SN) and model (MN) strings, in bytes. */
-    static final int SERIAL_LENGTH = 20;
-    static final int MODEL_LENGTH = 40;
     /**
      * Most NVM subsystems a target takes (the discovery subsystem not counted): SPDK's default max_subsystems. Every
      * change saves the whole document, so this also bounds the cost of a change.
@@ -92,12 +96,8 @@ public final class LiveConfiguration {
     }
 
     private final NvmeTarget target;
-    private final TargetConfig base;
-    /** The document: subsystems by NQN, in creation order, each with its effective values filled in. */
-    final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
-    /** Listeners by port ID, with the port each is bound to. */
-    final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
-    private volatile Store store;
+    /** The configuration document, saved before every change is made live. */
+    private final ConfigurationDocument document;
 
     /** Keeps the configuration document durably (the admin API's state file). */
     @FunctionalInterface
@@ -108,21 +108,7 @@ public final class LiveConfiguration {
 
     LiveConfiguration(NvmeTarget target, TargetConfig started) {
         this.target = target;
-        this.base = started;
-        int portId = 1;
-        for (ListenerConfig l : started.listeners()) {
-            int id = l.id() != null ? l.id() : portId;
-            listeners.put(id, new ListenerConfig(id, l.transport() != null ? l.transport() : "tcp",
-                    l.address() != null ? l.address() : "127.0.0.1", boundPort(id, l), l.inlineDataSize(),
-                    l.maxH2CData(), l.subsystems()));
-            portId++;
-        }
-        if (started.subsystems() != null) {
-            for (SubsystemConfig s : started.subsystems()) {
-                Subsystem sub = target.core().subsystem(s.nqn());
-                subsystems.put(s.nqn(), describe(sub, s.namespaces()));
-            }
-        }
+        this.document = new ConfigurationDocument(target, started);
     }
 
     /**
@@ -132,58 +118,12 @@ public final class LiveConfiguration {
      * never disagree, and the request can simply be sent again once the store works.
      */
     public void saveChangesWith(Store store) {
-        this.store = store;
+        document.store(store);
     }
 
     /** The whole target as one configuration document, with every effective value (serials, NSIDs, UUIDs). */
     public synchronized TargetConfig export() {
-        return document(subsystems, listeners);
-    }
-
-    TargetConfig document(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls) {
-        return base.withContents(List.copyOf(ls.values()), List.copyOf(subs.values()));
-    }
-
-    /** The document with {@code entry} as the subsystem {@code nqn} (null: without it). */
-    private TargetConfig documentWith(String nqn, SubsystemConfig entry) {
-        Map<String, SubsystemConfig> next = new LinkedHashMap<>(subsystems);
-        if (entry == null) {
-            next.remove(nqn);
-        } else {
-            next.put(nqn, entry);
-        }
-        return document(next, listeners);
-    }
-
-    /** The document with {@code entry} as listener {@code id} (null: without it). */
-    private TargetConfig documentWith(int id, ListenerConfig entry) {
-        Map<Integer, ListenerConfig> next = new java.util.TreeMap<>(listeners);
-        if (entry == null) {
-            next.remove(id);
-        } else {
-            next.put(id, entry);
-        }
-        return document(subsystems, next);
-    }
-
-    /**
-     * Saves the document a change will leave, before the change is made live; refuses the change when it cannot be
-     * saved. The caller undoes what it prepared (an opened backend, a bound port) when this throws.
-     */
-    void save(TargetConfig next) {
-        Store s = store;
-        if (s == null) {
-            return;
-        }
-        try {
-            s.save(next);
-        } catch (IOException | RuntimeException e) {
-            String why = e.getMessage() != null ? e.getMessage() : "the store failed";
-            LOG.error("a change was refused because the configuration could not be saved: {}", why);
-            throw new ConfigurationException(ConfigurationException.Kind.NOT_SAVED, "nothing was changed: the new"
-                    + " configuration could not be saved (" + why + "); the target runs as before. Make the state"
-                    + " directory writable (free space, permissions), then send the request again");
-        }
+        return document.current();
     }
 
     /**
@@ -194,13 +134,13 @@ public final class LiveConfiguration {
      */
     public synchronized ImportResult importConfiguration(TargetConfig doc, ImportMode mode, boolean dryRun,
                                                          Consumer<NamespaceConfig> pathCheck) {
-        return new ConfigurationImport(this, target, mode, pathCheck).run(doc, dryRun);
+        return new ConfigurationImport(document, target, mode, pathCheck).run(doc, dryRun);
     }
 
     // ------------------------------------------------------------------------------------------ listeners
 
     public synchronized List<ListenerConfig> listeners() {
-        return List.copyOf(listeners.values());
+        return List.copyOf(document.listeners.values());
     }
 
     /**
@@ -212,12 +152,12 @@ public final class LiveConfiguration {
         int id;
         if (l.id() != null) {
             id = l.id();
-            if (listeners.containsKey(id)) {
+            if (document.listeners.containsKey(id)) {
                 throw conflict("listener " + id + " already exists; choose another id or remove it first");
             }
         } else {
             id = 1;
-            while (listeners.containsKey(id)) {
+            while (document.listeners.containsKey(id)) {
                 id++;
             }
         }
@@ -225,7 +165,7 @@ public final class LiveConfiguration {
         int port = l.port();
         if (l.subsystems() != null) {
             for (String nqn : l.subsystems()) {
-                if (!subsystems.containsKey(nqn) && !Nqn.DISCOVERY.equals(nqn)) {
+                if (!document.subsystems.containsKey(nqn) && !Nqn.DISCOVERY.equals(nqn)) {
                     throw invalid("listener subsystems: " + Nqn.display(nqn) + " does not exist");
                 }
             }
@@ -241,69 +181,36 @@ public final class LiveConfiguration {
         ListenerConfig d = new ListenerConfig(id, transport, l.address(), bound, l.inlineDataSize(), l.maxH2CData(),
                 l.subsystems());
         try {
-            save(documentWith(id, d)); // after binding: the document records the port it got (port 0: any)
+            document.save(document.with(id, d)); // after binding: the document records the port it got (port 0: any)
         } catch (ConfigurationException e) {
             target.removeListener(id, bound);
             throw e;
         }
-        listeners.put(id, d);
+        document.listeners.put(id, d);
         LOG.info("listener {} added: {} {}:{}", id, transport, l.address(), bound);
         return d;
     }
 
-    /** {@code l} with its defaults filled in (transport tcp, port 4420), checked; the id stays as given. */
-    static ListenerConfig normalizeListener(ListenerConfig l) {
-        String transport = l.transport() != null ? l.transport() : "tcp";
-        if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
-            throw invalid("transport must be tcp or rdma, got '" + transport + "'");
-        }
-        if (l.address() == null) {
-            throw invalid("address is required (an IP address of this machine, e.g. 127.0.0.1 or 0.0.0.0)");
-        }
-        try {
-            java.net.InetAddress.getByName(l.address());
-        } catch (java.net.UnknownHostException e) {
-            throw invalid("address '" + l.address() + "' cannot be resolved");
-        }
-        int port = l.port() != null ? l.port() : 4420;
-        if (port < 0 || port > 65535) {
-            throw invalid("port must be 0 to 65535, got " + port);
-        }
-        if (l.id() != null && (l.id() < 1 || l.id() > 65535)) {
-            throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + l.id());
-        }
-        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems());
-    }
-
     /** Stops a listener; the connections made through it end (their hosts reconnect through another, if any). */
     public synchronized void removeListener(int id) {
-        if (!listeners.containsKey(id)) {
+        if (!document.listeners.containsKey(id)) {
             throw notFound("listener " + id + " does not exist");
         }
-        if (listeners.size() == 1) {
+        if (document.listeners.size() == 1) {
             throw conflict("listener " + id + " is the target's last: hosts could not reach it any more; add another first");
         }
-        save(documentWith(id, null));
+        document.save(document.with(id, null));
         target.removeListener(id);
-        listeners.remove(id);
+        document.listeners.remove(id);
         LOG.info("listener {} removed", id);
     }
 
-    private int boundPort(int id, ListenerConfig l) {
-        for (io.nvmeof.tgt.core.ListenerInfo info : target.core().listeners()) {
-            if (info.portId() == id) {
-                return Integer.parseInt(info.trsvcid());
-            }
-        }
-        return l.port() != null ? l.port() : 4420;
-    }
-
     public synchronized List<SubsystemConfig> subsystems() {
-        return List.copyOf(subsystems.values());
+        return List.copyOf(document.subsystems.values());
     }
 
     public synchronized SubsystemConfig subsystem(String nqn) {
-        SubsystemConfig s = subsystems.get(nqn);
+        SubsystemConfig s = document.subsystems.get(nqn);
         if (s == null) {
             throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
         }
@@ -318,10 +225,10 @@ public final class LiveConfiguration {
      */
     public synchronized SubsystemConfig createSubsystem(SubsystemConfig s) {
         checkSubsystem(s);
-        if (subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
+        if (document.subsystems.containsKey(s.nqn()) || target.core().subsystem(s.nqn()) != null) {
             throw conflict("subsystem " + s.nqn() + " already exists");
         }
-        if (subsystems.size() >= MAX_SUBSYSTEMS) {
+        if (document.subsystems.size() >= MAX_SUBSYSTEMS) {
             throw conflict("the target has its maximum of " + MAX_SUBSYSTEMS + " subsystems; delete one first");
         }
         Subsystem sub;
@@ -332,44 +239,17 @@ public final class LiveConfiguration {
         }
         refuseClash(sub.namespaces().stream().map(ns -> new NamespaceIdentities.Placed(s.nqn(), ns)).toList(),
                 () -> sub.namespaces().forEach(target::discard));
-        SubsystemConfig d = describe(sub, s.namespaces());
+        SubsystemConfig d = ConfigurationDocument.describe(sub, s.namespaces());
         try {
-            save(documentWith(s.nqn(), d));
+            document.save(document.with(s.nqn(), d));
         } catch (ConfigurationException e) {
             sub.namespaces().forEach(target::discard);
             throw e;
         }
         target.core().addSubsystem(sub);
-        subsystems.put(s.nqn(), d);
+        document.subsystems.put(s.nqn(), d);
         LOG.info("subsystem {} created ({} namespaces)", s.nqn(), sub.namespaces().size());
         return d;
-    }
-
-    /** Everything about a new subsystem's description that can be checked without opening anything. */
-    static void checkSubsystem(SubsystemConfig s) {
-        if (s.nqn() == null) {
-            throw invalid("nqn is required");
-        }
-        String why = Nqn.validateFormat(s.nqn());
-        if (why != null) {
-            throw invalid("nqn " + Nqn.display(s.nqn()) + ": " + why);
-        }
-        if (s.hosts() != null) {
-            for (String h : s.hosts()) {
-                String bad = h == null ? "is missing" : Nqn.validateFormat(h);
-                if (bad != null) {
-                    throw invalid("host NQN " + Nqn.display(h) + ": " + bad);
-                }
-            }
-        }
-        if (Nqn.DISCOVERY.equals(s.nqn())) {
-            throw conflict("the discovery subsystem " + Nqn.DISCOVERY + " always exists and cannot be created");
-        }
-        checkText("serial", s.serial(), SERIAL_LENGTH);
-        checkText("model", s.model(), MODEL_LENGTH);
-        if (s.maxNamespaces() != null && (s.maxNamespaces() < 1 || s.maxNamespaces() > 1024)) {
-            throw invalid("maxNamespaces must be 1 to 1024, got " + s.maxNamespaces());
-        }
     }
 
     /**
@@ -378,16 +258,16 @@ public final class LiveConfiguration {
      */
     public synchronized void deleteSubsystem(String nqn) {
         subsystem(nqn);
-        for (ListenerConfig l : listeners.values()) {
+        for (ListenerConfig l : document.listeners.values()) {
             if (l.subsystems() != null && l.subsystems().contains(nqn)) {
                 throw conflict("subsystem " + nqn + " is named by listener " + l.id() + " (" + l.transport() + " "
                         + l.address() + ":" + l.port() + ", which exposes " + l.subsystems() + "): remove that listener"
                         + " first, then add it again without the subsystem if it should stay");
             }
         }
-        save(documentWith(nqn, null));
+        document.save(document.with(nqn, null));
         Subsystem removed = target.core().removeSubsystem(nqn);
-        subsystems.remove(nqn);
+        document.subsystems.remove(nqn);
         for (Namespace ns : removed.namespaces()) {
             target.retire(ns, removed);
         }
@@ -398,12 +278,12 @@ public final class LiveConfiguration {
     public synchronized SubsystemConfig setAllowAnyHost(String nqn, boolean allow) {
         SubsystemConfig current = subsystem(nqn);
         SubsystemConfig d = current.withAccess(allow, current.hosts());
-        save(documentWith(nqn, d));
+        document.save(document.with(nqn, d));
         Subsystem sub = target.core().subsystem(nqn);
         sub.allowAnyHost(allow);
         target.core().configChanged();
         sub.endAssociationsNoLongerAllowed();
-        subsystems.put(nqn, d);
+        document.subsystems.put(nqn, d);
         return d;
     }
 
@@ -448,19 +328,19 @@ public final class LiveConfiguration {
             throw invalid(e.getMessage());
         }
         refuseClash(List.of(new NamespaceIdentities.Placed(nqn, ns)), () -> target.discard(ns));
-        NamespaceConfig d = describe(ns, n.withNsid(nsid));
-        List<NamespaceConfig> after = new ArrayList<>(subsystems.get(nqn).namespaces());
+        NamespaceConfig d = ConfigurationDocument.describe(ns, n.withNsid(nsid));
+        List<NamespaceConfig> after = new ArrayList<>(document.subsystems.get(nqn).namespaces());
         after.add(d);
         after.sort(Comparator.comparing(NamespaceConfig::nsid));
-        SubsystemConfig entry = subsystems.get(nqn).withNamespaces(after);
+        SubsystemConfig entry = document.subsystems.get(nqn).withNamespaces(after);
         try {
-            save(documentWith(nqn, entry));
+            document.save(document.with(nqn, entry));
         } catch (ConfigurationException e) {
             target.discard(ns);
             throw e;
         }
         sub.addNamespace(ns);
-        subsystems.put(nqn, entry);
+        document.subsystems.put(nqn, entry);
         LOG.info("subsystem {}: namespace {} added ({} x {} B on {})", nqn, nsid, ns.blockCount(), ns.blockSize(),
                 ns.backend().describe());
         return d;
@@ -477,9 +357,9 @@ public final class LiveConfiguration {
             throw notFound("namespace " + nsid + " does not exist in " + nqn);
         }
         SubsystemConfig entry = current.withNamespaces(current.namespaces().stream().filter(n -> n.nsid() != nsid).toList());
-        save(documentWith(nqn, entry));
+        document.save(document.with(nqn, entry));
         target.retire(sub.removeNamespace(nsid), sub);
-        subsystems.put(nqn, entry);
+        document.subsystems.put(nqn, entry);
         LOG.info("subsystem {}: namespace {} removed", nqn, nsid);
     }
 
@@ -513,16 +393,16 @@ public final class LiveConfiguration {
                     + " and block ones can)");
         }
         NamespaceConfig grown = current.withSize(Long.toString(bytes));
-        SubsystemConfig before = subsystems.get(nqn);
+        SubsystemConfig before = document.subsystems.get(nqn);
         SubsystemConfig entry = before.withNamespaces(before.namespaces().stream()
                 .map(n -> n.nsid() == nsid ? grown : n).toList());
-        save(documentWith(nqn, entry));
+        document.save(document.with(nqn, entry));
         try {
             ns.grow(bytes);
         } catch (UnsupportedOperationException | IllegalArgumentException | IOException e) {
             // Saved first so that no grown size goes unsaved: the saved document goes back to the live one.
             try {
-                save(export());
+                document.save(document.current());
             } catch (ConfigurationException again) {
                 LOG.error("namespace {} of {} was not grown, but the saved configuration says {} bytes: {}", nsid, nqn,
                         bytes, again.getMessage());
@@ -534,7 +414,7 @@ public final class LiveConfiguration {
             throw invalid(e.getMessage());
         }
         sub.namespaceAttributesChanged(nsid);
-        subsystems.put(nqn, entry);
+        document.subsystems.put(nqn, entry);
         LOG.info("subsystem {}: namespace {} grown to {} bytes", nqn, nsid, bytes);
         return grown;
     }
@@ -565,10 +445,10 @@ public final class LiveConfiguration {
         hosts.add(hostNqn);
         hosts.sort(null);
         SubsystemConfig entry = current.withAccess(current.allowAnyHost(), hosts);
-        save(documentWith(nqn, entry));
+        document.save(document.with(nqn, entry));
         sub.allowedHosts().add(hostNqn);
         target.core().configChanged();
-        subsystems.put(nqn, entry);
+        document.subsystems.put(nqn, entry);
         return entry;
     }
 
@@ -584,11 +464,11 @@ public final class LiveConfiguration {
         }
         SubsystemConfig entry = current.withAccess(current.allowAnyHost(),
                 current.hosts().stream().filter(h -> !h.equals(hostNqn)).toList());
-        save(documentWith(nqn, entry));
+        document.save(document.with(nqn, entry));
         sub.allowedHosts().remove(hostNqn);
         target.core().configChanged();
         sub.endAssociationsNoLongerAllowed();
-        subsystems.put(nqn, entry);
+        document.subsystems.put(nqn, entry);
         return entry;
     }
 
@@ -624,7 +504,7 @@ public final class LiveConfiguration {
     }
 
     private synchronized List<String> subsystemNames() {
-        return List.copyOf(subsystems.keySet());
+        return List.copyOf(document.subsystems.keySet());
     }
 
     /** What of the data path has stopped while the target runs (see {@link NvmeTarget#dataPathFailures}). */
@@ -670,42 +550,6 @@ public final class LiveConfiguration {
         c.teardown("disconnected by the administrator");
     }
 
-    // ------------------------------------------------------------------------------------------ internals
-
-    /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */
-    SubsystemConfig describe(Subsystem sub, List<NamespaceConfig> configured) {
-        Map<Long, NamespaceConfig> byNsid = new LinkedHashMap<>();
-        if (configured != null) {
-            long next = 1;
-            for (NamespaceConfig n : configured) {
-                long nsid = n.nsid() != null ? n.nsid() : next;
-                byNsid.put(nsid, n);
-                next = nsid + 1;
-            }
-        }
-        List<NamespaceConfig> namespaces = new ArrayList<>();
-        for (Namespace ns : sub.namespaces()) {
-            namespaces.add(describe(ns, byNsid.get(ns.nsid())));
-        }
-        namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
-        return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),
-                sub.allowedHosts().stream().sorted().toList(), namespaces);
-    }
-
-    /** The document entry for an opened namespace: its effective values, and what only its configuration says. */
-    static NamespaceConfig describe(Namespace ns, NamespaceConfig n) {
-        String backend = ns.backend() instanceof io.nvmeof.tgt.backend.FileBackend f
-                ? (f.isBlockDevice() ? "block" : "file") : "ram";
-        String path = n != null ? n.path() : null;
-        String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
-        Boolean sparse = ns.backend() instanceof io.nvmeof.tgt.backend.RamBackend r && r.sparse() ? true : null;
-        // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
-        // document, the empty volume would claim the identity of the one whose data is gone.
-        String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
-        return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
-                sparse);
-    }
-
     /**
      * Refuses (409) namespaces about to be added that would share a file or an identifier with another of the target
      * ({@link NamespaceIdentities}), running {@code undo} (closing what was opened for them) first.
@@ -718,29 +562,8 @@ public final class LiveConfiguration {
         }
     }
 
-    private static void checkText(String what, String v, int max) {
-        if (v == null) {
-            return;
-        }
-        if (v.isEmpty() || v.length() > max || !v.chars().allMatch(ch -> ch >= 0x20 && ch < 0x7F)) {
-            throw invalid(what + " must be 1 to " + max + " printable ASCII characters, got '" + v + "'");
-        }
-    }
-
     private static String uuid(byte[] b) {
         ByteBuffer bb = ByteBuffer.wrap(b);
         return new UUID(bb.getLong(), bb.getLong()).toString();
-    }
-
-    private static ConfigurationException invalid(String m) {
-        return new ConfigurationException(ConfigurationException.Kind.INVALID, m);
-    }
-
-    private static ConfigurationException notFound(String m) {
-        return new ConfigurationException(ConfigurationException.Kind.NOT_FOUND, m);
-    }
-
-    private static ConfigurationException conflict(String m) {
-        return new ConfigurationException(ConfigurationException.Kind.CONFLICT, m);
     }
 }

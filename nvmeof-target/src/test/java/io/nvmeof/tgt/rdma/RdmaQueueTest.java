@@ -506,13 +506,13 @@ class RdmaQueueTest {
 
     @Test
     void thePoolsLargestBuffersFitMdts() {
-        int[][] small = RdmaTransport.poolLayout(128 << 10);
+        int[][] small = RdmaPollGroupThread.poolLayout(128 << 10);
         assertEquals(1 << 20, small[0][2], "at least 1 MiB");
         assertEquals(16, small[1][2]);
-        int[][] large = RdmaTransport.poolLayout(4 << 20);
+        int[][] large = RdmaPollGroupThread.poolLayout(4 << 20);
         assertEquals(4 << 20, large[0][2], "MDTS 4 MiB: 4 MiB buffers");
         assertEquals(4, large[1][2], "16 MiB of them");
-        assertEquals(2, RdmaTransport.poolLayout(64 << 20)[1][2], "never fewer than two");
+        assertEquals(2, RdmaPollGroupThread.poolLayout(64 << 20)[1][2], "never fewer than two");
     }
 
     @Test

@@ -1,0 +1,116 @@
+package io.nvmeof.tgt;
+
+import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+
+/**
+ * The checks of an incoming subsystem, namespace or listener description that need nothing opened or bound, shared by
+ * the single live changes ({@link LiveConfiguration}) and imports ({@link ConfigurationImport}); and the refusals
+ * they throw.
+ */
+final class ConfigurationChecks {
+    /** Longest serial (Identify SN) and model (MN) strings, in bytes. */
+    static final int SERIAL_LENGTH = 20;
+    static final int MODEL_LENGTH = 40;
+
+    private ConfigurationChecks() {
+    }
+
+    /** Everything about a new subsystem's description that can be checked without opening anything. */
+    static void checkSubsystem(SubsystemConfig s) {
+        if (s.nqn() == null) {
+            throw invalid("nqn is required");
+        }
+        String why = Nqn.validateFormat(s.nqn());
+        if (why != null) {
+            throw invalid("nqn " + Nqn.display(s.nqn()) + ": " + why);
+        }
+        if (s.hosts() != null) {
+            for (String h : s.hosts()) {
+                String bad = h == null ? "is missing" : Nqn.validateFormat(h);
+                if (bad != null) {
+                    throw invalid("host NQN " + Nqn.display(h) + ": " + bad);
+                }
+            }
+        }
+        if (Nqn.DISCOVERY.equals(s.nqn())) {
+            throw conflict("the discovery subsystem " + Nqn.DISCOVERY + " always exists and cannot be created");
+        }
+        checkText("serial", s.serial(), SERIAL_LENGTH);
+        checkText("model", s.model(), MODEL_LENGTH);
+        if (s.maxNamespaces() != null && (s.maxNamespaces() < 1 || s.maxNamespaces() > 1024)) {
+            throw invalid("maxNamespaces must be 1 to 1024, got " + s.maxNamespaces());
+        }
+    }
+
+    /** {@code l} with its defaults filled in (transport tcp, port 4420), checked; the id stays as given. */
+    static ListenerConfig normalizeListener(ListenerConfig l) {
+        String transport = l.transport() != null ? l.transport() : "tcp";
+        if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
+            throw invalid("transport must be tcp or rdma, got '" + transport + "'");
+        }
+        if (l.address() == null) {
+            throw invalid("address is required (an IP address of this machine, e.g. 127.0.0.1 or 0.0.0.0)");
+        }
+        try {
+            java.net.InetAddress.getByName(l.address());
+        } catch (java.net.UnknownHostException e) {
+            throw invalid("address '" + l.address() + "' cannot be resolved");
+        }
+        int port = l.port() != null ? l.port() : 4420;
+        if (port < 0 || port > 65535) {
+            throw invalid("port must be 0 to 65535, got " + port);
+        }
+        if (l.id() != null && (l.id() < 1 || l.id() > 65535)) {
+            throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + l.id());
+        }
+        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems());
+    }
+
+    /** A document's namespace of subsystem {@code nqn} (NSID filled in): its NSID, size and UUID. */
+    static void checkNamespace(String nqn, int maxNs, NamespaceConfig n) {
+        if (n.nsid() < 1 || n.nsid() > maxNs) {
+            throw invalid("subsystem " + nqn + ": nsid must be 1 to " + maxNs + ", got " + n.nsid());
+        }
+        if (n.size() != null) {
+            // Checked here, before any comparison with the live namespace reads it (found by ConfigurationFuzzTest).
+            try {
+                TargetConfig.parseSize(n.size());
+            } catch (IllegalArgumentException e) {
+                throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": " + e.getMessage());
+            }
+        }
+        if (n.uuid() != null) {
+            try {
+                java.util.UUID.fromString(n.uuid());
+            } catch (IllegalArgumentException e) {
+                throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": uuid '" + n.uuid() + "' is not a UUID");
+            }
+        }
+    }
+
+    private static void checkText(String what, String v, int max) {
+        if (v == null) {
+            return;
+        }
+        if (v.isEmpty() || v.length() > max || !v.chars().allMatch(ch -> ch >= 0x20 && ch < 0x7F)) {
+            throw invalid(what + " must be 1 to " + max + " printable ASCII characters, got '" + v + "'");
+        }
+    }
+
+    static ConfigurationException invalid(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.INVALID, m);
+    }
+
+    static ConfigurationException notFound(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.NOT_FOUND, m);
+    }
+
+    static ConfigurationException conflict(String m) {
+        return new ConfigurationException(ConfigurationException.Kind.CONFLICT, m);
+    }
+}

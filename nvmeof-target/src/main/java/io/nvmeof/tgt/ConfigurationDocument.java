@@ -1,0 +1,149 @@
+package io.nvmeof.tgt;
+
+import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.LiveConfiguration.Store;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Namespace;
+import io.nvmeof.tgt.core.Subsystem;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The configuration document ({@link TargetConfig}) kept in step with the live target: its subsystems and listeners
+ * as the file would say them, how the document a change leaves is built, and saving that document before the change is
+ * made live. Guarded by the {@link LiveConfiguration}'s monitor, as everything that changes it.
+ */
+final class ConfigurationDocument {
+    private final TargetConfig base;
+    /** The document: subsystems by NQN, in creation order, each with its effective values filled in. */
+    final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
+    /** Listeners by port ID, with the port each is bound to. */
+    final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
+    private volatile Store store;
+
+    /** The document of a target just started from {@code started}, with the ports its listeners got. */
+    ConfigurationDocument(NvmeTarget target, TargetConfig started) {
+        this.base = started;
+        int portId = 1;
+        for (ListenerConfig l : started.listeners()) {
+            int id = l.id() != null ? l.id() : portId;
+            listeners.put(id, new ListenerConfig(id, l.transport() != null ? l.transport() : "tcp",
+                    l.address() != null ? l.address() : "127.0.0.1", boundPort(target, id, l), l.inlineDataSize(),
+                    l.maxH2CData(), l.subsystems()));
+            portId++;
+        }
+        if (started.subsystems() != null) {
+            for (SubsystemConfig s : started.subsystems()) {
+                Subsystem sub = target.core().subsystem(s.nqn());
+                subsystems.put(s.nqn(), describe(sub, s.namespaces()));
+            }
+        }
+    }
+
+    private static int boundPort(NvmeTarget target, int id, ListenerConfig l) {
+        for (io.nvmeof.tgt.core.ListenerInfo info : target.core().listeners()) {
+            if (info.portId() == id) {
+                return Integer.parseInt(info.trsvcid());
+            }
+        }
+        return l.port() != null ? l.port() : 4420;
+    }
+
+    /** Where {@link #save} keeps documents (null: nowhere). */
+    void store(Store store) {
+        this.store = store;
+    }
+
+    /** The document as it is now. */
+    TargetConfig current() {
+        return of(subsystems, listeners);
+    }
+
+    /** The document with these subsystems and listeners. */
+    TargetConfig of(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls) {
+        return base.withContents(List.copyOf(ls.values()), List.copyOf(subs.values()));
+    }
+
+    /** The document with {@code entry} as the subsystem {@code nqn} (null: without it). */
+    TargetConfig with(String nqn, SubsystemConfig entry) {
+        Map<String, SubsystemConfig> next = new LinkedHashMap<>(subsystems);
+        if (entry == null) {
+            next.remove(nqn);
+        } else {
+            next.put(nqn, entry);
+        }
+        return of(next, listeners);
+    }
+
+    /** The document with {@code entry} as listener {@code id} (null: without it). */
+    TargetConfig with(int id, ListenerConfig entry) {
+        Map<Integer, ListenerConfig> next = new java.util.TreeMap<>(listeners);
+        if (entry == null) {
+            next.remove(id);
+        } else {
+            next.put(id, entry);
+        }
+        return of(subsystems, next);
+    }
+
+    /**
+     * Saves the document a change will leave, before the change is made live; refuses the change when it cannot be
+     * saved. The caller undoes what it prepared (an opened backend, a bound port) when this throws.
+     */
+    void save(TargetConfig next) {
+        Store s = store;
+        if (s == null) {
+            return;
+        }
+        try {
+            s.save(next);
+        } catch (IOException | RuntimeException e) {
+            String why = e.getMessage() != null ? e.getMessage() : "the store failed";
+            LiveConfiguration.LOG.error("a change was refused because the configuration could not be saved: {}", why);
+            throw new ConfigurationException(ConfigurationException.Kind.NOT_SAVED, "nothing was changed: the new"
+                    + " configuration could not be saved (" + why + "); the target runs as before. Make the state"
+                    + " directory writable (free space, permissions), then send the request again");
+        }
+    }
+
+    /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */
+    static SubsystemConfig describe(Subsystem sub, List<NamespaceConfig> configured) {
+        Map<Long, NamespaceConfig> byNsid = new LinkedHashMap<>();
+        if (configured != null) {
+            long next = 1;
+            for (NamespaceConfig n : configured) {
+                long nsid = n.nsid() != null ? n.nsid() : next;
+                byNsid.put(nsid, n);
+                next = nsid + 1;
+            }
+        }
+        List<NamespaceConfig> namespaces = new ArrayList<>();
+        for (Namespace ns : sub.namespaces()) {
+            namespaces.add(describe(ns, byNsid.get(ns.nsid())));
+        }
+        namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
+        return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),
+                sub.allowedHosts().stream().sorted().toList(), namespaces);
+    }
+
+    /** The document entry for an opened namespace: its effective values, and what only its configuration says. */
+    static NamespaceConfig describe(Namespace ns, NamespaceConfig n) {
+        String backend = ns.backend() instanceof io.nvmeof.tgt.backend.FileBackend f
+                ? (f.isBlockDevice() ? "block" : "file") : "ram";
+        String path = n != null ? n.path() : null;
+        String nguid = n != null && n.nguid() != null ? n.nguid().toLowerCase(java.util.Locale.ROOT) : null;
+        Boolean sparse = ns.backend() instanceof io.nvmeof.tgt.backend.RamBackend r && r.sparse() ? true : null;
+        // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
+        // document, the empty volume would claim the identity of the one whose data is gone.
+        String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
+        return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
+                sparse);
+    }
+}
