@@ -5,7 +5,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
- * Writes {@link AdminApiFuzzTest}'s seeds: {@code mvn test -pl admin-api -am -Dtest=AdminApiFuzzSeeds
+ * Writes {@link AdminApiFuzzTest}'s seeds: {@code ./mvnw test -pl admin-api -am -Dtest=AdminApiFuzzSeeds
  * -Dsurefire.failIfNoSpecifiedTests=false -Dfuzz.writeSeeds=true}; the files are kept in the repository, with the
  * findings minimized by hand (the fuzzer's own crash files are replaced by them).
  */

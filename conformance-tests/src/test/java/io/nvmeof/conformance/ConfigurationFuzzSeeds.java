@@ -5,7 +5,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
- * Writes {@link ConfigurationFuzzTest}'s seeds: {@code mvn test -pl conformance-tests -am -Dtest=ConfigurationFuzzSeeds
+ * Writes {@link ConfigurationFuzzTest}'s seeds: {@code ./mvnw test -pl conformance-tests -am -Dtest=ConfigurationFuzzSeeds
  * -Dsurefire.failIfNoSpecifiedTests=false -Dfuzz.writeSeeds=true}; the files are kept in the repository.
  */
 class ConfigurationFuzzSeeds {

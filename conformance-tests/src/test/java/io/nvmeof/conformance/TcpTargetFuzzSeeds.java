@@ -13,7 +13,7 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
  * Writes the seed inputs of {@link TcpTargetFuzzTest} (well-formed streams for each stage, so the fuzzer starts from
- * PDUs the target accepts): {@code mvn test -pl conformance-tests -am -Dtest=TcpTargetFuzzSeeds
+ * PDUs the target accepts): {@code ./mvnw test -pl conformance-tests -am -Dtest=TcpTargetFuzzSeeds
  * -Dsurefire.failIfNoSpecifiedTests=false -Dfuzz.writeSeeds=true}. The files are kept in the repository; this is how
  * they were made.
  */

@@ -45,7 +45,7 @@ import org.junit.jupiter.api.BeforeAll;
  * ({@code TargetCore.internalErrors}), and another host's controller, on another subsystem, still writes and reads its
  * own data back. After all inputs: every queue and controller they made is gone.
  *
- * <p>{@code mvn test} runs the kept inputs (seeds and minimized findings) in
+ * <p>{@code ./mvnw test} runs the kept inputs (seeds and minimized findings) in
  * {@code src/test/resources/io/nvmeof/conformance/TcpTargetFuzzTestInputs/pduStream/}; {@code JAZZER_FUZZ=1} fuzzes
  * (see docs/reliability.md).
  */

@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  * descriptors costs in Java. This is the fixed price the data path pays once per batch (post or poll), which is why
  * it posts and polls in batches. No device needed: nvr_noop and nvr_add are trivial helper functions.
  *
- * <pre>mvn -o -q -pl native -Pjmh package -DskipTests
+ * <pre>./mvnw -o -q -pl native -Pjmh package -DskipTests
  * java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar native/target/benchmarks.jar -f 1 -wi 3 -i 5</pre>
  */
 @State(Scope.Thread)

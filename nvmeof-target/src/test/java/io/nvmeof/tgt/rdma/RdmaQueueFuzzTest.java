@@ -351,7 +351,7 @@ class RdmaQueueFuzzTest {
         return statuses;
     }
 
-    /** Writes the seeds: {@code mvn test -pl nvmeof-target -Dtest=RdmaQueueFuzzTest#writeSeeds -Dfuzz.writeSeeds=true}. */
+    /** Writes the seeds: {@code ./mvnw test -pl nvmeof-target -Dtest=RdmaQueueFuzzTest#writeSeeds -Dfuzz.writeSeeds=true}. */
     @Test
     @EnabledIfSystemProperty(named = "fuzz.writeSeeds", matches = "true")
     void writeSeeds() throws java.io.IOException {
