@@ -150,22 +150,12 @@ public final class IoUring implements AutoCloseable {
 
     /** Prepares a read of {@code length} bytes at {@code offset} of {@code fd} into memory at {@code address}. */
     public boolean read(int fd, long address, int length, long offset, long userData) {
-        long sqe = nextEntry();
-        if (sqe == 0) {
-            return false;
-        }
-        fill(sqe, OP_READ, fd, offset, address, length, 0, userData);
-        return true;
+        return prepare(OP_READ, fd, offset, address, length, 0, userData);
     }
 
     /** Prepares a write; {@code rwFlags} {@link #RWF_DSYNC} makes it durable before it completes. */
     public boolean write(int fd, long address, int length, long offset, int rwFlags, long userData) {
-        long sqe = nextEntry();
-        if (sqe == 0) {
-            return false;
-        }
-        fill(sqe, OP_WRITE, fd, offset, address, length, rwFlags, userData);
-        return true;
+        return prepare(OP_WRITE, fd, offset, address, length, rwFlags, userData);
     }
 
     /**
@@ -173,46 +163,33 @@ public final class IoUring implements AutoCloseable {
      * those still in flight (io_uring does not order requests), which is what NVMe's Flush promises too.
      */
     public boolean fdatasync(int fd, long userData) {
-        long sqe = nextEntry();
-        if (sqe == 0) {
-            return false;
-        }
-        fill(sqe, OP_FSYNC, fd, 0, 0, 0, FSYNC_DATASYNC, userData);
-        return true;
+        return prepare(OP_FSYNC, fd, 0, 0, 0, FSYNC_DATASYNC, userData);
     }
 
     /** Prepares a {@code fallocate} ({@link #FALLOC_PUNCH_HOLE}, {@link #FALLOC_ZERO_RANGE}) of a range of a file. */
     public boolean fallocate(int fd, int mode, long offset, long length, long userData) {
-        long sqe = nextEntry();
-        if (sqe == 0) {
-            return false;
-        }
         // As the kernel reads IORING_OP_FALLOCATE: the length travels in addr, the mode in len.
-        fill(sqe, OP_FALLOCATE, fd, offset, length, mode, 0, userData);
-        return true;
+        return prepare(OP_FALLOCATE, fd, offset, length, mode, 0, userData);
     }
 
     /** Prepares a request that does nothing but complete (result 0): a wake-up, or a test of the ring. */
     public boolean nop(long userData) {
-        long sqe = nextEntry();
-        if (sqe == 0) {
-            return false;
-        }
-        fill(sqe, OP_NOP, -1, 0, 0, 0, 0, userData);
-        return true;
+        return prepare(OP_NOP, -1, 0, 0, 0, 0, userData);
     }
 
-    private long nextEntry() {
+    /** Writes one submission entry at the tail, or refuses (false) when the rings have no room for it. */
+    private boolean prepare(byte opcode, int fd, long off, long addr, int len, int rwFlags, long userData) {
         if (closed) {
             throw new IllegalStateException("the ring is closed");
         }
         if (capacity() <= 0) {
-            return 0;
+            return false;
         }
         long sqe = sqes + (long) (tail & sqMask) * SQE_SIZE;
         tail++;
         prepared++;
-        return sqe;
+        fill(sqe, opcode, fd, off, addr, len, rwFlags, userData);
+        return true;
     }
 
     private static void fill(long sqe, byte opcode, int fd, long off, long addr, int len, int rwFlags, long userData) {
