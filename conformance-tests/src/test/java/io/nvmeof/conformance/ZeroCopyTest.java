@@ -57,7 +57,9 @@ class ZeroCopyTest {
                 List.of(new SubsystemConfig(NQN, "SN-ZC-1", "zero copy", 8, true, null,
                         List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null),
                                 new NamespaceConfig(2L, "ram", "16MiB", 512, null, null, null, true),
-                                new NamespaceConfig(3L, "file", "16MiB", 512, file.toString(), null))))));
+                                // Buffered: what these tests are about is sending from the page cache.
+                                new NamespaceConfig(3L, "file", "16MiB", 512, file.toString(), null, null, null,
+                                        true))))));
     }
 
     /**

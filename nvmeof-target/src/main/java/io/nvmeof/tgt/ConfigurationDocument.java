@@ -143,7 +143,9 @@ final class ConfigurationDocument {
         // A RAM namespace's UUID is its own only while it lives (see NvmeTarget.namespaceUuid): restored from a
         // document, the empty volume would claim the identity of the one whose data is gone.
         String uuid = "ram".equals(backend) && (n == null || n.uuid() == null) ? null : ns.uuid().toString();
+        // As asked: a namespace served buffered only because direct I/O is unavailable here is saved as direct.
+        Boolean bufferedIo = n != null ? n.bufferedIo() : null;
         return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
-                sparse);
+                sparse, bufferedIo);
     }
 }

@@ -246,6 +246,10 @@ public final class NvmeTarget implements AutoCloseable {
             throw new IllegalArgumentException(which + ": sparse is for ram namespaces (a "
                     + kind + " backend's space is the file system's: a missing file is created sparse)");
         }
+        if ("ram".equals(kind) && n.bufferedIo() != null) {
+            throw new IllegalArgumentException(which + ": bufferedIo is for file and block namespaces (a ram"
+                    + " namespace has no page cache to go through or around)");
+        }
         BlockBackend backend;
         switch (kind) {
             case "ram":
@@ -253,16 +257,24 @@ public final class NvmeTarget implements AutoCloseable {
                         Boolean.TRUE.equals(n.sparse()), sparseMemory);
                 break;
             case "file":
-                backend = new FileBackend(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);
+                backend = FileBackend.openFile(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0,
+                        Boolean.TRUE.equals(n.bufferedIo()));
                 break;
             case "block":
-                backend = FileBackend.openBlockDevice(Path.of(n.path()), n.size() != null ? TargetConfig.parseSize(n.size()) : 0);
+                backend = FileBackend.openBlockDevice(Path.of(n.path()),
+                        n.size() != null ? TargetConfig.parseSize(n.size()) : 0, Boolean.TRUE.equals(n.bufferedIo()));
                 break;
             default:
                 throw new IllegalArgumentException(which + ": unknown backend '" + kind
                         + "' (use ram, file or block)");
         }
         try {
+            io.nvmeof.tgt.backend.DirectIo dio = backend.directIo();
+            if (dio != null && blockSize % dio.offsetAlignment() != 0) {
+                throw new IllegalArgumentException(which + ": block size " + blockSize + " is smaller than the "
+                        + dio.offsetAlignment() + " bytes " + backend.describe() + " reads and writes at a time (its"
+                        + " logical block size); give blockSize " + dio.offsetAlignment() + " or a multiple of it");
+            }
             Namespace ns = new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n, kind), nguid);
             backends.add(backend);
             return ns;

@@ -55,6 +55,14 @@ public interface BlockBackend extends AutoCloseable {
         return null;
     }
 
+    /**
+     * The descriptor for direct, asynchronous I/O through the poll group's io_uring, or null when this backend is read
+     * and written through its own methods (RAM; files with {@code bufferedIo}; where io_uring is unavailable).
+     */
+    default DirectIo directIo() {
+        return null;
+    }
+
     /** Every region {@link #pinnedRegion} has handed out, so a transport can drop its registrations of them. */
     default java.util.List<ByteBuffer> pinnedRegions() {
         return java.util.List.of();

@@ -6,6 +6,11 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import io.nvmeof.uring.OpenFile;
+import io.nvmeof.uring.UringException;
+import io.nvmeof.uring.UringLibrary;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A namespace backed by a regular file (or block device) with positional I/O, so concurrent queues never share a file
@@ -13,8 +18,16 @@ import java.nio.file.StandardOpenOption;
  * through a symbolic link; an existing one (or one a link names) is grown to the size, never shrunk.
  * Flush is {@code fdatasync}: data written before it is durable when it completes. Deallocate punches holes and Write
  * Zeroes zeroes ranges through {@code fallocate} ({@link FileSpace}), writing zeroes only where the file system cannot.
+ *
+ * <p>Direct I/O (the default, as nvmet's without {@code buffered_io}): a second descriptor opened with O_DIRECT (and,
+ * for a block device, exclusively, so a mounted device or one another exporter holds is refused) that the poll groups'
+ * io_uring reads and writes ({@link #directIo}); no page cache, no readahead, and many requests at the device at once.
+ * Without io_uring, or on a file system that refuses O_DIRECT (tmpfs), the file is served buffered and the log says so
+ * once. The buffered channel stays for sizing, growing and the blocking paths off the poll groups.
  */
 public final class FileBackend implements BlockBackend {
+    private static final Logger LOG = LoggerFactory.getLogger(FileBackend.class);
+    private static volatile boolean noUringLogged;
     private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
 
     private final Path path;
@@ -28,9 +41,18 @@ public final class FileBackend implements BlockBackend {
     private final long lengthBefore;
     /** What any other name of the same storage has too (see {@link #identity}). */
     private final Object identity;
+    /** The O_DIRECT descriptor, or null when served buffered. */
+    private final OpenFile direct;
+    private final DirectIo directIo;
 
+    /** A file served buffered (through the page cache). */
     public FileBackend(Path path, long sizeBytes) throws IOException {
-        this(path, sizeBytes, false);
+        this(path, sizeBytes, false, false);
+    }
+
+    /** A file, served with direct I/O unless {@code bufferedIo} (or io_uring or O_DIRECT is unavailable). */
+    public static FileBackend openFile(Path path, long sizeBytes, boolean bufferedIo) throws IOException {
+        return new FileBackend(path, sizeBytes, false, !bufferedIo);
     }
 
     /**
@@ -39,6 +61,11 @@ public final class FileBackend implements BlockBackend {
      * as with files; Flush is fdatasync of the device.
      */
     public static FileBackend openBlockDevice(Path path, long sizeBytes) throws IOException {
+        return openBlockDevice(path, sizeBytes, true);
+    }
+
+    /** A block device, served with direct I/O (opened exclusively) unless {@code bufferedIo}. */
+    public static FileBackend openBlockDevice(Path path, long sizeBytes, boolean bufferedIo) throws IOException {
         java.nio.file.attribute.BasicFileAttributes a;
         try {
             a = Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class);
@@ -50,7 +77,7 @@ public final class FileBackend implements BlockBackend {
         if (!(rdev instanceof Long) || !Files.isDirectory(Path.of("/sys/dev/block/" + major((Long) rdev) + ":" + minor((Long) rdev)))) {
             throw new IOException(path + " is not a block device (use backend file for a regular file)");
         }
-        return new FileBackend(path, sizeBytes, true);
+        return new FileBackend(path, sizeBytes, true, !bufferedIo);
     }
 
     private static long major(long dev) {
@@ -61,7 +88,7 @@ public final class FileBackend implements BlockBackend {
         return (dev & 0xff) | ((dev >>> 12) & ~0xffL);
     }
 
-    private FileBackend(Path path, long sizeBytes, boolean device) throws IOException {
+    private FileBackend(Path path, long sizeBytes, boolean device, boolean wantDirect) throws IOException {
         this.path = path;
         this.device = device;
         FileChannel ch;
@@ -108,6 +135,53 @@ public final class FileBackend implements BlockBackend {
             }
             throw e;
         }
+        OpenFile d = null;
+        try {
+            d = wantDirect ? openDirect(path, device) : null;
+        } catch (IOException | RuntimeException e) {
+            try {
+                space.close();
+                undoOpening();
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        this.direct = d;
+        this.directIo = d == null ? null : new DirectIo(d.fd(), d.directMemoryAlignment(), d.directOffsetAlignment());
+    }
+
+    /**
+     * The O_DIRECT descriptor, or null (served buffered) where io_uring is unavailable or the file system refuses
+     * O_DIRECT. A block device is opened exclusively: one that is mounted or held by another exporter is refused.
+     */
+    private static OpenFile openDirect(Path path, boolean device) throws IOException {
+        if (!UringLibrary.isAvailable()) {
+            if (!noUringLogged) {
+                noUringLogged = true;
+                LOG.warn("io_uring is unavailable ({}): file and block namespaces are served with blocking, buffered I/O",
+                        UringLibrary.unavailableReason());
+            }
+            return null;
+        }
+        try {
+            return OpenFile.open(path, new OpenFile.Mode(true, true, device, false));
+        } catch (UringException e) {
+            if (device && e.errno() == 16) {
+                throw new IOException("block device " + path + " is in use (mounted, or held by another exporter);"
+                        + " unmount it or stop the other user first", e);
+            }
+            if (!device && e.errno() == 22) {
+                LOG.warn("{}: its file system refuses O_DIRECT; served buffered (through the page cache)", path);
+                return null;
+            }
+            throw new IOException("cannot open " + path + " for direct I/O: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public DirectIo directIo() {
+        return directIo;
     }
 
     /** Opening a new file: only at its own name (see the constructor). */
@@ -189,7 +263,8 @@ public final class FileBackend implements BlockBackend {
     /** The file itself: a namespace's byte N is the file's byte N, and the file is as long as the namespace. */
     @Override
     public FileChannel fileHolding(long offset, int length) {
-        return offset >= 0 && length > 0 && offset + length <= size ? channel : null;
+        // Served direct: the page cache is not where the data is, and sendfile would fill it.
+        return direct == null && offset >= 0 && length > 0 && offset + length <= size ? channel : null;
     }
 
     @Override
@@ -258,8 +333,14 @@ public final class FileBackend implements BlockBackend {
 
     @Override
     public void close() throws IOException {
-        space.close();
-        channel.close();
+        try {
+            space.close();
+            channel.close();
+        } finally {
+            if (direct != null) {
+                direct.close();
+            }
+        }
     }
 
     /**
@@ -271,6 +352,9 @@ public final class FileBackend implements BlockBackend {
     public void discard() throws IOException {
         try {
             space.close();
+            if (direct != null) {
+                direct.close();
+            }
         } finally {
             undoOpening();
         }

@@ -8,6 +8,9 @@ import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Request;
+import io.nvmeof.tgt.backend.DirectBuffers;
+import io.nvmeof.tgt.backend.DirectIo;
+import io.nvmeof.tgt.core.StorageRing;
 import io.nvmeof.tgt.core.SubmissionQueue;
 import io.nvmeof.tgt.core.TargetCore;
 import java.io.IOException;
@@ -18,8 +21,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The NVM command set on block backends (Linux nvmet io-cmd-file.c / io-cmd-bdev.c): parse checks the namespace,
- * the LBA range and the transfer size; the execute steps run the backend I/O on the queue's thread, or (work that
- * may block) in the namespace's backend lanes.
+ * the LBA range and the transfer size; the execute steps run the backend I/O on the queue's thread, hand it to the
+ * poll group's io_uring (file and block namespaces served direct: reads, writes, flushes; see {@link StorageRing}),
+ * or (work that may block) run it in the namespace's backend lanes.
  */
 public final class IoCommands {
     private static final Logger LOG = LoggerFactory.getLogger(IoCommands.class);
@@ -105,6 +109,9 @@ public final class IoCommands {
             return;
         }
         req.allocateData(false);
+        if (startDirect(req, StorageRing.Op.READ)) {
+            return; // completes in readDone
+        }
         try {
             req.ns.backend().read(byteOffset(req), req.dataNio());
         } catch (IOException e) {
@@ -118,6 +125,9 @@ public final class IoCommands {
     }
 
     static void executeWrite(Request req) {
+        if (!req.dataInNamespace && startDirect(req, StorageRing.Op.WRITE)) {
+            return; // completes in writeDone
+        }
         try {
             if (!req.dataInNamespace) { // else the transport has stored it as it arrived
                 req.ns.backend().write(byteOffset(req), req.dataNio());
@@ -174,6 +184,12 @@ public final class IoCommands {
     }
 
     static void executeFlush(Request req) {
+        DirectIo dio = req.ns.backend().directIo();
+        StorageRing ring = dio != null ? req.sq().transport().storageRing() : null;
+        if (ring != null) {
+            ring.flush(req, dio.fd(), IoCommands::flushDone);
+            return;
+        }
         run(req, req.ns.backend().mayBlock(0), TargetCore.BackendKind.FLUSH, IoCommands::flush);
     }
 
@@ -230,6 +246,90 @@ public final class IoCommands {
             }
             return Status.SUCCESS;
         });
+    }
+
+    /**
+     * Hands a read or write of a namespace served direct to the poll group's io_uring; false (nothing done) when the
+     * namespace is not served direct or the transport has no ring. A buffer direct I/O cannot use (not aligned as the
+     * device needs) is first replaced by an aligned one, with the write's data copied into it.
+     */
+    private static boolean startDirect(Request req, StorageRing.Op op) {
+        DirectIo dio = req.ns.backend().directIo();
+        if (dio == null) {
+            return false;
+        }
+        StorageRing ring = req.sq().transport().storageRing();
+        if (ring == null) {
+            return false;
+        }
+        long offset = byteOffset(req);
+        int length = req.transferLength;
+        boolean keyed = req.sq().transport().keyedSgls();
+        // NVMe/TCP in-capsule data may be a view of the receive buffer, valid only until the capsule's command has
+        // been submitted; the kernel reads the buffer later: always a copy of its own.
+        boolean lent = req.dataInCapsule && !keyed;
+        if (lent || !req.data.hasMemoryAddress()
+                || !dio.fits(req.data.memoryAddress() + req.data.readerIndex(), offset, length)) {
+            if (keyed || !dio.fits(0, offset, length)) {
+                return false; // RDMA's registered buffer must stay the request's; an odd block size stays buffered
+            }
+            io.netty.buffer.ByteBuf aligned = DirectBuffers.allocate(length);
+            if (op == StorageRing.Op.WRITE) {
+                aligned.setBytes(0, req.data, req.data.readerIndex(), length);
+            }
+            req.data.release();
+            req.data = aligned;
+        }
+        long address = req.data.memoryAddress() + req.data.readerIndex();
+        if (op == StorageRing.Op.READ) {
+            ring.read(req, dio.fd(), address, length, offset, IoCommands::readDone);
+        } else {
+            io.nvmeof.tgt.core.Controller c = req.sq().controller();
+            boolean durable = req.cmd.fua() || c != null && !c.writeCacheEnabled();
+            ring.write(req, dio.fd(), address, length, offset, durable ? io.nvmeof.uring.IoUring.RWF_DSYNC : 0,
+                    IoCommands::writeDone);
+        }
+        return true;
+    }
+
+    private static void readDone(Request req, int result) {
+        if (result >= 0) {
+            if (result < req.transferLength) {
+                // Past the end of a file shorter than the namespace: reads as zeroes, as the blocking path does.
+                req.data.setZero(req.data.readerIndex() + result, req.transferLength - result);
+            }
+            req.sq().countRead(req.transferLength);
+            req.complete(Status.SUCCESS);
+            return;
+        }
+        req.complete(deviceError(req, -result, Status.UNRECOVERED_READ_ERROR));
+    }
+
+    private static void writeDone(Request req, int result) {
+        if (result == req.transferLength) {
+            req.sq().countWrite(req.transferLength);
+            req.complete(Status.SUCCESS);
+            return;
+        }
+        // A short direct write: the device or file system stopped part way (out of space, as a rule).
+        req.complete(deviceError(req, result < 0 ? -result : 28, Status.WRITE_FAULT));
+    }
+
+    private static void flushDone(Request req, int result) {
+        req.complete(result == 0 ? Status.SUCCESS : deviceError(req, -result, Status.WRITE_FAULT));
+    }
+
+    /**
+     * The NVMe status for a failed device request (as nvmet's errno_to_nvme_status): out of space is Capacity
+     * Exceeded, anything else the media error {@code failure}. Logged once per namespace, not per I/O: a device that
+     * went away fails every command after it.
+     */
+    private static int deviceError(Request req, int errno, int failure) {
+        if (req.ns.noteDeviceError()) {
+            LOG.error("namespace {} ({}): the device failed a command with errno {}; further failures are counted, not"
+                    + " logged", req.ns.nsid(), req.ns.backend().describe(), errno);
+        }
+        return errno == 28 ? Status.CAPACITY_EXCEEDED | Status.DNR : failure;
     }
 
     /** Runs a backend step here, or off the poll group in its namespace's lane for {@code kind} when it may block. */

@@ -127,32 +127,39 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
      * @param nguid   32 hex digits; null: the UUID's 16 bytes (a migrated namespace keeps the NGUID hosts knew)
      * @param sparse  ram only: true commits memory on first write; null or false commits it all when the namespace
      *                is created (SPDK's Malloc bdev does), so writes never pay for it
+     * @param bufferedIo file and block only: true serves the namespace through the page cache (nvmet's
+     *                {@code buffered_io}); null or false with direct I/O (O_DIRECT through the poll groups' io_uring)
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
-            String nguid, Boolean sparse) {
+            String nguid, Boolean sparse, Boolean bufferedIo) {
+        public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
+                String nguid, Boolean sparse) {
+            this(nsid, backend, size, blockSize, path, uuid, nguid, sparse, null);
+        }
+
         public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
                 String nguid) {
-            this(nsid, backend, size, blockSize, path, uuid, nguid, null);
+            this(nsid, backend, size, blockSize, path, uuid, nguid, null, null);
         }
 
         public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid) {
-            this(nsid, backend, size, blockSize, path, uuid, null, null);
+            this(nsid, backend, size, blockSize, path, uuid, null, null, null);
         }
 
         /** This namespace with {@code id} as its NSID. */
         public NamespaceConfig withNsid(long id) {
-            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse);
+            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo);
         }
 
         /** This namespace with another size (bytes or with a unit). */
         public NamespaceConfig withSize(String newSize) {
-            return new NamespaceConfig(nsid, backend, newSize, blockSize, path, uuid, nguid, sparse);
+            return new NamespaceConfig(nsid, backend, newSize, blockSize, path, uuid, nguid, sparse, bufferedIo);
         }
 
         /** This namespace with its memory committed on first write ({@code true}) or up front. */
         public NamespaceConfig withSparse(boolean on) {
-            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null);
+            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null, bufferedIo);
         }
     }
 

@@ -63,6 +63,17 @@ public final class Namespace {
     BackendLane flushLane() { return flushLane; }
 
     /** Counts a use of the backend off the poll groups; false once retired (then the backend must not be used). */
+    private volatile boolean deviceErrorLogged;
+
+    /** True the first time a device request of this namespace fails (to log it once), false after. */
+    public boolean noteDeviceError() {
+        if (deviceErrorLogged) {
+            return false;
+        }
+        deviceErrorLogged = true;
+        return true;
+    }
+
     boolean enterBackend() {
         return backendUsers.enter();
     }

@@ -85,6 +85,23 @@ public final class Request {
      * still withdraw it while it waits; its completion is dropped once the queue let the request go.
      */
     BackendTicket backendTicket;
+    /**
+     * Device I/O through the poll group's io_uring ({@link StorageRing}): the ring while the request is in it or waits
+     * for it (else null), its tag in the ring (-1 while only waiting), and what to ask of the kernel.
+     */
+    StorageRing ring;
+    int ringTag = -1;
+    byte ringOp;
+    int ringFd;
+    long ringAddress;
+    int ringLength;
+    long ringOffset;
+    int ringFlags;
+    StorageRing.Done ringDone;
+    /** Its queue closed while the kernel had it: released, with the counts below given back, at its completion. */
+    boolean ringOrphan;
+    Namespace ringOrphanNs;
+    Controller ringOrphanController;
     /** An admin Connect held for the host's earlier association (System.nanoTime when first held), else 0. */
     long connectHeldSince;
     /** Disconnect: the transport closes the queue once this response is on the wire. */
@@ -131,6 +148,9 @@ public final class Request {
         transportState = 0;
         closeQueueAfterResponse = false;
         backendTicket = null;
+        ring = null;
+        ringTag = -1;
+        ringDone = null;
         connectHeldSince = 0;
     }
 

@@ -302,6 +302,11 @@ public final class SubmissionQueue {
                     r.complete(Status.ABORT_REQUESTED);
                     return true;
                 }
+                StorageRing ring = r.ring;
+                if (ring != null && ring.withdraw(r)) { // waited for room in the ring: never reached the device
+                    r.complete(Status.ABORT_REQUESTED);
+                    return true;
+                }
                 if (transport.withdrawWaiting(r)) {
                     r.complete(Status.ABORT_REQUESTED);
                     return true;
@@ -329,6 +334,12 @@ public final class SubmissionQueue {
             if (t != null) {
                 r.backendTicket = null; // a running one's late completion is dropped
                 t.withdraw();
+            }
+            StorageRing ring = r.ring;
+            if (ring != null && !ring.withdraw(r)) {
+                // The kernel has it and may still write its buffer: released when its completion comes.
+                StorageRing.orphan(r);
+                continue;
             }
             release(r);
         }

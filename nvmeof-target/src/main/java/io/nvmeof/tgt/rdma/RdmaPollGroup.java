@@ -196,4 +196,50 @@ public final class RdmaPollGroup implements Executor {
     public int queueCount() {
         return queues.size();
     }
+
+    // ---- the group's io_uring, for namespaces served with direct I/O ----
+
+    private io.nvmeof.tgt.core.StorageRing storage;
+    private boolean storageUnavailable;
+
+    /** This group's io_uring, set up on first use (on the group's thread); null when it cannot have one. */
+    io.nvmeof.tgt.core.StorageRing storageRing() {
+        if (storage == null && !storageUnavailable) {
+            try {
+                // No poll task: the group's thread polls the ring on every turn (pollStorage).
+                storage = new io.nvmeof.tgt.core.StorageRing(io.nvmeof.tgt.core.StorageRing.DEFAULT_DEPTH, null);
+            } catch (io.nvmeof.uring.UringException e) {
+                storageUnavailable = true;
+                LOG.warn("no io_uring for an RDMA poll group ({}): direct namespaces are served with blocking I/O",
+                        e.getMessage());
+            }
+        }
+        return storage;
+    }
+
+    /**
+     * Reaps the ring's completions and submits what is prepared; returns the work done, at least 1 while requests are
+     * in the ring (so the thread keeps polling rather than sleeping on the completion channel).
+     */
+    int pollStorage() {
+        io.nvmeof.tgt.core.StorageRing r = storage;
+        if (r == null) {
+            return 0;
+        }
+        int n = r.poll();
+        return n > 0 ? n : r.busy() ? 1 : 0;
+    }
+
+    /** At the group's end, once its thread has ended: waits for the kernel's requests and releases the ring. */
+    void closeStorage() {
+        io.nvmeof.tgt.core.StorageRing r = storage;
+        storage = null;
+        if (r != null) {
+            try {
+                r.close();
+            } catch (io.nvmeof.uring.UringException e) {
+                LOG.warn("closing an RDMA poll group's io_uring: {}", e.getMessage());
+            }
+        }
+    }
 }

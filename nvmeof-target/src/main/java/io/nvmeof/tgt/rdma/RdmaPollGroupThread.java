@@ -116,7 +116,7 @@ final class RdmaPollGroupThread {
         int idle = 0;
         while (!stop) {
             try {
-                int work = pollOnce() + group.afterBatch();
+                int work = pollOnce() + group.pollStorage() + group.afterBatch();
                 if (work > 0) {
                     idle = 0;
                     continue;
@@ -133,7 +133,7 @@ final class RdmaPollGroupThread {
                     continue;
                 }
                 cq.requestNotify(false);
-                if (pollOnce() + group.afterBatch() > 0) {
+                if (pollOnce() + group.pollStorage() + group.afterBatch() > 0) {
                     idle = 0;
                     continue;
                 }
@@ -186,6 +186,8 @@ final class RdmaPollGroupThread {
 
     /** Destroys what the group holds (its thread never started or has ended). */
     boolean destroy() {
+        // The kernel may still read or write pool buffers for the group's io_uring requests: they end first.
+        group.closeStorage();
         boolean ok = closeQuietly(cq, "completion queue");
         ok &= closeQuietly(channel, "completion channel");
         // The pool's memory may be freed only once no queue pair can still land data in it: after the CQ.

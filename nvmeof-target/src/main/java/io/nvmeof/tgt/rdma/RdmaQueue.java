@@ -450,6 +450,11 @@ public final class RdmaQueue implements TransportQueue {
     }
 
     @Override
+    public io.nvmeof.tgt.core.StorageRing storageRing() {
+        return group.storageRing();
+    }
+
+    @Override
     public boolean keyedSgls() {
         return true;
     }

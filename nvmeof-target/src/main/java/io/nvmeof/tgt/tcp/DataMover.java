@@ -12,6 +12,7 @@ import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.tcp.CapsuleCommandPdu;
 import io.nvmeof.protocol.tcp.DataPdu;
 import io.nvmeof.protocol.tcp.TermReqPdu;
+import io.nvmeof.tgt.backend.DirectBuffers;
 import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Request;
 import io.nvmeof.tgt.core.TargetCore;
@@ -244,8 +245,26 @@ final class DataMover {
     }
 
     void placeReadBuffer(Request req) {
+        if (servedDirect(req)) {
+            req.data = DirectBuffers.allocate(req.transferLength); // the device DMAs into it, the socket sends from it
+            return;
+        }
         req.data = q.ctx.alloc().directBuffer(req.transferLength, req.transferLength);
         req.data.writerIndex(req.transferLength);
+    }
+
+    /** The buffer a write's H2CData goes into: for a namespace served direct, one the device can read as it is. */
+    void placeWriteBuffer(Request req) {
+        if (servedDirect(req)) {
+            req.data = DirectBuffers.allocate(req.transferLength);
+        } else {
+            req.allocateData(false);
+        }
+    }
+
+    /** A command of a namespace served with direct I/O through this poll group's io_uring. */
+    private boolean servedDirect(Request req) {
+        return req.ns != null && req.ns.backend().directIo() != null && q.storageRing() != null;
     }
 
     void fetchData(Request req) {
@@ -253,7 +272,8 @@ final class DataMover {
             q.sq.release(req);
             return;
         }
-        if (!q.pdus.dataDigest && q.sq.qid() != 0 && req.ns != null && req.cmd.opcode() == Opcodes.IO_WRITE) {
+        if (!q.pdus.dataDigest && q.sq.qid() != 0 && req.ns != null && req.cmd.opcode() == Opcodes.IO_WRITE
+                && !servedDirect(req)) {
             // Each H2CData PDU's data goes from the receive buffer into the namespace as it arrives: no buffer for the
             // whole transfer, one copy fewer. Not under a data digest, which must be checked before the namespace
             // changes. A write the host does not finish leaves its blocks partly written, which NVMe allows for a
@@ -263,7 +283,7 @@ final class DataMover {
             if (!q.flow.chargeOrWait(req, FlowControl.WAIT_WRITE_BUFFER, false)) {
                 return; // its R2T goes once memory is given back
             }
-            req.allocateData(false);
+            placeWriteBuffer(req);
         }
         sendR2T(req);
     }

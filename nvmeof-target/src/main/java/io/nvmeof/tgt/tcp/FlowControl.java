@@ -190,7 +190,7 @@ final class FlowControl {
                     q.data.placeReadBuffer(req);
                     req.dataReady();
                 } else {
-                    req.allocateData(false);
+                    q.data.placeWriteBuffer(req);
                     q.data.sendR2T(req);
                 }
             }

@@ -152,6 +152,18 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return data.mapData(req);
     }
 
+    private io.nvmeof.tgt.core.StorageRing storageRing;
+
+    @Override
+    public io.nvmeof.tgt.core.StorageRing storageRing() {
+        io.nvmeof.tgt.core.StorageRing r = storageRing;
+        if (r == null && ctx != null) {
+            r = LoopStorageRing.of(ctx.channel().eventLoop());
+            storageRing = r;
+        }
+        return r;
+    }
+
     @Override
     public boolean allocateReadData(Request req) {
         return data.allocateReadData(req);

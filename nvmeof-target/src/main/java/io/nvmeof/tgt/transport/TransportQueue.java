@@ -79,6 +79,14 @@ public interface TransportQueue {
     default void memoryFreed() {
     }
 
+    /**
+     * The io_uring of this queue's poll group, for namespaces served with direct I/O, or null when it has none (the
+     * namespace's blocking methods serve them then). Only on this queue's thread.
+     */
+    default io.nvmeof.tgt.core.StorageRing storageRing() {
+        return null;
+    }
+
     /** The listener this connection came through (which subsystems it exposes), or null when not known. */
     default io.nvmeof.tgt.core.ListenerInfo listener() {
         return null;

@@ -1,0 +1,292 @@
+package io.nvmeof.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.NvmeofController;
+import io.nvmeof.initiator.TransportId;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.backend.FileBackend;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.StorageRing;
+import io.nvmeof.tgt.core.SubmissionQueue;
+import io.nvmeof.tgt.tcp.TcpQueue;
+import io.nvmeof.uring.OpenFile;
+import io.nvmeof.uring.UringLibrary;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 32: file and block namespaces served with direct I/O through the poll groups' io_uring. What the host writes
+ * is in the file (read back independently, through the JDK) and on the device (read from the loop device's backing
+ * file); many writes in flight at once, more than a ring holds, land and read back; FUA and Flush complete; the page
+ * cache path (sendfile) is left to namespaces that ask for buffered I/O; a device held by someone else and a block size
+ * the device cannot do are refused saying why.
+ */
+class DirectIoTest {
+    private static final String NQN = "nqn.2026-12.io.nvmeof:direct-io";
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void needsIoUring() {
+        assumeTrue(UringLibrary.isAvailable(), () -> "io_uring unavailable here: " + UringLibrary.unavailableReason());
+    }
+
+    private static NvmeTarget start(NamespaceConfig... namespaces) throws Exception {
+        return NvmeTarget.start(new TargetConfig(1, 4, 128, 1 << 20,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
+                List.of(new SubsystemConfig(NQN, "SN-DIO-1", "direct io", 8, true, null, List.of(namespaces))),
+                null, null, null, null));
+    }
+
+    private static NvmeofController connect(NvmeTarget target) throws Exception {
+        return NvmeofController.connect(new TransportId("tcp", "127.0.0.1", target.tcpPort(0), NQN),
+                ConnectOptions.builder().ioQueues(1).queueDepth(128).build());
+    }
+
+    /** The most requests any poll group's ring has completed (queues of one poll group share its ring). */
+    private static long ringCompletions(NvmeTarget target) throws Exception {
+        long most = 0;
+        for (Controller c : target.core().controllers()) {
+            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
+                SubmissionQueue q = c.queue(qid);
+                if (q != null && q.transport() instanceof TcpQueue t) {
+                    CompletableFuture<Long> v = new CompletableFuture<>();
+                    t.execute(() -> {
+                        StorageRing ring = t.storageRing();
+                        v.complete(ring == null ? -1 : ring.completedRequests());
+                    });
+                    most = Math.max(most, v.get(5, TimeUnit.SECONDS));
+                }
+            }
+        }
+        return most;
+    }
+
+    private static byte[] readFile(Path p, long offset, int length) throws Exception {
+        ByteBuffer b = ByteBuffer.allocate(length);
+        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+            while (b.hasRemaining() && ch.read(b, offset + b.position()) > 0) { }
+        }
+        return b.array();
+    }
+
+    @Test
+    void writesInFlightTogetherLandInTheFileAndReadBack() throws Exception {
+        Path file = dir.resolve("ns1.img");
+        int blocks = 4096; // 16 MiB of 4 KiB blocks
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "16MiB", 4096, file.toString(), null))) {
+            FileBackend backend = (FileBackend) target.core().subsystem(NQN).namespace(1).backend();
+            assertNotNull(backend.directIo(), "served direct by default");
+            assertNull(backend.fileHolding(0, 1 << 20), "no sendfile from a page cache it does not use");
+            Random random = new Random(32);
+            byte[][] model = new byte[blocks][];
+            try (NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                // 600 writes of 1 to 8 blocks at random places, up to 200 in flight (more than one ring's 128).
+                List<Future<?>> inFlight = new ArrayList<>();
+                List<long[]> spans = new ArrayList<>();
+                for (int i = 0; i < 600; i++) {
+                    int n = 1 + random.nextInt(8);
+                    long lba = random.nextInt(blocks - n);
+                    ByteBuffer b = ByteBuffer.allocateDirect(n * 4096);
+                    byte[] bytes = new byte[n * 4096];
+                    random.nextBytes(bytes);
+                    b.put(bytes).flip();
+                    // Overlapping writes in flight together may land in either order: keep them apart.
+                    boolean overlaps = spans.stream().anyMatch(s -> lba < s[0] + s[1] && s[0] < lba + n);
+                    if (overlaps || inFlight.size() >= 200) {
+                        for (Future<?> f : inFlight) {
+                            f.get(10, TimeUnit.SECONDS);
+                        }
+                        inFlight.clear();
+                        spans.clear();
+                    }
+                    boolean fua = i % 7 == 0;
+                    inFlight.add(fua ? ns.writeFua(lba, n, b) : ns.write(lba, n, b));
+                    spans.add(new long[] {lba, n});
+                    for (int k = 0; k < n; k++) {
+                        model[(int) lba + k] = java.util.Arrays.copyOfRange(bytes, k * 4096, (k + 1) * 4096);
+                    }
+                }
+                for (Future<?> f : inFlight) {
+                    f.get(10, TimeUnit.SECONDS);
+                }
+                ns.flush().get(10, TimeUnit.SECONDS);
+                // Read back through the target, 64 KiB at a time, all in flight at once.
+                List<Future<?>> reads = new ArrayList<>();
+                List<ByteBuffer> got = new ArrayList<>();
+                for (int lba = 0; lba < blocks; lba += 16) {
+                    ByteBuffer b = ByteBuffer.allocateDirect(16 * 4096);
+                    got.add(b);
+                    reads.add(ns.read(lba, 16, b));
+                }
+                for (Future<?> f : reads) {
+                    f.get(10, TimeUnit.SECONDS);
+                }
+                byte[] zero = new byte[4096];
+                for (int lba = 0; lba < blocks; lba++) {
+                    byte[] expected = model[lba] != null ? model[lba] : zero;
+                    byte[] actual = new byte[4096];
+                    got.get(lba / 16).get((lba % 16) * 4096, actual);
+                    assertArrayEquals(expected, actual, "block " + lba + " read through the target");
+                }
+                assertTrue(ringCompletions(target) >= 600 + 256, "the ring carried the I/O: " + ringCompletions(target));
+            }
+            // Independently: the file holds what the host wrote.
+            for (int lba = 0; lba < blocks; lba++) {
+                if (model[lba] != null) {
+                    assertArrayEquals(model[lba], readFile(file, lba * 4096L, 4096), "block " + lba + " in the file");
+                }
+            }
+        }
+    }
+
+    @Test
+    void smallAndUnalignedInCapsuleWritesAndOddSizesReadBack() throws Exception {
+        Path file = dir.resolve("ns2.img");
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "4MiB", 512, file.toString(), null))) {
+            try (NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                Random random = new Random(7);
+                int[] counts = {1, 3, 7, 8, 9, 255};
+                long lba = 1;
+                for (int n : counts) {
+                    byte[] bytes = new byte[n * 512];
+                    random.nextBytes(bytes);
+                    // A heap-copied slice at an odd address: the in-capsule data lands wherever the receive buffer has it.
+                    ns.write(lba, n, ByteBuffer.allocateDirect(bytes.length).put(bytes).flip()).get(10, TimeUnit.SECONDS);
+                    ByteBuffer back = ByteBuffer.allocateDirect(bytes.length);
+                    ns.read(lba, n, back).get(10, TimeUnit.SECONDS);
+                    byte[] actual = new byte[bytes.length];
+                    back.get(0, actual);
+                    assertArrayEquals(bytes, actual, n + " blocks at " + lba);
+                    assertArrayEquals(bytes, readFile(file, lba * 512, bytes.length), n + " blocks in the file");
+                    lba += n + 1;
+                }
+            }
+        }
+    }
+
+    /** A file cut short behind the target's back reads as zeroes past its new end (as buffered reads do). */
+    @Test
+    void aFileCutShortReadsAsZeroesPastItsEnd() throws Exception {
+        Path file = dir.resolve("short.img");
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "1MiB", 4096, file.toString(), null))) {
+            try (NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                byte[] ones = new byte[8 * 4096];
+                java.util.Arrays.fill(ones, (byte) 1);
+                ns.write(0, 8, ByteBuffer.allocateDirect(ones.length).put(ones).flip()).get(10, TimeUnit.SECONDS);
+                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                    ch.truncate(3 * 4096 + 512); // someone else cuts it inside block 3
+                }
+                ByteBuffer back = ByteBuffer.allocateDirect(ones.length);
+                ns.read(0, 8, back).get(10, TimeUnit.SECONDS);
+                for (int i = 0; i < ones.length; i++) {
+                    assertEquals(i < 3 * 4096 + 512 ? 1 : 0, back.get(i), "byte " + i);
+                }
+            }
+        }
+    }
+
+    @Test
+    void bufferedIoKeepsThePageCacheAndSendfile() throws Exception {
+        Path file = dir.resolve("ns3.img");
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "4MiB", 512, file.toString(), null, null,
+                null, true))) {
+            FileBackend backend = (FileBackend) target.core().subsystem(NQN).namespace(1).backend();
+            assertNull(backend.directIo());
+            assertNotNull(backend.fileHolding(0, 1 << 20));
+            assertTrue(target.live().export().subsystems().get(0).namespaces().get(0).bufferedIo(), "kept in the document");
+            try (NvmeofController c = connect(target)) {
+                byte[] bytes = new byte[32 << 10];
+                new Random(3).nextBytes(bytes);
+                NamespaceHandle ns = c.namespace(1);
+                ns.write(0, 64, ByteBuffer.allocateDirect(bytes.length).put(bytes).flip()).get(10, TimeUnit.SECONDS);
+                ByteBuffer back = ByteBuffer.allocateDirect(bytes.length);
+                ns.read(0, 64, back).get(10, TimeUnit.SECONDS);
+                byte[] actual = new byte[bytes.length];
+                back.get(0, actual);
+                assertArrayEquals(bytes, actual);
+                assertTrue(ringCompletions(target) <= 0, "no device request went through a ring");
+            }
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> start(
+                new NamespaceConfig(1L, "ram", "4MiB", 512, null, null, null, null, true)));
+        assertTrue(e.getMessage().contains("bufferedIo is for file and block"), e.getMessage());
+    }
+
+    /** A loop device (needs root): served direct and exclusively; a held one and a too small block size are refused. */
+    @Test
+    void aLoopDeviceIsServedDirectAndExclusively() throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/loop-control")), "needs root and /dev/loop-control for losetup");
+        Path img = dir.resolve("loop.img");
+        try (FileChannel ch = FileChannel.open(img, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(1), (8 << 20) - 1);
+        }
+        Process attach = new ProcessBuilder("losetup", "-f", "--show", "-b", "4096", img.toString())
+                .redirectErrorStream(true).start();
+        String dev = new String(attach.getInputStream().readAllBytes()).strip();
+        assumeTrue(attach.waitFor(30, TimeUnit.SECONDS) && attach.exitValue() == 0 && dev.startsWith("/dev/loop"),
+                "losetup could not attach a loop device here: " + dev);
+        try {
+            IllegalArgumentException small = assertThrows(IllegalArgumentException.class,
+                    () -> start(new NamespaceConfig(1L, "block", null, 512, dev, null)));
+            assertTrue(small.getMessage().contains("block size 512") && small.getMessage().contains("4096"),
+                    small.getMessage());
+            try (NvmeTarget target = start(new NamespaceConfig(1L, "block", null, 4096, dev, null))) {
+                // Exported: another exporter's exclusive open is refused while the target holds it.
+                assertEquals(16, assertThrows(io.nvmeof.uring.UringException.class, () -> OpenFile.open(Path.of(dev),
+                        new OpenFile.Mode(true, true, true, false))).errno());
+                try (NvmeofController c = connect(target)) {
+                    NamespaceHandle ns = c.namespace(1);
+                    assertEquals(2048, ns.blockCount());
+                    byte[] bytes = new byte[3 * 4096];
+                    new Random(11).nextBytes(bytes);
+                    ns.writeFua(5, 3, ByteBuffer.allocateDirect(bytes.length).put(bytes).flip())
+                            .get(10, TimeUnit.SECONDS);
+                    assertArrayEquals(bytes, readFile(img, 5 * 4096L, bytes.length), "on the device's backing file");
+                    ByteBuffer back = ByteBuffer.allocateDirect(bytes.length);
+                    ns.read(5, 3, back).get(10, TimeUnit.SECONDS);
+                    byte[] actual = new byte[bytes.length];
+                    back.get(0, actual);
+                    assertArrayEquals(bytes, actual);
+                }
+            }
+            // Held by someone else: the namespace is refused, saying so.
+            try (OpenFile holder = OpenFile.open(Path.of(dev), new OpenFile.Mode(false, false, true, false))) {
+                Exception held = assertThrows(Exception.class,
+                        () -> start(new NamespaceConfig(1L, "block", null, 4096, dev, null)));
+                assertTrue(String.valueOf(held.getMessage()).contains("in use"), String.valueOf(held.getMessage()));
+            }
+        } finally {
+            new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+}

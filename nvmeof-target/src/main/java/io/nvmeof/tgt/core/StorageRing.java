@@ -1,0 +1,261 @@
+package io.nvmeof.tgt.core;
+
+import io.nvmeof.uring.IoUring;
+import io.nvmeof.uring.UringException;
+import java.util.ArrayDeque;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One poll group's io_uring for the file and block namespaces of its queues (SPDK's uring bdev keeps one per thread
+ * group the same way): reads, writes and flushes are prepared as commands run, handed to the kernel together by
+ * {@link #poll()} (one {@code io_uring_enter} per batch), and completed on the same thread when {@link #poll()} reaps
+ * them. Nothing blocks: a full ring leaves requests waiting here in their order, never spinning on the ring or dropping
+ * them; the device sees up to {@link #depth()} requests of this poll group at once.
+ *
+ * <p>The poll group calls {@link #poll()} while {@link #busy()}: an RDMA poll group in its polling loop, a NVMe/TCP
+ * event loop through the task {@code schedulePoll} queues (it runs after the loop's current batch of reads, so the
+ * commands of one batch go in with one system call).
+ *
+ * <p>A request in the ring keeps its slot and its data buffer until its completion is reaped: the kernel may write
+ * the buffer until then. A queue that closes meanwhile leaves it here as an orphan ({@link #orphan}), counted as its
+ * controller's and namespace's backend work, and released when the kernel is done with it; requests that only wait
+ * here are withdrawn (they never reach the device).
+ */
+public final class StorageRing implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(StorageRing.class);
+    /** Requests in flight to the device per poll group when nothing else is asked (SPDK's aio bdev: 128). */
+    public static final int DEFAULT_DEPTH = 128;
+
+    /** The device request a command needs. */
+    public enum Op { READ, WRITE }
+
+    static final byte OP_READ = 1;
+    static final byte OP_WRITE = 2;
+    static final byte OP_FLUSH = 3;
+
+    /** What a request's completion does, on its queue's thread: its status from the kernel's result. */
+    @FunctionalInterface
+    public interface Done {
+        void done(Request request, int result);
+    }
+
+    private final IoUring ring;
+    private final int depth;
+    private final Request[] byTag;
+    private final int[] freeTags;
+    private int freeCount;
+    /** Requests the ring had no room for, oldest first. */
+    private final ArrayDeque<Request> waiting;
+    /** Runs {@link #poll()} soon on this poll group's thread (TCP: the event loop's task queue); null: polled anyway. */
+    private final Runnable schedulePoll;
+    private boolean pollScheduled;
+    private final IoUring.Completions completions = this::completed;
+    private boolean submitFailureLogged;
+    /** Device requests completed through this ring, for tests and statistics. */
+    private long completedRequests;
+
+    /**
+     * @param depth        requests in flight to the device at most
+     * @param schedulePoll runs {@link #pollFromTask()} soon on this thread, or null where the owner polls every turn
+     */
+    public StorageRing(int depth, Runnable schedulePoll) throws UringException {
+        this.ring = IoUring.open(depth);
+        this.depth = Math.min(depth, ring.submissionEntries());
+        this.byTag = new Request[this.depth];
+        this.freeTags = new int[this.depth];
+        for (int i = 0; i < this.depth; i++) {
+            freeTags[i] = this.depth - 1 - i;
+        }
+        this.freeCount = this.depth;
+        this.waiting = new ArrayDeque<>(this.depth);
+        this.schedulePoll = schedulePoll;
+        // fsync and fallocate cannot complete inline: the kernel's workers for them stay few per poll group.
+        ring.limitWorkers(4, 4);
+    }
+
+    public int depth() {
+        return depth;
+    }
+
+    /** Reads {@code length} bytes at {@code offset} of {@code fd} into memory at {@code address}. */
+    public void read(Request r, int fd, long address, int length, long offset, Done done) {
+        start(r, OP_READ, fd, address, length, offset, 0, done);
+    }
+
+    /** Writes; {@code rwFlags} {@link IoUring#RWF_DSYNC} makes it durable before it completes (FUA). */
+    public void write(Request r, int fd, long address, int length, long offset, int rwFlags, Done done) {
+        start(r, OP_WRITE, fd, address, length, offset, rwFlags, done);
+    }
+
+    /** fdatasync: every write completed before it is durable when it completes. */
+    public void flush(Request r, int fd, Done done) {
+        start(r, OP_FLUSH, fd, 0, 0, 0, 0, done);
+    }
+
+    private void start(Request r, byte op, int fd, long address, int length, long offset, int flags, Done done) {
+        r.ringOp = op;
+        r.ringFd = fd;
+        r.ringAddress = address;
+        r.ringLength = length;
+        r.ringOffset = offset;
+        r.ringFlags = flags;
+        r.ringDone = done;
+        r.ring = this;
+        if (!waiting.isEmpty() || !prepare(r)) {
+            waiting.addLast(r); // in order behind those already waiting
+        }
+        if (schedulePoll != null && !pollScheduled) {
+            pollScheduled = true;
+            schedulePoll.run();
+        }
+    }
+
+    private boolean prepare(Request r) {
+        if (freeCount == 0) {
+            return false;
+        }
+        int tag = freeTags[freeCount - 1];
+        boolean taken = switch (r.ringOp) {
+            case OP_READ -> ring.read(r.ringFd, r.ringAddress, r.ringLength, r.ringOffset, tag);
+            case OP_WRITE -> ring.write(r.ringFd, r.ringAddress, r.ringLength, r.ringOffset, r.ringFlags, tag);
+            default -> ring.fdatasync(r.ringFd, tag);
+        };
+        if (!taken) {
+            return false;
+        }
+        freeCount--;
+        byTag[tag] = r;
+        r.ringTag = tag;
+        return true;
+    }
+
+    /**
+     * Reaps what the kernel completed (their requests complete here), moves waiting requests into the ring as room
+     * allows, and submits what is prepared. Returns the number of completions reaped.
+     */
+    public int poll() {
+        int reaped = ring.reap(completions);
+        while (!waiting.isEmpty() && prepare(waiting.peekFirst())) {
+            waiting.pollFirst();
+        }
+        if (ring.prepared() > 0) {
+            try {
+                ring.submit();
+            } catch (UringException e) {
+                // Errors of single requests come back as their completions; this is the ring itself (EBADF, EFAULT):
+                // nothing can be submitted, and the prepared requests stay for the next turn.
+                if (!submitFailureLogged) {
+                    submitFailureLogged = true;
+                    LOG.error("io_uring_enter failed; file and block I/O of this poll group waits: {}", e.getMessage());
+                }
+            }
+        }
+        return reaped;
+    }
+
+    /** The task {@code schedulePoll} runs: polls, and polls again soon while anything is in the ring or waits. */
+    public void pollFromTask() {
+        pollScheduled = false;
+        poll();
+        if (busy() && !pollScheduled) {
+            pollScheduled = true;
+            schedulePoll.run();
+        }
+    }
+
+    /** Whether requests are in the ring or wait for it. */
+    public boolean busy() {
+        return ring.inFlight() > 0 || ring.prepared() > 0 || !waiting.isEmpty();
+    }
+
+    /** Requests submitted to the device and not yet reaped, plus those prepared for the next submission. */
+    public int inFlight() {
+        return ring.inFlight() + ring.prepared();
+    }
+
+    /** Requests waiting for room in the ring. */
+    public int waiting() {
+        return waiting.size();
+    }
+
+    /** Device requests completed through this ring since it was set up. */
+    public long completedRequests() {
+        return completedRequests;
+    }
+
+    private void completed(long userData, int result) {
+        completedRequests++;
+        int tag = (int) userData;
+        Request r = byTag[tag];
+        byTag[tag] = null;
+        freeTags[freeCount++] = tag;
+        r.ringTag = -1;
+        r.ring = null;
+        if (r.ringOrphan) {
+            r.ringOrphan = false;
+            orphanDone(r);
+            return;
+        }
+        r.ringDone.done(r, result);
+    }
+
+    /**
+     * Withdraws a request that waits here and has not reached the ring (an Abort, its queue closing): it never reaches
+     * the device. False when it is in the ring already, or not here.
+     */
+    boolean withdraw(Request r) {
+        if (r.ringTag >= 0 || !waiting.remove(r)) {
+            return false;
+        }
+        r.ring = null;
+        return true;
+    }
+
+    /**
+     * Its queue closed while the kernel has the request: the request stays here until its completion, counted as
+     * backend work of its controller and namespace (a reset, the host's next association and the namespace's removal
+     * wait for it), then is released. Only for a request in the ring ({@code ringTag >= 0}).
+     */
+    static void orphan(Request r) {
+        r.ringOrphan = true;
+        if (r.ns != null && !r.ns.enterBackend()) {
+            LOG.warn("namespace {} was retired with I/O still in the kernel", r.ns.nsid()); // not expected: it held it
+            r.ringOrphanNs = null;
+        } else {
+            r.ringOrphanNs = r.ns;
+        }
+        Controller c = r.sq().controller();
+        r.ringOrphanController = c;
+        if (c != null) {
+            c.backendWorkStarted();
+        }
+    }
+
+    private static void orphanDone(Request r) {
+        Namespace ns = r.ringOrphanNs;
+        Controller c = r.ringOrphanController;
+        r.ringOrphanNs = null;
+        r.ringOrphanController = null;
+        if (ns != null) {
+            ns.exitBackend();
+        }
+        if (c != null) {
+            c.backendWorkDone();
+        }
+        r.sq().release(r); // the kernel is done with its buffer: now it may go back to its pool
+    }
+
+    /**
+     * Waits for what the kernel still has (its memory may be written until then) and releases the ring; at the poll
+     * group's end, when no queue uses it any more.
+     */
+    @Override
+    public void close() throws UringException {
+        while (ring.inFlight() > 0) {
+            ring.submitAndWait(1);
+            ring.reap(completions);
+        }
+        ring.close();
+    }
+}
