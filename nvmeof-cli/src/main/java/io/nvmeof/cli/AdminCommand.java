@@ -261,6 +261,9 @@ final class AdminCommand {
         @Option(names = "--nguid", description = "32 hex digits (default: the UUID's bytes)") String nguid;
         @Option(names = "--sparse", description = "ram: commit memory as it is first written (default: all of it now)")
         boolean sparse;
+        @Option(names = "--buffered-io", description = "file or block: through the page cache (default: direct I/O,"
+                + " as nvmet without buffered_io)")
+        boolean bufferedIo;
 
         @Override
         public Integer call() throws Exception {
@@ -282,6 +285,9 @@ final class AdminCommand {
             }
             if (sparse) {
                 b.put("sparse", true);
+            }
+            if (bufferedIo) {
+                b.put("bufferedIo", true);
             }
             if (blockSize != null) {
                 b.put("blockSize", blockSize);

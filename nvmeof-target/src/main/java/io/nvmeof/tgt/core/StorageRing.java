@@ -52,6 +52,7 @@ public final class StorageRing implements AutoCloseable {
     private boolean pollScheduled;
     private final IoUring.Completions completions = this::completed;
     private boolean submitFailureLogged;
+    private volatile boolean closing;
     /** Device requests completed through this ring, for tests and statistics. */
     private long completedRequests;
 
@@ -197,7 +198,9 @@ public final class StorageRing implements AutoCloseable {
             orphanDone(r);
             return;
         }
-        r.ringDone.done(r, result);
+        if (!closing) { // at the end, on another thread: the requests' queues are gone with their poll group
+            r.ringDone.done(r, result);
+        }
     }
 
     /**
@@ -252,6 +255,7 @@ public final class StorageRing implements AutoCloseable {
      */
     @Override
     public void close() throws UringException {
+        closing = true;
         while (ring.inFlight() > 0) {
             ring.submitAndWait(1);
             ring.reap(completions);
