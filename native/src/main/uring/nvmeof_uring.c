@@ -26,14 +26,14 @@
 
 #define NVU_EXPORT __attribute__((visibility("default")))
 /* Bumped whenever a signature or a record below changes; io.nvmeof.uring.UringLibrary checks it. */
-#define NVU_ABI_VERSION 1
+#define NVU_ABI_VERSION 2
 
 /* Indexes of the long[] nvu_setup fills (io.nvmeof.uring.IoUring reads the same). */
 enum {
     RING_FD, RING_SQ_ENTRIES, RING_CQ_ENTRIES, RING_FEATURES,
     RING_SQ_HEAD, RING_SQ_TAIL, RING_SQ_MASK, RING_SQ_FLAGS, RING_SQES,
     RING_CQ_HEAD, RING_CQ_TAIL, RING_CQ_MASK, RING_CQES, RING_CQ_OVERFLOW,
-    RING_SQ_MAP, RING_SQ_MAP_SIZE, RING_CQ_MAP, RING_CQ_MAP_SIZE, RING_SQES_SIZE,
+    RING_SQ_MAP, RING_SQ_MAP_SIZE, RING_CQ_MAP, RING_CQ_MAP_SIZE, RING_SQES_SIZE, RING_CQ_FLAGS,
     RING_INFO_LENGTH
 };
 
@@ -133,6 +133,8 @@ NVU_EXPORT int nvu_setup(int entries, int flags, int64_t *out) {
     out[RING_CQ_MAP] = cq == sq ? 0 : (int64_t)(uintptr_t)cq;
     out[RING_CQ_MAP_SIZE] = cq == sq ? 0 : (int64_t)cq_size;
     out[RING_SQES_SIZE] = (int64_t)sqes_size;
+    /* 0 on kernels before 5.8, which have no CQ flags (the eventfd then always fires). */
+    out[RING_CQ_FLAGS] = p.cq_off.flags == 0 ? 0 : (int64_t)(uintptr_t)((char *)cq + p.cq_off.flags);
     return 0;
 }
 

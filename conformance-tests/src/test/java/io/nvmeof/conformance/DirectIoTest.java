@@ -193,6 +193,52 @@ class DirectIoTest {
         }
     }
 
+    /**
+     * A poll group that stops polling its ring between completions (spin time 0: it sleeps at once) and is woken by
+     * the ring's eventfd: every command completes, none waits for the waiter's one-second safety net.
+     */
+    @Test
+    void aPollGroupThatSleepsBetweenCompletionsMissesNone() throws Exception {
+        System.setProperty("nvmeof.uring.spinUs", "0");
+        Path file = dir.resolve("parks.img");
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "8MiB", 4096, file.toString(), null))) {
+            try (NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                Random random = new Random(5);
+                ByteBuffer out = ByteBuffer.allocateDirect(4096);
+                ByteBuffer in = ByteBuffer.allocateDirect(4096);
+                for (int i = 0; i < 300; i++) { // one at a time: every completion finds the loop asleep
+                    long lba = random.nextInt(2048);
+                    out.putLong(0, i).putLong(4088, lba);
+                    ns.write(lba, 1, out.clear()).get(10, TimeUnit.SECONDS);
+                    ns.read(lba, 1, in.clear()).get(10, TimeUnit.SECONDS);
+                    assertEquals(i, in.getLong(0));
+                    assertEquals(lba, in.getLong(4088));
+                }
+                List<Future<?>> burst = new ArrayList<>();
+                for (int i = 0; i < 64; i++) {
+                    burst.add(ns.read(i * 16, 16, ByteBuffer.allocateDirect(16 * 4096)));
+                }
+                for (Future<?> f : burst) {
+                    f.get(10, TimeUnit.SECONDS);
+                }
+                long[] parks = new long[2];
+                for (Controller ctrl : target.core().controllers()) {
+                    SubmissionQueue q = ctrl.queue(1);
+                    if (q != null && q.transport() instanceof TcpQueue t) {
+                        CompletableFuture<long[]> v = new CompletableFuture<>();
+                        t.execute(() -> v.complete(t.storageRingParks()));
+                        parks = v.get(5, TimeUnit.SECONDS);
+                    }
+                }
+                assertTrue(parks[0] >= 300, "the loop slept between completions: " + parks[0]);
+                assertEquals(0, parks[1], "no wake-up was left to the safety net");
+            }
+        } finally {
+            System.clearProperty("nvmeof.uring.spinUs");
+        }
+    }
+
     /** A file cut short behind the target's back reads as zeroes past its new end (as buffered reads do). */
     @Test
     void aFileCutShortReadsAsZeroesPastItsEnd() throws Exception {

@@ -60,6 +60,9 @@ public final class IoUring implements AutoCloseable {
     private static final int RING_CQ_TAIL = 10;
     private static final int RING_CQ_MASK = 11;
     private static final int RING_CQES = 12;
+    private static final int RING_CQ_FLAGS = 19;
+    /** IORING_CQ_EVENTFD_DISABLED (kernel 5.8). */
+    private static final int CQ_EVENTFD_DISABLED = 1;
 
     private static final int EINTR = 4;
     private static final int EAGAIN = 11;
@@ -83,6 +86,8 @@ public final class IoUring implements AutoCloseable {
     private final long cqTail;
     private final int cqMask;
     private final long cqes;
+    /** The CQ ring's flags word, or 0 where the kernel has none. */
+    private final long cqFlags;
 
     /** The submission tail as this thread has written it; published to the kernel by {@link #submit()}. */
     private int tail;
@@ -106,6 +111,7 @@ public final class IoUring implements AutoCloseable {
         this.cqTail = info[RING_CQ_TAIL];
         this.cqMask = (int) info[RING_CQ_MASK];
         this.cqes = info[RING_CQES];
+        this.cqFlags = info[RING_CQ_FLAGS];
         this.tail = UnsafeApi.getIntAcquire(null, sqTail);
     }
 
@@ -305,6 +311,22 @@ public final class IoUring implements AutoCloseable {
             throw new UringException("waiting on the ring's eventfd", -r);
         }
         return r > 0;
+    }
+
+    /**
+     * Turns the kernel's eventfd signal on or off (IORING_CQ_EVENTFD_DISABLED): off while this thread polls the ring
+     * anyway, so a thread waiting on the eventfd is not woken for every completion; on before it stops polling. On a
+     * kernel before 5.8 the eventfd always fires. Only from the ring's thread.
+     */
+    public void eventFdEnabled(boolean on) {
+        if (cqFlags == 0) {
+            return;
+        }
+        int flags = UnsafeApi.getInt(cqFlags);
+        int next = on ? flags & ~CQ_EVENTFD_DISABLED : flags | CQ_EVENTFD_DISABLED;
+        if (next != flags) {
+            UnsafeApi.putIntVolatile(null, cqFlags, next); // ordered before the check for completions that follows
+        }
     }
 
     /** Signals the eventfd from any thread, ending an {@link #awaitCompletion} early. */

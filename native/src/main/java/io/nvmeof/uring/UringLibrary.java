@@ -14,7 +14,7 @@ import java.nio.ByteOrder;
  */
 public final class UringLibrary {
     /** Must match NVU_ABI_VERSION in nvmeof_uring.c. */
-    static final int ABI_VERSION = 1;
+    static final int ABI_VERSION = 2;
     static final String HELPER_NAME = "nvmeofuring";
 
     private static final Object LOCK = new Object();

@@ -155,14 +155,44 @@ public final class StorageRing implements AutoCloseable {
         return reaped;
     }
 
-    /** The task {@code schedulePoll} runs: polls, and polls again soon while anything is in the ring or waits. */
-    public void pollFromTask() {
+    /**
+     * The poll {@code schedulePoll} asked for: polls, and returns the completions reaped. The owner decides what comes
+     * next while the ring is {@link #busy()}: poll again soon ({@link #pollQueued()}), or sleep until the ring's
+     * eventfd fires; a request that comes meanwhile asks for a poll of its own.
+     */
+    public int pollFromTask() {
         pollScheduled = false;
-        poll();
-        if (busy() && !pollScheduled) {
-            pollScheduled = true;
-            schedulePoll.run();
-        }
+        return poll();
+    }
+
+    /** The owner has queued the next poll itself: requests that come before it need not ask for one. */
+    public void pollQueued() {
+        pollScheduled = true;
+    }
+
+    /** Whether completions wait to be reaped (one memory read; for an owner about to sleep). */
+    public boolean hasCompletions() {
+        return ring.hasCompletions();
+    }
+
+    /** The ring's eventfd, signaled for each completion while {@link #eventFdEnabled} is on. */
+    public int eventFd() throws UringException {
+        return ring.eventFd();
+    }
+
+    /** See {@link IoUring#eventFdEnabled}. */
+    public void eventFdEnabled(boolean on) {
+        ring.eventFdEnabled(on);
+    }
+
+    /** Sleeps on the eventfd for up to {@code timeoutMs} (from a thread that waits for the owner); see IoUring. */
+    public boolean awaitCompletion(int timeoutMs) throws UringException {
+        return ring.awaitCompletion(timeoutMs);
+    }
+
+    /** Ends an {@link #awaitCompletion} early, from any thread. */
+    public void wake() {
+        ring.wake();
     }
 
     /** Whether requests are in the ring or wait for it. */

@@ -58,7 +58,19 @@ final class FlowControl {
     void flushSoon() {
         if (inReadBatch) {
             flushPending = true;
+        } else if (flushPending) {
+            return; // already waits for the end of the ring's poll
+        } else if (q.loopRing != null && q.loopRing.flushAfterPoll(this)) {
+            flushPending = true; // responses of device completions: one flush when the poll ends
         } else {
+            q.ctx.flush();
+        }
+    }
+
+    /** The end of a poll of the loop's io_uring that completed some of this queue's commands. */
+    void flushAfterRingPoll() {
+        if (flushPending) {
+            flushPending = false;
             q.ctx.flush();
         }
     }

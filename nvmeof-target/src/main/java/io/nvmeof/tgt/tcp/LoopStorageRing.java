@@ -4,35 +4,76 @@ import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.FastThreadLocal;
 import io.nvmeof.tgt.core.StorageRing;
 import io.nvmeof.uring.UringException;
+import java.util.ArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The io_uring of each NVMe/TCP poll group (an event loop), set up on the loop's thread the first time one of its queues
- * serves a namespace with direct I/O, and closed when the loop ends. The ring is polled by a task on the loop: it runs
- * after the loop's current batch of socket reads (so a batch's commands reach the device with one system call), and
- * queues itself again while anything is in the ring, as SPDK's pollers do.
+ * The io_uring of one NVMe/TCP poll group (an event loop), set up on the loop's thread the first time one of its
+ * queues serves a namespace with direct I/O, and closed when the loop ends.
+ *
+ * <p>How the loop polls it: a task that runs after the loop's current batch of socket reads (so a batch's commands
+ * reach the device with one system call) reaps, submits, and queues itself again while requests are in the ring and
+ * completions came within the last {@code spinNanos}, as SPDK's pollers do. When the device is slower than that, the
+ * loop stops polling (parks): the kernel's eventfd signal is turned on, and a small waiter thread, asleep on the
+ * eventfd, queues the task again at the next completion. The signal is off while the loop polls, so the waiter is not
+ * woken per completion. Exactly one of the loop and the waiter takes a park back ({@link #parked}'s compare-and-set),
+ * and the eventfd is on before the loop's last look for completions, so no completion is missed.
+ *
+ * <p>Responses of the completions one poll reaps are flushed once per connection at the end of the poll, not once
+ * per completion ({@link #flushAfterPoll}).
  */
 final class LoopStorageRing {
     private static final Logger LOG = LoggerFactory.getLogger(LoopStorageRing.class);
     /** Requests in flight to the devices per poll group ({@code -Dnvmeof.uring.depth}). */
     static final int DEPTH = Integer.getInteger("nvmeof.uring.depth", StorageRing.DEFAULT_DEPTH);
 
-    private static final FastThreadLocal<StorageRing> RINGS = new FastThreadLocal<>();
+    private static final FastThreadLocal<LoopStorageRing> RINGS = new FastThreadLocal<>();
     private static volatile boolean failureLogged;
 
-    private LoopStorageRing() {
+    private final StorageRing ring;
+    private final EventLoop loop;
+    private final Runnable pollTask = this::pollTask;
+    private final AtomicBoolean parked = new AtomicBoolean();
+    private final Thread waiter;
+    private volatile boolean stopped;
+    private boolean eventFdOn;
+    private long lastCompletion;
+    /** True while a poll runs: flushes asked for meanwhile wait for its end. */
+    private boolean polling;
+    private final ArrayList<FlowControl> toFlush = new ArrayList<>();
+    /**
+     * How long the loop keeps polling the ring without a completion before it parks ({@code -Dnvmeof.uring.spinUs},
+     * read when the ring is set up; default 50 us, about a fast device's read).
+     */
+    private final long spinNanos = Long.getLong("nvmeof.uring.spinUs", 50) * 1000;
+    /** Parks, and wake-ups that only the waiter's one-second safety net gave (none, unless a signal was lost). */
+    volatile long parks;
+    volatile long safetyNetWakeups;
+
+    private LoopStorageRing(EventLoop loop, int index) throws UringException {
+        this.loop = loop;
+        this.ring = new StorageRing(DEPTH, () -> loop.execute(pollTask));
+        try {
+            ring.eventFd(); // set up here, before the waiter sleeps on it
+        } catch (UringException e) {
+            ring.close();
+            throw e;
+        }
+        this.waiter = new Thread(this::waitForCompletions, "nvmeof-uring-wait-" + index);
+        waiter.setDaemon(true);
+        waiter.start();
     }
 
     /** This loop's ring, set up now if it has none; null when it cannot have one (the namespace is served blocking). */
-    static StorageRing of(EventLoop loop) {
-        StorageRing ring = RINGS.get();
-        if (ring != null || !loop.inEventLoop()) {
-            return ring;
+    static LoopStorageRing of(EventLoop loop) {
+        LoopStorageRing r = RINGS.get();
+        if (r != null || !loop.inEventLoop()) {
+            return r;
         }
-        Runnable[] pollTask = new Runnable[1];
         try {
-            ring = new StorageRing(DEPTH, () -> loop.execute(pollTask[0]));
+            r = new LoopStorageRing(loop, Math.abs(System.identityHashCode(loop) % 1000));
         } catch (UringException e) {
             if (!failureLogged) {
                 failureLogged = true;
@@ -41,16 +82,105 @@ final class LoopStorageRing {
             }
             return null;
         }
-        StorageRing made = ring;
-        pollTask[0] = made::pollFromTask;
+        LoopStorageRing made = r;
         RINGS.set(made);
-        loop.terminationFuture().addListener(f -> {
-            try {
-                made.close();
-            } catch (UringException e) {
-                LOG.warn("closing a poll group's io_uring: {}", e.getMessage());
-            }
-        });
+        loop.terminationFuture().addListener(f -> made.close());
         return made;
+    }
+
+    StorageRing ring() {
+        return ring;
+    }
+
+    private void pollTask() {
+        parked.set(false); // queued by the waiter (which took the park back) or by a new request
+        if (eventFdOn) {
+            ring.eventFdEnabled(false);
+            eventFdOn = false;
+        }
+        polling = true;
+        int reaped;
+        try {
+            reaped = ring.pollFromTask();
+        } finally {
+            polling = false;
+            flushAfterPoll();
+        }
+        long now = System.nanoTime();
+        if (reaped > 0) {
+            lastCompletion = now;
+        }
+        if (!ring.busy()) {
+            return; // the next request asks for a poll
+        }
+        if (now - lastCompletion < spinNanos) {
+            ring.pollQueued();
+            loop.execute(pollTask);
+            return;
+        }
+        // Park: from now on the next completion wakes the waiter, and the next request queues a poll itself.
+        parks++;
+        parked.set(true);
+        ring.eventFdEnabled(true);
+        eventFdOn = true;
+        if (ring.hasCompletions() && parked.compareAndSet(true, false)) {
+            ring.pollQueued();
+            loop.execute(pollTask); // came while parking: the eventfd may not have seen it
+        }
+    }
+
+    private void waitForCompletions() {
+        while (!stopped) {
+            boolean signaled;
+            try {
+                signaled = ring.awaitCompletion(1000);
+            } catch (UringException e) {
+                if (!stopped) {
+                    LOG.warn("waiting on a poll group's io_uring: {}", e.getMessage());
+                }
+                return;
+            }
+            // Also on a timeout: a safety net (a park missed by every signal would wait a second, not for ever).
+            if (!stopped && parked.compareAndSet(true, false)) {
+                if (!signaled) {
+                    safetyNetWakeups++;
+                }
+                loop.execute(pollTask);
+            }
+        }
+    }
+
+    /**
+     * Asks for {@code flow}'s connection to be flushed: at the end of the poll that runs now (one flush for all the
+     * responses it completes), or now. False when no poll runs (the caller flushes).
+     */
+    boolean flushAfterPoll(FlowControl flow) {
+        if (!polling) {
+            return false;
+        }
+        toFlush.add(flow);
+        return true;
+    }
+
+    private void flushAfterPoll() {
+        for (int i = 0; i < toFlush.size(); i++) { // indexed: no iterator per poll
+            toFlush.get(i).flushAfterRingPoll();
+        }
+        toFlush.clear();
+    }
+
+    private void close() {
+        stopped = true;
+        ring.wake();
+        try {
+            waiter.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            ring.close();
+        } catch (UringException e) {
+            LOG.warn("closing a poll group's io_uring: {}", e.getMessage());
+        }
     }
 }

@@ -152,16 +152,26 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return data.mapData(req);
     }
 
-    private io.nvmeof.tgt.core.StorageRing storageRing;
+    /**
+     * This queue's event loop's io_uring statistics, for tests and diagnostics: {parks (the loop stopped polling the
+     * ring and slept), wake-ups only the waiter's safety net gave (a lost eventfd signal)}; zeros without a ring.
+     */
+    public long[] storageRingParks() {
+        LoopStorageRing r = loopRing;
+        return r == null ? new long[2] : new long[] {r.parks, r.safetyNetWakeups};
+    }
+
+    /** The event loop's io_uring, once a command of this queue needed it. */
+    LoopStorageRing loopRing;
 
     @Override
     public io.nvmeof.tgt.core.StorageRing storageRing() {
-        io.nvmeof.tgt.core.StorageRing r = storageRing;
+        LoopStorageRing r = loopRing;
         if (r == null && ctx != null) {
             r = LoopStorageRing.of(ctx.channel().eventLoop());
-            storageRing = r;
+            loopRing = r;
         }
-        return r;
+        return r == null ? null : r.ring();
     }
 
     @Override
