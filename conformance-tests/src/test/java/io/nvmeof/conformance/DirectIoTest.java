@@ -323,6 +323,15 @@ class DirectIoTest {
                     byte[] actual = new byte[bytes.length];
                     back.get(0, actual);
                     assertArrayEquals(bytes, actual);
+                    // Deallocate and Write Zeroes reach the device: the blocks read back as zeroes, the one between not.
+                    ns.deallocate(5, 1).get(10, TimeUnit.SECONDS);
+                    ns.writeZeroes(7, 1).get(10, TimeUnit.SECONDS);
+                    ns.read(5, 3, back.clear()).get(10, TimeUnit.SECONDS);
+                    for (int i = 0; i < bytes.length; i++) {
+                        boolean zeroed = i < 4096 || i >= 2 * 4096;
+                        assertEquals(zeroed ? 0 : bytes[i], back.get(i), "byte " + i);
+                    }
+                    assertArrayEquals(new byte[4096], readFile(img, 5 * 4096L, 4096), "deallocated on the device");
                 }
             }
             // Held by someone else: the namespace is refused, saying so.
@@ -333,6 +342,18 @@ class DirectIoTest {
             }
         } finally {
             new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
+        }
+        // A read-only device is refused, saying so and what to do.
+        Process ro = new ProcessBuilder("losetup", "-f", "--show", "-r", img.toString()).redirectErrorStream(true).start();
+        String roDev = new String(ro.getInputStream().readAllBytes()).strip();
+        assumeTrue(ro.waitFor(30, TimeUnit.SECONDS) && ro.exitValue() == 0 && roDev.startsWith("/dev/loop"), roDev);
+        try {
+            Exception e = assertThrows(Exception.class,
+                    () -> start(new NamespaceConfig(1L, "block", null, 4096, roDev, null)));
+            assertTrue(String.valueOf(e.getMessage()).contains("read-only")
+                    && String.valueOf(e.getMessage()).contains("blockdev --setrw"), String.valueOf(e.getMessage()));
+        } finally {
+            new ProcessBuilder("losetup", "-d", roDev).start().waitFor(30, TimeUnit.SECONDS);
         }
     }
 }

@@ -80,6 +80,17 @@ public final class FileBackend implements BlockBackend {
         return new FileBackend(path, sizeBytes, true, !bufferedIo);
     }
 
+    /** Whether the kernel marks {@code path}'s block device read-only (/sys/dev/block/M:m/ro). */
+    private static boolean readOnlyDevice(Path path) {
+        try {
+            long rdev = (Long) Files.getAttribute(path, "unix:rdev");
+            Path ro = Path.of("/sys/dev/block/" + major(rdev) + ":" + minor(rdev) + "/ro");
+            return Files.readString(ro).strip().equals("1");
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+    }
+
     private static long major(long dev) {
         return ((dev >>> 8) & 0xfff) | ((dev >>> 32) & ~0xfffL);
     }
@@ -94,6 +105,11 @@ public final class FileBackend implements BlockBackend {
         FileChannel ch;
         boolean made = false;
         if (device) {
+            // The kernel lets root open a read-only device for writing, and fails the writes: refuse it now instead.
+            if (readOnlyDevice(path)) {
+                throw new IOException("block device " + path + " is read-only; this target exports devices it can"
+                        + " write (make it writable with: blockdev --setrw " + path + ")");
+            }
             ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
         } else {
             try {
