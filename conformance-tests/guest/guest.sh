@@ -4,9 +4,11 @@
 # machine whose own kernel cannot load them. The guest sees the host's root file system read-only (with a tmpfs
 # overlay), and the folders given with --share read-write at the same paths. All networking stays inside the guest.
 #
-#   guest.sh [--timeout SECS] [--share DIR]... [--rdma] [--mem SIZE] [--smp N] -- COMMAND [ARG...]
+#   guest.sh [--timeout SECS] [--share DIR]... [--rdma] [--nvme SIZE] [--mem SIZE] [--smp N] -- COMMAND [ARG...]
 #   guest.sh --prepare          fetch and unpack the kernel, build the initramfs (cached), then exit
 #
+# --nvme SIZE gives the guest an emulated NVMe PCIe disk of SIZE (QEMU's nvme device, serial NVMEOFDISK0) over a
+# sparse image that lives as long as the run: a real block device for the target's block backend.
 # The exit code is COMMAND's; 124 when the guest ran past the timeout, 125 when it did not boot or died.
 # Cache: $NVMEOF_GUEST_CACHE (default ~/.cache/nvmeof-guest). Logs: $NVMEOF_GUEST_LOGS (default conformance-tests/target/guest-logs).
 set -euo pipefail
@@ -20,6 +22,7 @@ smp=2
 rdma=0
 prepare_only=0
 shares=()
+nvme_size=""
 
 die() { echo "guest.sh: $*" >&2; exit 125; }
 
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s="$2"; shift 2 ;;
     --share) shares+=("$(cd "$2" && pwd)"); shift 2 ;;
     --rdma) rdma=1; shift ;;
+    --nvme) nvme_size="$2"; shift 2 ;;
     --mem) mem="$2"; shift 2 ;;
     --smp) smp="$2"; shift 2 ;;
     --prepare) prepare_only=1; shift ;;
@@ -136,6 +140,12 @@ for s in "${shares[@]}"; do
   i=$((i + 1))
 done
 
+disk_args=()
+if [ -n "$nvme_size" ]; then
+  truncate -s "$nvme_size" "$run/nvme-disk.img"
+  disk_args+=(-drive "file=$run/nvme-disk.img,if=none,id=nvm0,format=raw" -device "nvme,serial=NVMEOFDISK0,drive=nvm0")
+fi
+
 echo "guest.sh: booting kernel $KVER (TCG, $smp CPUs, $mem, timeout ${timeout_s}s); console log $console" >&2
 set +e
 timeout -k 10 "$timeout_s" qemu-system-x86_64 \
@@ -145,6 +155,7 @@ timeout -k 10 "$timeout_s" qemu-system-x86_64 \
   -fsdev "local,id=hostroot,path=/,readonly=on,security_model=none,multidevs=remap" \
   -device "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot" \
   "${share_args[@]}" \
+  "${disk_args[@]}" \
   -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,romfile= \
   -serial stdio \
   -append "console=ttyS0 panic=-1 quiet loglevel=3 hardened_usercopy=off nvmeof.shares=$share_spec nvmeof.stage2=$here/stage2 nvmeof.kdir=$KDIR nvmeof.kver=$KVER nvmeof.rdma=$rdma nvmeof.run=$run" \

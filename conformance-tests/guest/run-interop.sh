@@ -50,6 +50,7 @@ jobs=(
   "our-initiator-kernel-target-tcp|our-initiator-kernel-target||900|TRANSPORT=tcp"
   "our-initiator-kernel-target-rdma|our-initiator-kernel-target|--rdma|900|TRANSPORT=rdma"
   "our-initiator-our-target-rdma|our-initiator-our-target-rdma|--rdma|900|"
+  "block-device-target|block-device-target|--nvme 1G|900|"
 )
 start_all=$(date +%s)
 for spec in "${jobs[@]}"; do

@@ -187,6 +187,14 @@ class DirectIoTest {
                     back.get(0, actual);
                     assertArrayEquals(bytes, actual, n + " blocks at " + lba);
                     assertArrayEquals(bytes, readFile(file, lba * 512, bytes.length), n + " blocks in the file");
+                    // Compare reads what the namespace holds through the ring: equal, then one byte off.
+                    ns.compare(lba, n, ByteBuffer.allocateDirect(bytes.length).put(bytes).flip()).get(10, TimeUnit.SECONDS);
+                    bytes[bytes.length / 2] ^= 1;
+                    ByteBuffer other = ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+                    long at = lba;
+                    java.util.concurrent.ExecutionException ce = assertThrows(java.util.concurrent.ExecutionException.class,
+                            () -> ns.compare(at, n, other).get(10, TimeUnit.SECONDS));
+                    assertTrue(String.valueOf(ce.getCause()).toLowerCase().contains("compare"), String.valueOf(ce.getCause()));
                     lba += n + 1;
                 }
             }

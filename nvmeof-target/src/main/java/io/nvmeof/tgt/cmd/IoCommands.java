@@ -150,6 +150,15 @@ public final class IoCommands {
     }
 
     static void executeCompare(Request req) {
+        DirectIo dio = req.ns.backend().directIo();
+        StorageRing ring = dio != null ? req.sq().transport().storageRing() : null;
+        if (ring != null && dio.fits(0, byteOffset(req), req.transferLength)) {
+            // What the namespace holds is read through the ring beside the host's data, then compared.
+            req.storedData = DirectBuffers.allocate(req.transferLength);
+            ring.read(req, dio.fd(), req.storedData.memoryAddress(), req.transferLength, byteOffset(req),
+                    IoCommands::compareDone);
+            return;
+        }
         // Scratch memory, not the transport's: over RDMA that is the registered pool, which data transfers need.
         ByteBuf stored = ByteBufAllocator.DEFAULT.directBuffer(req.transferLength, req.transferLength);
         try {
@@ -303,6 +312,25 @@ public final class IoCommands {
             return;
         }
         req.complete(deviceError(req, -result, Status.UNRECOVERED_READ_ERROR));
+    }
+
+    private static void compareDone(Request req, int result) {
+        io.netty.buffer.ByteBuf stored = req.storedData;
+        req.storedData = null;
+        try {
+            if (result < 0) {
+                req.complete(deviceError(req, -result, Status.UNRECOVERED_READ_ERROR));
+                return;
+            }
+            if (result < req.transferLength) {
+                stored.setZero(result, req.transferLength - result); // past the end of a file cut short
+            }
+            boolean same = io.netty.buffer.ByteBufUtil.equals(stored, 0, req.data, req.data.readerIndex(),
+                    req.transferLength);
+            req.complete(same ? Status.SUCCESS : Status.COMPARE_FAILED | Status.DNR);
+        } finally {
+            stored.release();
+        }
     }
 
     private static void writeDone(Request req, int result) {

@@ -43,6 +43,8 @@ public final class Request {
 
     /** Command data: host data (after it arrived) or data to send to the host. Pooled; released by the transport. */
     public ByteBuf data;
+    /** Compare through the io_uring: what the namespace holds, read beside the host's {@link #data}; released with it. */
+    public ByteBuf storedData;
     /** True when host data came in the command capsule. */
     public boolean dataInCapsule;
     /**
@@ -135,6 +137,7 @@ public final class Request {
         transferLength = 0;
         direction = DIR_NONE;
         data = null;
+        storedData = null;
         dataInCapsule = false;
         sourceRegion = null;
         sourceFile = null;
@@ -192,6 +195,10 @@ public final class Request {
         if (data != null) {
             data.release();
             data = null;
+        }
+        if (storedData != null) {
+            storedData.release();
+            storedData = null;
         }
     }
 
