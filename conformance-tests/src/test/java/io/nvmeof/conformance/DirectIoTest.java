@@ -2,6 +2,8 @@ package io.nvmeof.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,6 +14,7 @@ import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.TransportId;
+import io.nvmeof.protocol.Status;
 import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.backend.FileBackend;
 import io.nvmeof.tgt.config.TargetConfig;
@@ -43,8 +46,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Issue 32: file and block namespaces served with direct I/O through the poll groups' io_uring. What the host writes
  * is in the file (read back independently, through the JDK) and on the device (read from the loop device's backing
  * file); many writes in flight at once, more than a ring holds, land and read back; FUA and Flush complete; the page
- * cache path (sendfile) is left to namespaces that ask for buffered I/O; a device held by someone else and a block size
- * the device cannot do are refused saying why.
+ * cache (and sendfile from it) is left to namespaces that ask for buffered I/O, whose reads and writes go through the
+ * ring too; a device held by someone else and a block size the device cannot do are refused saying why.
  */
 class DirectIoTest {
     private static final String NQN = "nqn.2026-12.io.nvmeof:direct-io";
@@ -102,7 +105,7 @@ class DirectIoTest {
         int blocks = 4096; // 16 MiB of 4 KiB blocks
         try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "16MiB", 4096, file.toString(), null))) {
             FileBackend backend = (FileBackend) target.core().subsystem(NQN).namespace(1).backend();
-            assertNotNull(backend.directIo(), "served direct by default");
+            assertTrue(backend.ringFile().direct(), "served direct by default");
             assertNull(backend.fileHolding(0, 1 << 20), "no sendfile from a page cache it does not use");
             Random random = new Random(32);
             byte[][] model = new byte[blocks][];
@@ -269,13 +272,19 @@ class DirectIoTest {
         }
     }
 
+    /**
+     * {@code bufferedIo}: the page cache, and sendfile from it for large reads; the other reads and the writes go
+     * through the poll group's ring on a descriptor without O_DIRECT (as nvmet's buffered_io goes through its work
+     * queue), so a page the cache lacks never holds up the poll group. Before, they were system calls on it.
+     */
     @Test
-    void bufferedIoKeepsThePageCacheAndSendfile() throws Exception {
+    void bufferedIoKeepsThePageCacheAndGoesThroughTheRing() throws Exception {
         Path file = dir.resolve("ns3.img");
         try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "4MiB", 512, file.toString(), null, null,
                 null, true))) {
             FileBackend backend = (FileBackend) target.core().subsystem(NQN).namespace(1).backend();
-            assertNull(backend.directIo());
+            assertNotNull(backend.ringFile(), "a descriptor for the ring");
+            assertFalse(backend.ringFile().direct(), "through the page cache");
             assertNotNull(backend.fileHolding(0, 1 << 20));
             assertTrue(target.live().export().subsystems().get(0).namespaces().get(0).bufferedIo(), "kept in the document");
             try (NvmeofController c = connect(target)) {
@@ -288,7 +297,14 @@ class DirectIoTest {
                 byte[] actual = new byte[bytes.length];
                 back.get(0, actual);
                 assertArrayEquals(bytes, actual);
-                assertTrue(ringCompletions(target) <= 0, "no device request went through a ring");
+                assertTrue(ringCompletions(target) >= 1, "the write went through the ring");
+                long before = ringCompletions(target);
+                ByteBuffer small = ByteBuffer.allocateDirect(4096);
+                ns.read(8, 8, small).get(10, TimeUnit.SECONDS); // below sendfile's 16 KiB: read through the ring
+                byte[] part = new byte[4096];
+                small.get(0, part);
+                assertArrayEquals(java.util.Arrays.copyOfRange(bytes, 4096, 8192), part);
+                assertEquals(before + 1, ringCompletions(target), "the small read went through the ring");
             }
         }
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> start(
@@ -362,6 +378,77 @@ class DirectIoTest {
                     && String.valueOf(e.getMessage()).contains("blockdev --setrw"), String.valueOf(e.getMessage()));
         } finally {
             new ProcessBuilder("losetup", "-d", roDev).start().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+    /**
+     * A device that starts failing under load (a loop device over a file in a 4 MiB tmpfs: once the tmpfs is full the
+     * kernel fails the loop's writes with ENOSPC): each failed write completes with the status nvmet gives it
+     * (Capacity Exceeded, or a write fault for other errors), the data written before reads back, and the target goes
+     * on serving the same controller and another namespace.
+     */
+    @Test
+    void aDeviceThatFailsUnderLoadTurnsIntoErrorStatusesAndTheTargetGoesOn() throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/loop-control")), "needs root and /dev/loop-control for losetup");
+        Path mnt = Files.createDirectories(dir.resolve("small-tmpfs"));
+        Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=4m", "nvmeof-test", mnt.toString())
+                .redirectErrorStream(true).start();
+        String mounted = new String(mount.getInputStream().readAllBytes()).strip();
+        assumeTrue(mount.waitFor(30, TimeUnit.SECONDS) && mount.exitValue() == 0, "cannot mount a tmpfs here: " + mounted);
+        String dev = null;
+        try {
+            Path img = mnt.resolve("device.img");
+            try (FileChannel ch = FileChannel.open(img, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.allocate(1), (64 << 20) - 1); // 64 MiB on 4 MiB of memory
+            }
+            Process attach = new ProcessBuilder("losetup", "-f", "--show", "-b", "4096", img.toString())
+                    .redirectErrorStream(true).start();
+            String out = new String(attach.getInputStream().readAllBytes()).strip();
+            assumeTrue(attach.waitFor(30, TimeUnit.SECONDS) && attach.exitValue() == 0 && out.startsWith("/dev/loop"),
+                    "losetup could not attach a loop device here: " + out);
+            dev = out;
+            try (NvmeTarget target = start(new NamespaceConfig(1L, "block", null, 4096, dev, null),
+                    new NamespaceConfig(2L, "ram", "16MiB", 4096, null, null));
+                    NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                byte[] first = new byte[8 * 4096];
+                new Random(17).nextBytes(first);
+                ns.writeFua(0, 8, ByteBuffer.allocateDirect(first.length).put(first).flip()).get(10, TimeUnit.SECONDS);
+                ByteBuffer chunk = ByteBuffer.allocateDirect(32 * 4096);
+                int written = 0;
+                int failed = 0;
+                for (long lba = 8; lba + 32 <= ns.blockCount() && failed < 8; lba += 32) {
+                    try {
+                        ns.writeFua(lba, 32, chunk.clear()).get(10, TimeUnit.SECONDS);
+                        written++;
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        io.nvmeof.initiator.NvmeStatusException status =
+                                assertInstanceOf(io.nvmeof.initiator.NvmeStatusException.class, e.getCause());
+                        assertTrue(status.statusCode() == Status.CAPACITY_EXCEEDED
+                                || status.statusCode() == Status.WRITE_FAULT, status.getMessage());
+                        failed++;
+                    }
+                }
+                assertTrue(written > 0 && failed == 8, written + " writes landed, " + failed + " failed");
+                ByteBuffer back = ByteBuffer.allocateDirect(first.length);
+                ns.read(0, 8, back).get(10, TimeUnit.SECONDS);
+                byte[] actual = new byte[first.length];
+                back.get(0, actual);
+                assertArrayEquals(first, actual, "what landed before the device filled up");
+                NamespaceHandle ram = c.namespace(2);
+                byte[] other = new byte[4096];
+                new Random(18).nextBytes(other);
+                ram.write(3, 1, ByteBuffer.allocateDirect(4096).put(other).flip()).get(10, TimeUnit.SECONDS);
+                ByteBuffer otherBack = ByteBuffer.allocateDirect(4096);
+                ram.read(3, 1, otherBack).get(10, TimeUnit.SECONDS);
+                byte[] o = new byte[4096];
+                otherBack.get(0, o);
+                assertArrayEquals(other, o, "another namespace of the same controller is unaffected");
+            }
+        } finally {
+            if (dev != null) {
+                new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
+            }
+            new ProcessBuilder("umount", mnt.toString()).start().waitFor(30, TimeUnit.SECONDS);
         }
     }
 }

@@ -112,7 +112,7 @@ class IntegrityModelTest {
 
         @Override public long sizeBytes() { return file.sizeBytes(); }
         // Served direct (issue 32): reads, writes and flushes go through the poll group's io_uring, not the stalls here.
-        @Override public io.nvmeof.tgt.backend.DirectIo directIo() { return file.directIo(); }
+        @Override public io.nvmeof.tgt.backend.RingFile ringFile() { return file.ringFile(); }
         @Override public void read(long offset, ByteBuffer dst) throws IOException { file.read(offset, dst); }
         @Override public void write(long offset, ByteBuffer src) throws IOException { file.write(offset, src); }
         @Override public boolean mayBlock(long bytes) { return true; }

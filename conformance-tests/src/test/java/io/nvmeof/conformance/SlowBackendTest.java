@@ -1,5 +1,6 @@
 package io.nvmeof.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -84,6 +85,9 @@ class SlowBackendTest {
         }
         @Override public void writeZeroes(long offset, long length) { ram.writeZeroes(offset, length); }
         @Override public boolean mayBlock(long bytes) { return true; }
+        /** Set: reads and writes are a file's system calls (with no io_uring to take them), which may wait. */
+        volatile boolean ioMayBlock;
+        @Override public boolean ioMayBlock() { return ioMayBlock; }
         @Override public String describe() { return "gated"; }
         final CountDownLatch closed = new CountDownLatch(1);
 
@@ -212,6 +216,63 @@ class SlowBackendTest {
      * wait unread in its socket meanwhile, and its controller must survive (it was torn down: "keep-alive timeout
      * (1000 ms) expired").
      */
+    /**
+     * Issue 32: a file's read or write with no io_uring to take it (io_uring unavailable, a ring that failed to start)
+     * waits for the device on a backend thread, never on the poll group: a RAM namespace's reads on the same poll
+     * group go on meanwhile, and the stuck commands complete, with the right data, once the device answers.
+     */
+    @Test
+    void aFileReadOrWriteWithNoRingLeavesThePollGroupServing() throws Exception {
+        NvmeTarget target = NvmeTarget.start(oneGroup(List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));
+        GatedBackend gated = new GatedBackend();
+        gated.ioMayBlock = true;
+        target.core().subsystem(NQN).addNamespace(new Namespace(2, gated, 512, UUID.randomUUID()));
+        RawTcpHost[] slow = controller(target.tcpPort(0), 0);
+        RawTcpHost[] bystander = controller(target.tcpPort(0), 1000);
+        try {
+            byte[] block = new byte[512];
+            java.util.Arrays.fill(block, (byte) 0x5a);
+            gated.stallWrites = true;
+            byte[] write = RawTcpHost.rwSqe(Opcodes.IO_WRITE, 2, 7, 1, 512, true);
+            RawTcpHost.cmd(write).cid(801);
+            slow[1].send(slow[1].capsule(write, block)); // in-capsule data: must outlive the receive buffer
+            assertTrue(gated.writeEntered.await(10, TimeUnit.SECONDS), "the write reached the device");
+            gated.stallReads = true;
+            byte[] read = RawTcpHost.rwSqe(Opcodes.IO_READ, 2, 0, 1, 512, false);
+            RawTcpHost.cmd(read).cid(802);
+            slow[1].send(slow[1].capsule(read, null));
+            assertTrue(gated.readEntered.await(10, TimeUnit.SECONDS), "the read reached the device");
+            for (int i = 0; i < 6; i++) { // past the bystander's 1 s KATO
+                byte[] ka = RawTcpHost.sqe();
+                RawTcpHost.cmd(ka).opcode(Opcodes.ADMIN_KEEP_ALIVE);
+                assertEquals(Status.SUCCESS, bystander[0].execute(ka, null).status(), "keep alive " + i);
+                Completion r = bystander[1].execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 8, 4096, false), null);
+                assertEquals(Status.SUCCESS, r.status(), "a RAM read while a file's read and write wait for it");
+                Thread.sleep(250);
+            }
+            gated.stallWrites = false;
+            gated.writeGate.countDown();
+            Completion w = slow[1].awaitResponse();
+            assertEquals(801, w.cid());
+            assertEquals(Status.SUCCESS, w.status(), "the write completes once the device answers");
+            gated.stallReads = false;
+            gated.readGate.countDown();
+            Completion r = slow[1].awaitResponse();
+            assertEquals(802, r.cid());
+            assertEquals(Status.SUCCESS, r.status(), "the read completes once the device answers");
+            RawTcpHost.Reply back = slow[1].executeForData(RawTcpHost.rwSqe(Opcodes.IO_READ, 2, 7, 1, 512, false), 512);
+            assertEquals(Status.SUCCESS, back.cqe().status());
+            assertArrayEquals(block, back.data(), "the in-capsule data reached the device intact");
+        } finally {
+            gated.writeGate.countDown();
+            gated.readGate.countDown();
+            for (RawTcpHost h : new RawTcpHost[] {slow[0], slow[1], bystander[0], bystander[1]}) {
+                h.close();
+            }
+            target.close();
+        }
+    }
+
     @Test
     void aStalledPollGroupDoesNotExpireTheControllersItServes() throws Exception {
         NvmeTarget target = NvmeTarget.start(oneGroup(List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));

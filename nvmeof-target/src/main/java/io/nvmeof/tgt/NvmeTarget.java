@@ -269,7 +269,7 @@ public final class NvmeTarget implements AutoCloseable {
                         + "' (use ram, file or block)");
         }
         try {
-            io.nvmeof.tgt.backend.DirectIo dio = backend.directIo();
+            io.nvmeof.tgt.backend.RingFile dio = backend.ringFile();
             if (dio != null && blockSize % dio.offsetAlignment() != 0) {
                 throw new IllegalArgumentException(which + ": block size " + blockSize + " is smaller than the "
                         + dio.offsetAlignment() + " bytes " + backend.describe() + " reads and writes at a time (its"

@@ -56,11 +56,19 @@ public interface BlockBackend extends AutoCloseable {
     }
 
     /**
-     * The descriptor for direct, asynchronous I/O through the poll group's io_uring, or null when this backend is read
-     * and written through its own methods (RAM; files with {@code bufferedIo}; where io_uring is unavailable).
+     * The descriptor the poll group's io_uring reads and writes (direct or through the page cache), or null when this
+     * backend is read and written through its own methods (RAM; a file where io_uring is unavailable).
      */
-    default DirectIo directIo() {
+    default RingFile ringFile() {
         return null;
+    }
+
+    /**
+     * Whether {@link #read} and {@link #write} may wait for a device (a file's system calls): then they run on backend
+     * threads, never on a poll group. RAM: false.
+     */
+    default boolean ioMayBlock() {
+        return false;
     }
 
     /** Every region {@link #pinnedRegion} has handed out, so a transport can drop its registrations of them. */

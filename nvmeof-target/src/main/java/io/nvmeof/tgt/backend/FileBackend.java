@@ -19,11 +19,12 @@ import org.slf4j.LoggerFactory;
  * Flush is {@code fdatasync}: data written before it is durable when it completes. Deallocate punches holes and Write
  * Zeroes zeroes ranges through {@code fallocate} ({@link FileSpace}), writing zeroes only where the file system cannot.
  *
- * <p>Direct I/O (the default, as nvmet's without {@code buffered_io}): a second descriptor opened with O_DIRECT (and,
- * for a block device, exclusively, so a mounted device or one another exporter holds is refused) that the poll groups'
- * io_uring reads and writes ({@link #directIo}); no page cache, no readahead, and many requests at the device at once.
- * Without io_uring, or on a file system that refuses O_DIRECT (tmpfs), the file is served buffered and the log says so
- * once. The buffered channel stays for sizing, growing and the blocking paths off the poll groups.
+ * <p>Reads, writes and flushes go through the poll groups' io_uring on a second descriptor ({@link #ringFile}; for a
+ * block device opened exclusively, so a mounted device or one another exporter holds is refused): with O_DIRECT by
+ * default (as nvmet's without {@code buffered_io}: no page cache, no readahead, many requests at the device at once),
+ * through the page cache with {@code bufferedIo} or on a file system that refuses O_DIRECT (tmpfs, said once in the
+ * log). Either way a poll group never waits for the file. Without io_uring the log says so once and the same I/O runs
+ * on backend threads ({@link #ioMayBlock}). The channel stays for sizing, growing and the paths off the poll groups.
  */
 public final class FileBackend implements BlockBackend {
     private static final Logger LOG = LoggerFactory.getLogger(FileBackend.class);
@@ -41,16 +42,16 @@ public final class FileBackend implements BlockBackend {
     private final long lengthBefore;
     /** What any other name of the same storage has too (see {@link #identity}). */
     private final Object identity;
-    /** The O_DIRECT descriptor, or null when served buffered. */
+    /** The descriptor the poll groups' io_uring uses (O_DIRECT or buffered), or null without io_uring. */
     private final OpenFile direct;
-    private final DirectIo directIo;
+    private final RingFile ringFile;
 
     /** A file served buffered (through the page cache). */
     public FileBackend(Path path, long sizeBytes) throws IOException {
         this(path, sizeBytes, false, false);
     }
 
-    /** A file, served with direct I/O unless {@code bufferedIo} (or io_uring or O_DIRECT is unavailable). */
+    /** A file, served with direct I/O unless {@code bufferedIo} (or O_DIRECT is unavailable). */
     public static FileBackend openFile(Path path, long sizeBytes, boolean bufferedIo) throws IOException {
         return new FileBackend(path, sizeBytes, false, !bufferedIo);
     }
@@ -153,7 +154,7 @@ public final class FileBackend implements BlockBackend {
         }
         OpenFile d = null;
         try {
-            d = wantDirect ? openDirect(path, device) : null;
+            d = openForRing(path, device, wantDirect);
         } catch (IOException | RuntimeException e) {
             try {
                 space.close();
@@ -164,40 +165,43 @@ public final class FileBackend implements BlockBackend {
             throw e;
         }
         this.direct = d;
-        this.directIo = d == null ? null : new DirectIo(d.fd(), d.directMemoryAlignment(), d.directOffsetAlignment());
+        this.ringFile = d == null ? null : d.mode().direct()
+                ? new RingFile(d.fd(), d.directMemoryAlignment(), d.directOffsetAlignment(), true)
+                : RingFile.buffered(d.fd());
     }
 
     /**
-     * The O_DIRECT descriptor, or null (served buffered) where io_uring is unavailable or the file system refuses
-     * O_DIRECT. A block device is opened exclusively: one that is mounted or held by another exporter is refused.
+     * The descriptor for the poll groups' io_uring: O_DIRECT when {@code wantDirect} and the file system takes it,
+     * else through the page cache; null where io_uring is unavailable. A block device is opened exclusively: one that
+     * is mounted or held by another exporter is refused.
      */
-    private static OpenFile openDirect(Path path, boolean device) throws IOException {
+    private static OpenFile openForRing(Path path, boolean device, boolean wantDirect) throws IOException {
         if (!UringLibrary.isAvailable()) {
             if (!noUringLogged) {
                 noUringLogged = true;
-                LOG.warn("io_uring is unavailable ({}): file and block namespaces are served with blocking, buffered I/O",
-                        UringLibrary.unavailableReason());
+                LOG.warn("io_uring is unavailable ({}): file and block namespaces are served buffered, by backend"
+                        + " threads (slower; the poll groups are not held up)", UringLibrary.unavailableReason());
             }
             return null;
         }
         try {
-            return OpenFile.open(path, new OpenFile.Mode(true, true, device, false));
+            return OpenFile.open(path, new OpenFile.Mode(true, wantDirect, device, false));
         } catch (UringException e) {
             if (device && e.errno() == 16) {
                 throw new IOException("block device " + path + " is in use (mounted, or held by another exporter);"
                         + " unmount it or stop the other user first", e);
             }
-            if (!device && e.errno() == 22) {
+            if (wantDirect && !device && e.errno() == 22) {
                 LOG.warn("{}: its file system refuses O_DIRECT; served buffered (through the page cache)", path);
-                return null;
+                return openForRing(path, false, false);
             }
-            throw new IOException("cannot open " + path + " for direct I/O: " + e.getMessage(), e);
+            throw new IOException("cannot open " + path + (wantDirect ? " for direct I/O: " : ": ") + e.getMessage(), e);
         }
     }
 
     @Override
-    public DirectIo directIo() {
-        return directIo;
+    public RingFile ringFile() {
+        return ringFile;
     }
 
     /** Opening a new file: only at its own name (see the constructor). */
@@ -276,11 +280,14 @@ public final class FileBackend implements BlockBackend {
         size = newSizeBytes;
     }
 
-    /** The file itself: a namespace's byte N is the file's byte N, and the file is as long as the namespace. */
+    /**
+     * The file itself when it is served through the page cache (a namespace's byte N is the file's byte N): large
+     * reads go out by sendfile with no copy of ours. Served direct, none: the page cache is not where the data is.
+     */
     @Override
     public FileChannel fileHolding(long offset, int length) {
-        // Served direct: the page cache is not where the data is, and sendfile would fill it.
-        return direct == null && offset >= 0 && length > 0 && offset + length <= size ? channel : null;
+        boolean cached = ringFile == null || !ringFile.direct();
+        return cached && offset >= 0 && length > 0 && offset + length <= size ? channel : null;
     }
 
     @Override
@@ -339,6 +346,12 @@ public final class FileBackend implements BlockBackend {
     /** File space changes, zeroing and fdatasync can take long: never on a poll group thread. */
     @Override
     public boolean mayBlock(long bytes) {
+        return true;
+    }
+
+    /** Reads and writes through {@link #read} and {@link #write} wait for the device: never on a poll group thread. */
+    @Override
+    public boolean ioMayBlock() {
         return true;
     }
 

@@ -9,7 +9,7 @@ import io.nvmeof.protocol.Status;
 import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Request;
 import io.nvmeof.tgt.backend.DirectBuffers;
-import io.nvmeof.tgt.backend.DirectIo;
+import io.nvmeof.tgt.backend.RingFile;
 import io.nvmeof.tgt.core.StorageRing;
 import io.nvmeof.tgt.core.SubmissionQueue;
 import io.nvmeof.tgt.core.TargetCore;
@@ -109,8 +109,13 @@ public final class IoCommands {
             return;
         }
         req.allocateData(false);
-        if (startDirect(req, StorageRing.Op.READ)) {
+        if (startRing(req, StorageRing.Op.READ)) {
             return; // completes in readDone
+        }
+        if (req.ns.backend().ioMayBlock()) { // a file with no ring to take it: a backend thread reads it
+            req.sq().core().executeOffPollGroup(req, TargetCore.BackendKind.DATA, BLOCKING_READ,
+                    Status.UNRECOVERED_READ_ERROR);
+            return;
         }
         try {
             req.ns.backend().read(byteOffset(req), req.dataNio());
@@ -125,8 +130,13 @@ public final class IoCommands {
     }
 
     static void executeWrite(Request req) {
-        if (!req.dataInNamespace && startDirect(req, StorageRing.Op.WRITE)) {
+        if (!req.dataInNamespace && startRing(req, StorageRing.Op.WRITE)) {
             return; // completes in writeDone
+        }
+        if (!req.dataInNamespace && req.ns.backend().ioMayBlock()) { // a file with no ring: a backend thread writes
+            ownData(req);
+            req.sq().core().executeOffPollGroup(req, TargetCore.BackendKind.DATA, BLOCKING_WRITE, Status.WRITE_FAULT);
+            return;
         }
         try {
             if (!req.dataInNamespace) { // else the transport has stored it as it arrived
@@ -150,15 +160,27 @@ public final class IoCommands {
     }
 
     static void executeCompare(Request req) {
-        DirectIo dio = req.ns.backend().directIo();
+        RingFile dio = req.ns.backend().ringFile();
         StorageRing ring = dio != null ? req.sq().transport().storageRing() : null;
         if (ring != null && dio.fits(0, byteOffset(req), req.transferLength)) {
             // What the namespace holds is read through the ring beside the host's data, then compared.
+            ownData(req);
             req.storedData = DirectBuffers.allocate(req.transferLength);
             ring.read(req, dio.fd(), req.storedData.memoryAddress(), req.transferLength, byteOffset(req),
                     IoCommands::compareDone);
             return;
         }
+        if (req.ns.backend().ioMayBlock()) {
+            ownData(req);
+            req.sq().core().executeOffPollGroup(req, TargetCore.BackendKind.DATA, IoCommands::compareStored,
+                    Status.UNRECOVERED_READ_ERROR);
+            return;
+        }
+        req.complete(compareStored(req));
+    }
+
+    /** Reads what the namespace holds and compares the host's data with it; returns the status. */
+    private static int compareStored(Request req) {
         // Scratch memory, not the transport's: over RDMA that is the registered pool, which data transfers need.
         ByteBuf stored = ByteBufAllocator.DEFAULT.directBuffer(req.transferLength, req.transferLength);
         try {
@@ -166,11 +188,81 @@ public final class IoCommands {
             req.ns.backend().read(byteOffset(req), nio);
             stored.writerIndex(req.transferLength);
             boolean same = io.netty.buffer.ByteBufUtil.equals(stored, 0, req.data, req.data.readerIndex(), req.transferLength);
-            req.complete(same ? Status.SUCCESS : Status.COMPARE_FAILED | Status.DNR);
+            return same ? Status.SUCCESS : Status.COMPARE_FAILED | Status.DNR;
         } catch (IOException e) {
-            req.complete(Status.UNRECOVERED_READ_ERROR);
+            LOG.warn("read of namespace {} for a compare failed: {}", req.ns.nsid(), e.toString());
+            return Status.UNRECOVERED_READ_ERROR;
         } finally {
             stored.release();
+        }
+    }
+
+    /**
+     * A read or write of a file with no ring to take it (io_uring unavailable), on a backend thread of the
+     * namespace's data lane; counted on the queue's thread as it completes.
+     */
+    private static final TargetCore.BackendCall BLOCKING_READ = new TargetCore.BackendCall() {
+        @Override
+        public int run(Request req) {
+            try {
+                req.ns.backend().read(byteOffset(req), req.dataNio());
+                return Status.SUCCESS;
+            } catch (IOException e) {
+                return blockingIoFailed(req, e, Status.UNRECOVERED_READ_ERROR);
+            }
+        }
+
+        @Override
+        public void completing(Request req, int status) {
+            if (status == Status.SUCCESS) {
+                req.sq().countRead(req.transferLength);
+            }
+        }
+    };
+
+    private static final TargetCore.BackendCall BLOCKING_WRITE = new TargetCore.BackendCall() {
+        @Override
+        public int run(Request req) {
+            try {
+                req.ns.backend().write(byteOffset(req), req.dataNio());
+                io.nvmeof.tgt.core.Controller c = req.sq().controller();
+                if (req.cmd.fua() || c != null && !c.writeCacheEnabled()) {
+                    req.ns.backend().flush(); // durable before it completes, on the same thread
+                }
+                return Status.SUCCESS;
+            } catch (IOException e) {
+                return blockingIoFailed(req, e, Status.WRITE_FAULT);
+            }
+        }
+
+        @Override
+        public void completing(Request req, int status) {
+            if (status == Status.SUCCESS) {
+                req.sq().countWrite(req.transferLength);
+            }
+        }
+    };
+
+    /** A device that failed a read or write on a backend thread: logged once per namespace, as the ring's failures. */
+    private static int blockingIoFailed(Request req, IOException e, int failure) {
+        if (req.ns.noteDeviceError()) {
+            LOG.error("namespace {} ({}): the device failed a command: {}; further failures are counted, not logged",
+                    req.ns.nsid(), req.ns.backend().describe(), e.toString());
+        }
+        return failure;
+    }
+
+    /**
+     * NVMe/TCP in-capsule data may be a view of the receive buffer, valid only until the capsule's command has been
+     * submitted: work that reads it later (the kernel, a backend thread) needs a copy of its own. RDMA's buffers stay
+     * the request's.
+     */
+    private static void ownData(Request req) {
+        if (req.dataInCapsule && !req.sq().transport().keyedSgls()) {
+            io.netty.buffer.ByteBuf own = DirectBuffers.allocate(req.transferLength);
+            own.setBytes(0, req.data, req.data.readerIndex(), req.transferLength);
+            req.data.release();
+            req.data = own;
         }
     }
 
@@ -193,7 +285,7 @@ public final class IoCommands {
     }
 
     static void executeFlush(Request req) {
-        DirectIo dio = req.ns.backend().directIo();
+        RingFile dio = req.ns.backend().ringFile();
         StorageRing ring = dio != null ? req.sq().transport().storageRing() : null;
         if (ring != null) {
             ring.flush(req, dio.fd(), IoCommands::flushDone);
@@ -258,12 +350,12 @@ public final class IoCommands {
     }
 
     /**
-     * Hands a read or write of a namespace served direct to the poll group's io_uring; false (nothing done) when the
-     * namespace is not served direct or the transport has no ring. A buffer direct I/O cannot use (not aligned as the
-     * device needs) is first replaced by an aligned one, with the write's data copied into it.
+     * Hands a read or write of a file or block namespace to the poll group's io_uring; false (nothing done) when the
+     * namespace has no descriptor for it or the transport has no ring. A buffer direct I/O cannot use (not aligned as
+     * the device needs) is first replaced by an aligned one, with the write's data copied into it.
      */
-    private static boolean startDirect(Request req, StorageRing.Op op) {
-        DirectIo dio = req.ns.backend().directIo();
+    private static boolean startRing(Request req, StorageRing.Op op) {
+        RingFile dio = req.ns.backend().ringFile();
         if (dio == null) {
             return false;
         }

@@ -105,6 +105,7 @@ final class BackendTicket {
             req.sq().transport().execute(() -> {
                 if (req.backendTicket == this) { // else the queue closed and released the request meanwhile
                     req.backendTicket = null;
+                    call.completing(req, done);
                     req.complete(done);
                 }
             });

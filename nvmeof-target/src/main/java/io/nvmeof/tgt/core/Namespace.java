@@ -17,6 +17,11 @@ public final class Namespace {
     static final int SPACE_THREADS = 2;
     /** Backend threads one namespace's flushes may take at once (FUA writes of many queues each need one). */
     static final int FLUSH_THREADS = 4;
+    /**
+     * Backend threads one namespace's reads and writes may take at once where no io_uring serves them (it is
+     * unavailable): the requests the device sees at once.
+     */
+    static final int DATA_THREADS = 8;
 
     public Namespace(long nsid, BlockBackend backend, int blockSize, UUID uuid) {
         this(nsid, backend, blockSize, uuid, null);
@@ -34,6 +39,7 @@ public final class Namespace {
         this.backend = backend;
         this.spaceLane = new BackendLane("namespace " + nsid + " space", SPACE_THREADS);
         this.flushLane = new BackendLane("namespace " + nsid + " flush", FLUSH_THREADS);
+        this.dataLane = new BackendLane("namespace " + nsid + " data", DATA_THREADS);
         this.blockShift = Integer.numberOfTrailingZeros(blockSize);
         this.blockCount = backend.sizeBytes() >>> blockShift;
         if (blockCount == 0) {
@@ -51,6 +57,8 @@ public final class Namespace {
     private final BackendLane spaceLane;
     /** Flushes (and the flush of a FUA write) that may block run here: never behind the space changes. */
     private final BackendLane flushLane;
+    /** Reads and writes that may block and have no io_uring to go to. */
+    private final BackendLane dataLane;
     /**
      * Backend work in flight on this namespace off the poll groups (queued or running); closed once the namespace's
      * backend is retired: from then on no work may start on it.
@@ -61,6 +69,7 @@ public final class Namespace {
     public BlockBackend backend() { return backend; }
     BackendLane spaceLane() { return spaceLane; }
     BackendLane flushLane() { return flushLane; }
+    BackendLane dataLane() { return dataLane; }
 
     /** Counts a use of the backend off the poll groups; false once retired (then the backend must not be used). */
     private volatile boolean deviceErrorLogged;

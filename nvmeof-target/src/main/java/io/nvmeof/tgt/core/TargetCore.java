@@ -63,6 +63,10 @@ public final class TargetCore {
     /** A backend step of a request; returns its NVMe status. */
     public interface BackendCall {
         int run(Request req) throws java.io.IOException;
+
+        /** Back on the request's queue thread, just before it completes with {@code status} (statistics). */
+        default void completing(Request req, int status) {
+        }
     }
 
     public TargetCore(TargetLimits limits) {
@@ -464,6 +468,8 @@ public final class TargetCore {
     public enum BackendKind {
         /** Write Zeroes, Deallocate: the namespace's space lane. */
         SPACE,
+        /** Reads, writes and compares that may block, where no io_uring takes them: the namespace's data lane. */
+        DATA,
         /** Flush: the namespace's flush lane (for NSID FFFFFFFFh, the subsystem's). */
         FLUSH,
         /**
@@ -483,7 +489,7 @@ public final class TargetCore {
     public void executeOffPollGroup(Request req, BackendKind kind, BackendCall call, int failure) {
         Namespace ns = req.ns;
         BackendLane lane = ns == null ? req.sq().controller().subsystem().flushAllLane()
-                : kind == BackendKind.SPACE ? ns.spaceLane() : ns.flushLane();
+                : kind == BackendKind.SPACE ? ns.spaceLane() : kind == BackendKind.DATA ? ns.dataLane() : ns.flushLane();
         BackendTicket ticket = new BackendTicket(req, call, failure, lane, ns, kind != BackendKind.FLUSH_OF_STORED_WRITE);
         if (!ticket.enter()) {
             req.errorLocation = Command.NSID;
@@ -502,7 +508,7 @@ public final class TargetCore {
     public static int backendWorkWaiting(Collection<Namespace> namespaces) {
         int n = 0;
         for (Namespace ns : namespaces) {
-            n += ns.spaceLane().waiting() + ns.flushLane().waiting();
+            n += ns.spaceLane().waiting() + ns.flushLane().waiting() + ns.dataLane().waiting();
         }
         return n;
     }

@@ -245,7 +245,7 @@ final class DataMover {
     }
 
     void placeReadBuffer(Request req) {
-        if (servedDirect(req)) {
+        if (servedByRing(req)) {
             req.data = DirectBuffers.allocate(req.transferLength); // the device DMAs into it, the socket sends from it
             return;
         }
@@ -255,16 +255,16 @@ final class DataMover {
 
     /** The buffer a write's H2CData goes into: for a namespace served direct, one the device can read as it is. */
     void placeWriteBuffer(Request req) {
-        if (servedDirect(req)) {
+        if (servedByRing(req)) {
             req.data = DirectBuffers.allocate(req.transferLength);
         } else {
             req.allocateData(false);
         }
     }
 
-    /** A command of a namespace served with direct I/O through this poll group's io_uring. */
-    private boolean servedDirect(Request req) {
-        return req.ns != null && req.ns.backend().directIo() != null && q.storageRing() != null;
+    /** A command of a file or block namespace served through this poll group's io_uring. */
+    private boolean servedByRing(Request req) {
+        return req.ns != null && req.ns.backend().ringFile() != null && q.storageRing() != null;
     }
 
     void fetchData(Request req) {
@@ -273,7 +273,7 @@ final class DataMover {
             return;
         }
         if (!q.pdus.dataDigest && q.sq.qid() != 0 && req.ns != null && req.cmd.opcode() == Opcodes.IO_WRITE
-                && !servedDirect(req)) {
+                && !req.ns.backend().ioMayBlock()) {
             // Each H2CData PDU's data goes from the receive buffer into the namespace as it arrives: no buffer for the
             // whole transfer, one copy fewer. Not under a data digest, which must be checked before the namespace
             // changes. A write the host does not finish leaves its blocks partly written, which NVMe allows for a

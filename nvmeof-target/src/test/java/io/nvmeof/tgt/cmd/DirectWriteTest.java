@@ -73,7 +73,7 @@ class DirectWriteTest {
     void inCapsuleDataIsTheWritesOwnCopyBeforeTheRingIsSubmitted() throws Exception {
         Path file = dir.resolve("ns.img");
         FileBackend backend = FileBackend.openFile(file, 1 << 20, false);
-        assertNotNull(backend.directIo());
+        assertNotNull(backend.ringFile());
         Namespace ns = new Namespace(1, backend, 4096, UUID.randomUUID(), null);
         RingTransport t = new RingTransport();
         SubmissionQueue sq = new SubmissionQueue(new TargetCore(TargetLimits.defaults()), t, 4);
