@@ -170,6 +170,70 @@ class DirectIoTest {
         }
     }
 
+    /**
+     * A backend that hands the poll groups a descriptor and says its own read and write are cheap (the SPI's default)
+     * is still written only through that descriptor. Before, NVMe/TCP stored each H2CData PDU of a large write
+     * straight into the namespace through {@code write()}, a buffered write, while the ring wrote the same file with
+     * O_DIRECT: the kernel then fails to invalidate the page cache ("Possible data corruption due to collision with
+     * buffered I/O"), records EIO on the file, and the next Flush or FUA write fails with Write Fault.
+     */
+    @Test
+    void aFileServedThroughTheRingIsNeverWrittenAroundIt() throws Exception {
+        Path file = dir.resolve("ns1.img");
+        FileBackend direct = FileBackend.openFile(file, 4L << 20, false);
+        java.util.concurrent.atomic.AtomicInteger around = new java.util.concurrent.atomic.AtomicInteger();
+        io.nvmeof.tgt.backend.BlockBackend cheapLooking = new io.nvmeof.tgt.backend.BlockBackend() {
+            @Override public long sizeBytes() { return direct.sizeBytes(); }
+            @Override public io.nvmeof.tgt.backend.RingFile ringFile() { return direct.ringFile(); }
+            @Override public void read(long offset, ByteBuffer dst) throws java.io.IOException {
+                around.incrementAndGet();
+                direct.read(offset, dst);
+            }
+            @Override public void write(long offset, ByteBuffer src) throws java.io.IOException {
+                around.incrementAndGet();
+                direct.write(offset, src);
+            }
+            @Override public void flush() throws java.io.IOException { direct.flush(); }
+            @Override public void writeZeroes(long offset, long length) throws java.io.IOException {
+                direct.writeZeroes(offset, length);
+            }
+            @Override public void deallocate(long offset, long length) throws java.io.IOException {
+                direct.deallocate(offset, length);
+            }
+            @Override public String describe() { return direct.describe(); }
+            @Override public void close() throws java.io.IOException { direct.close(); }
+        };
+        assertTrue(direct.ringFile().direct(), "served direct");
+        try (NvmeTarget target = start()) {
+            target.core().subsystem(NQN).addNamespace(
+                    new io.nvmeof.tgt.core.Namespace(1, cheapLooking, 4096, java.util.UUID.randomUUID()));
+            Random random = new Random(3232);
+            byte[] written = new byte[64 * 1024];
+            random.nextBytes(written);
+            try (NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                // 64 KiB: more than the 8 KiB of in-capsule data, so it comes in H2CData PDUs after an R2T.
+                List<Future<?>> writes = new ArrayList<>();
+                for (int lba = 0; lba < 1024; lba += 16) {
+                    ByteBuffer b = ByteBuffer.allocateDirect(written.length);
+                    b.put(written).flip();
+                    writes.add(lba % 64 == 0 ? ns.writeFua(lba, 16, b) : ns.write(lba, 16, b));
+                }
+                for (Future<?> f : writes) {
+                    f.get(10, TimeUnit.SECONDS);
+                }
+                ns.flush().get(10, TimeUnit.SECONDS);
+                ByteBuffer back = ByteBuffer.allocateDirect(written.length);
+                ns.read(512, 16, back).get(10, TimeUnit.SECONDS);
+                byte[] got = new byte[written.length];
+                back.get(got);
+                assertArrayEquals(written, got, "read back through the target");
+            }
+            assertEquals(0, around.get(), "reads and writes around the ring's O_DIRECT descriptor (buffered)");
+            assertArrayEquals(written, readFile(file, 992L * 4096, written.length), "in the file");
+        }
+    }
+
     @Test
     void smallAndUnalignedInCapsuleWritesAndOddSizesReadBack() throws Exception {
         Path file = dir.resolve("ns2.img");

@@ -273,11 +273,13 @@ final class DataMover {
             return;
         }
         if (!q.pdus.dataDigest && q.sq.qid() != 0 && req.ns != null && req.cmd.opcode() == Opcodes.IO_WRITE
-                && !req.ns.backend().ioMayBlock()) {
+                && !req.ns.backend().ioMayBlock() && req.ns.backend().ringFile() == null) {
             // Each H2CData PDU's data goes from the receive buffer into the namespace as it arrives: no buffer for the
             // whole transfer, one copy fewer. Not under a data digest, which must be checked before the namespace
             // changes. A write the host does not finish leaves its blocks partly written, which NVMe allows for a
-            // command that does not complete successfully (the host retries it or reports it failed).
+            // command that does not complete successfully (the host retries it or reports it failed). Never for a
+            // backend with a ring descriptor, whatever it says of its write(): a buffered write beside the ring's
+            // O_DIRECT ones leaves stale pages the kernel cannot drop, and it fails the file's next fsync with EIO.
             req.dataInNamespace = true;
         } else {
             if (!q.flow.chargeOrWait(req, FlowControl.WAIT_WRITE_BUFFER, false)) {
