@@ -170,6 +170,11 @@ public final class StorageRing implements AutoCloseable {
         pollScheduled = true;
     }
 
+    /** Whether a poll is queued: asked for by a request, or queued by the owner ({@link #pollQueued()}). */
+    public boolean pollIsQueued() {
+        return pollScheduled;
+    }
+
     /** Whether completions wait to be reaped (one memory read; for an owner about to sleep). */
     public boolean hasCompletions() {
         return ring.hasCompletions();

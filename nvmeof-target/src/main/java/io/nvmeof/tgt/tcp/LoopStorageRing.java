@@ -30,11 +30,14 @@ final class LoopStorageRing {
     static final int DEPTH = Integer.getInteger("nvmeof.uring.depth", StorageRing.DEFAULT_DEPTH);
 
     private static final FastThreadLocal<LoopStorageRing> RINGS = new FastThreadLocal<>();
+    /** Set on a loop whose ring could not be set up: it is not tried again per I/O (each try is a system call). */
+    private static final FastThreadLocal<Boolean> NO_RING = new FastThreadLocal<>();
     private static volatile boolean failureLogged;
 
     private final StorageRing ring;
     private final EventLoop loop;
     private final Runnable pollTask = this::pollTask;
+    private final Runnable wakeTask = this::wakeTask;
     private final AtomicBoolean parked = new AtomicBoolean();
     private final Thread waiter;
     private volatile boolean stopped;
@@ -69,12 +72,13 @@ final class LoopStorageRing {
     /** This loop's ring, set up now if it has none; null when it cannot have one (the namespace is served blocking). */
     static LoopStorageRing of(EventLoop loop) {
         LoopStorageRing r = RINGS.get();
-        if (r != null || !loop.inEventLoop()) {
+        if (r != null || !loop.inEventLoop() || NO_RING.get() != null) {
             return r;
         }
         try {
             r = new LoopStorageRing(loop, Math.abs(System.identityHashCode(loop) % 1000));
         } catch (UringException e) {
+            NO_RING.set(Boolean.TRUE);
             if (!failureLogged) {
                 failureLogged = true;
                 LOG.warn("no io_uring for the poll groups ({}): direct namespaces are served with blocking I/O",
@@ -145,8 +149,18 @@ final class LoopStorageRing {
                 if (!signaled) {
                     safetyNetWakeups++;
                 }
-                loop.execute(pollTask);
+                loop.execute(wakeTask);
             }
+        }
+    }
+
+    /**
+     * The waiter's wake-up, on the loop: polls unless a poll is queued already (a request that came meanwhile asked
+     * for one), so a wake-up and a request never start two chains of polls.
+     */
+    private void wakeTask() {
+        if (!ring.pollIsQueued()) {
+            pollTask();
         }
     }
 
