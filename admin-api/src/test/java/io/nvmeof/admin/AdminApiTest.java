@@ -175,6 +175,31 @@ class AdminApiTest {
         assertFalse(Files.exists(Path.of(buffered + "3")), "nor a file");
     }
 
+    /**
+     * Issue 32: a file or block namespace's queue depth to the device is its own choice, given to the namespace and kept
+     * in the document; on a RAM namespace, or out of 1..65535, it is refused and adds nothing.
+     */
+    @Test
+    void queueDepthIsAFileOrBlockChoiceGivenToTheNamespace() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+        String namespaces = "/api/v1/subsystems/" + NQN + "/namespaces";
+        String image = dir.resolve("images/shallow.img").toString();
+        HttpResponse<String> made = call("POST", namespaces, "{\"nsid\":1,\"backend\":\"file\",\"path\":\"" + image
+                + "\",\"size\":\"1MiB\",\"queueDepth\":4}");
+        assertEquals(201, made.statusCode(), made.body());
+        assertEquals(4, json(made).get("queueDepth").asInt(), made.body());
+        assertEquals(4, json(call("GET", namespaces + "/1", null)).get("queueDepth").asInt());
+        assertEquals(4, target.core().subsystem(NQN).namespace(1).deviceQueueDepth(), "the namespace has it");
+        problem(call("POST", namespaces, "{\"nsid\":2,\"size\":\"1MiB\",\"queueDepth\":4}"), 400,
+                "queueDepth is for file and block");
+        for (String bad : new String[] {"0", "65536", "-1", "\"deep\""}) {
+            problem(call("POST", namespaces, "{\"nsid\":2,\"backend\":\"file\",\"path\":\"" + image
+                    + "2\",\"size\":\"1MiB\",\"queueDepth\":" + bad + "}"), 400, "queueDepth");
+        }
+        assertEquals(404, call("GET", namespaces + "/2", null).statusCode(), "refusals added nothing");
+        assertFalse(Files.exists(Path.of(image + "2")), "nor a file");
+    }
+
     @Test
     void subsystemsNamespacesAndHostsLifeCycle() throws Exception {
         HttpResponse<String> created = call("POST", "/api/v1/subsystems",

@@ -264,6 +264,9 @@ final class AdminCommand {
         @Option(names = "--buffered-io", description = "file or block: through the page cache (default: direct I/O,"
                 + " as nvmet without buffered_io)")
         boolean bufferedIo;
+        @Option(names = "--queue-depth", description = "file or block: requests at the device at once per poll group"
+                + " (default: as many as the poll group's io_uring takes, 128)")
+        Integer queueDepth;
 
         @Override
         public Integer call() throws Exception {
@@ -288,6 +291,9 @@ final class AdminCommand {
             }
             if (bufferedIo) {
                 b.put("bufferedIo", true);
+            }
+            if (queueDepth != null) {
+                b.put("queueDepth", queueDepth);
             }
             if (blockSize != null) {
                 b.put("blockSize", blockSize);

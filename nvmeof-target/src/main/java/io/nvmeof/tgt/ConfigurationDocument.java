@@ -146,6 +146,6 @@ final class ConfigurationDocument {
         // As asked: a namespace served buffered only because direct I/O is unavailable here is saved as direct.
         Boolean bufferedIo = n != null ? n.bufferedIo() : null;
         return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
-                sparse, bufferedIo);
+                sparse, bufferedIo, n != null ? n.queueDepth() : null);
     }
 }

@@ -250,6 +250,16 @@ public final class NvmeTarget implements AutoCloseable {
             throw new IllegalArgumentException(which + ": bufferedIo is for file and block namespaces (a ram"
                     + " namespace has no page cache to go through or around)");
         }
+        if (n.queueDepth() != null) {
+            if ("ram".equals(kind)) {
+                throw new IllegalArgumentException(which + ": queueDepth is for file and block namespaces (a ram"
+                        + " namespace has no device to queue for)");
+            }
+            if (n.queueDepth() < 1 || n.queueDepth() > 65535) {
+                throw new IllegalArgumentException(which + ": queueDepth must be 1 to 65535 (requests at the device at"
+                        + " once per poll group), got " + n.queueDepth());
+            }
+        }
         BlockBackend backend;
         switch (kind) {
             case "ram":
@@ -276,6 +286,9 @@ public final class NvmeTarget implements AutoCloseable {
                         + " logical block size); give blockSize " + dio.offsetAlignment() + " or a multiple of it");
             }
             Namespace ns = new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n, kind), nguid);
+            if (n.queueDepth() != null) {
+                ns.limitDeviceQueue(n.queueDepth());
+            }
             backends.add(backend);
             return ns;
         } catch (RuntimeException e) {

@@ -129,37 +129,46 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
      *                is created (SPDK's Malloc bdev does), so writes never pay for it
      * @param bufferedIo file and block only: true serves the namespace through the page cache (nvmet's
      *                {@code buffered_io}); null or false with direct I/O (O_DIRECT through the poll groups' io_uring)
+     * @param queueDepth file and block only: the namespace's reads, writes and flushes at the device at once per poll
+     *                group (1 to 65535); null: as many as the poll group's ring takes (128 by default)
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
-            String nguid, Boolean sparse, Boolean bufferedIo) {
+            String nguid, Boolean sparse, Boolean bufferedIo, Integer queueDepth) {
+        public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
+                String nguid, Boolean sparse, Boolean bufferedIo) {
+            this(nsid, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, null);
+        }
+
         public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
                 String nguid, Boolean sparse) {
-            this(nsid, backend, size, blockSize, path, uuid, nguid, sparse, null);
+            this(nsid, backend, size, blockSize, path, uuid, nguid, sparse, null, null);
         }
 
         public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
                 String nguid) {
-            this(nsid, backend, size, blockSize, path, uuid, nguid, null, null);
+            this(nsid, backend, size, blockSize, path, uuid, nguid, null, null, null);
         }
 
         public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid) {
-            this(nsid, backend, size, blockSize, path, uuid, null, null, null);
+            this(nsid, backend, size, blockSize, path, uuid, null, null, null, null);
         }
 
         /** This namespace with {@code id} as its NSID. */
         public NamespaceConfig withNsid(long id) {
-            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo);
+            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, queueDepth);
         }
 
         /** This namespace with another size (bytes or with a unit). */
         public NamespaceConfig withSize(String newSize) {
-            return new NamespaceConfig(nsid, backend, newSize, blockSize, path, uuid, nguid, sparse, bufferedIo);
+            return new NamespaceConfig(nsid, backend, newSize, blockSize, path, uuid, nguid, sparse, bufferedIo,
+                    queueDepth);
         }
 
         /** This namespace with its memory committed on first write ({@code true}) or up front. */
         public NamespaceConfig withSparse(boolean on) {
-            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null, bufferedIo);
+            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null, bufferedIo,
+                    queueDepth);
         }
     }
 

@@ -65,7 +65,25 @@ public final class Namespace {
      */
     private final io.nvmeof.tgt.backend.UseCount backendUsers = new io.nvmeof.tgt.backend.UseCount();
 
+    /** Device requests of this namespace in flight at once per poll group; 0: as many as the poll group's ring. */
+    private int deviceQueueDepth;
+
     public long nsid() { return nsid; }
+
+    /** See {@link #limitDeviceQueue}. */
+    public int deviceQueueDepth() { return deviceQueueDepth; }
+
+    /**
+     * At most {@code depth} of this namespace's reads, writes and flushes at the device at once per poll group (its
+     * ring); more wait in their order. Set before the namespace is added to a subsystem.
+     */
+    public Namespace limitDeviceQueue(int depth) {
+        if (depth < 1) {
+            throw new IllegalArgumentException("queue depth must be at least 1, got " + depth);
+        }
+        this.deviceQueueDepth = depth;
+        return this;
+    }
     public BlockBackend backend() { return backend; }
     BackendLane spaceLane() { return spaceLane; }
     BackendLane flushLane() { return flushLane; }

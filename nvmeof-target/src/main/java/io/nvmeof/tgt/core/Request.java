@@ -100,6 +100,8 @@ public final class Request {
     long ringOffset;
     int ringFlags;
     StorageRing.Done ringDone;
+    /** Its namespace's share of the ring, while counted in it (a namespace with a queue depth of its own). */
+    StorageRing.NamespaceShare ringShare;
     /** Its queue closed while the kernel had it: released, with the counts below given back, at its completion. */
     boolean ringOrphan;
     Namespace ringOrphanNs;
@@ -154,6 +156,7 @@ public final class Request {
         ring = null;
         ringTag = -1;
         ringDone = null;
+        ringShare = null;
         connectHeldSince = 0;
     }
 

@@ -11,7 +11,9 @@ import org.slf4j.LoggerFactory;
  * group the same way): reads, writes and flushes are prepared as commands run, handed to the kernel together by
  * {@link #poll()} (one {@code io_uring_enter} per batch), and completed on the same thread when {@link #poll()} reaps
  * them. Nothing blocks: a full ring leaves requests waiting here in their order, never spinning on the ring or dropping
- * them; the device sees up to {@link #depth()} requests of this poll group at once.
+ * them; the device sees up to {@link #depth()} requests of this poll group at once, and up to a namespace's own
+ * {@link Namespace#deviceQueueDepth()} of that namespace's (the rest wait in their namespace's order, without holding
+ * up other namespaces' requests).
  *
  * <p>The poll group calls {@link #poll()} while {@link #busy()}: an RDMA poll group in its polling loop, a NVMe/TCP
  * event loop through the task {@code schedulePoll} queues (it runs after the loop's current batch of reads, so the
@@ -47,6 +49,13 @@ public final class StorageRing implements AutoCloseable {
     private int freeCount;
     /** Requests the ring had no room for, oldest first. */
     private final ArrayDeque<Request> waiting;
+    /**
+     * Per namespace with a queue depth of its own: its requests in the ring or waiting for room ({@code inRing}), and
+     * those held back by its depth, oldest first. An entry stays while its namespace lives (none is made per I/O).
+     */
+    private final java.util.IdentityHashMap<Namespace, NamespaceShare> shares = new java.util.IdentityHashMap<>();
+    /** Requests held back by their namespace's depth, all namespaces together. */
+    private int heldBack;
     /** Runs {@link #poll()} soon on this poll group's thread (TCP: the event loop's task queue); null: polled anyway. */
     private final Runnable schedulePoll;
     private boolean pollScheduled;
@@ -94,6 +103,12 @@ public final class StorageRing implements AutoCloseable {
         start(r, OP_FLUSH, fd, 0, 0, 0, 0, done);
     }
 
+    /** One namespace's part of this ring (see {@link #shares}). */
+    static final class NamespaceShare {
+        int inRing;
+        final ArrayDeque<Request> heldBack = new ArrayDeque<>();
+    }
+
     private void start(Request r, byte op, int fd, long address, int length, long offset, int flags, Done done) {
         r.ringOp = op;
         r.ringFd = fd;
@@ -103,12 +118,50 @@ public final class StorageRing implements AutoCloseable {
         r.ringFlags = flags;
         r.ringDone = done;
         r.ring = this;
-        if (!waiting.isEmpty() || !prepare(r)) {
-            waiting.addLast(r); // in order behind those already waiting
+        int limit = r.ns != null ? r.ns.deviceQueueDepth() : 0;
+        NamespaceShare share = limit > 0 ? shareOf(r.ns) : null;
+        if (share != null && (share.inRing >= limit || !share.heldBack.isEmpty())) {
+            share.heldBack.addLast(r); // in order behind the namespace's others
+            heldBack++;
+        } else {
+            enter(r, share);
         }
         if (schedulePoll != null && !pollScheduled) {
             pollScheduled = true;
             schedulePoll.run();
+        }
+    }
+
+    private NamespaceShare shareOf(Namespace ns) {
+        NamespaceShare share = shares.get(ns);
+        if (share == null) { // the namespace's first request on this poll group
+            if (shares.size() >= 64) {
+                shares.values().removeIf(idle -> idle.inRing == 0 && idle.heldBack.isEmpty()); // removed namespaces'
+            }
+            share = new NamespaceShare();
+            shares.put(ns, share);
+        }
+        return share;
+    }
+
+    /** Into the ring, or in line for room in it; counted in its namespace's share (if any). */
+    private void enter(Request r, NamespaceShare share) {
+        r.ringShare = share;
+        if (share != null) {
+            share.inRing++;
+        }
+        if (!waiting.isEmpty() || !prepare(r)) {
+            waiting.addLast(r); // in order behind those already waiting
+        }
+    }
+
+    /** A request of {@code share} left the ring (completed, or withdrawn while waiting): its next held back may enter. */
+    private void left(NamespaceShare share) {
+        share.inRing--;
+        Request next = share.heldBack.pollFirst();
+        if (next != null) {
+            heldBack--;
+            enter(next, share);
         }
     }
 
@@ -202,7 +255,7 @@ public final class StorageRing implements AutoCloseable {
 
     /** Whether requests are in the ring or wait for it. */
     public boolean busy() {
-        return ring.inFlight() > 0 || ring.prepared() > 0 || !waiting.isEmpty();
+        return ring.inFlight() > 0 || ring.prepared() > 0 || !waiting.isEmpty() || heldBack > 0;
     }
 
     /** Requests submitted to the device and not yet reaped, plus those prepared for the next submission. */
@@ -210,9 +263,9 @@ public final class StorageRing implements AutoCloseable {
         return ring.inFlight() + ring.prepared();
     }
 
-    /** Requests waiting for room in the ring. */
+    /** Requests waiting for room in the ring, or held back by their namespace's queue depth. */
     public int waiting() {
-        return waiting.size();
+        return waiting.size() + heldBack;
     }
 
     /** Device requests completed through this ring since it was set up. */
@@ -228,6 +281,11 @@ public final class StorageRing implements AutoCloseable {
         freeTags[freeCount++] = tag;
         r.ringTag = -1;
         r.ring = null;
+        NamespaceShare share = r.ringShare;
+        if (share != null) {
+            r.ringShare = null;
+            left(share); // before the completion runs: it may start the namespace's next request
+        }
         if (r.ringOrphan) {
             r.ringOrphan = false;
             orphanDone(r);
@@ -243,7 +301,18 @@ public final class StorageRing implements AutoCloseable {
      * the device. False when it is in the ring already, or not here.
      */
     boolean withdraw(Request r) {
-        if (r.ringTag >= 0 || !waiting.remove(r)) {
+        if (r.ringTag >= 0) {
+            return false;
+        }
+        NamespaceShare share = r.ringShare;
+        if (waiting.remove(r)) {
+            r.ringShare = null;
+            if (share != null) {
+                left(share);
+            }
+        } else if (r.ns != null && (share = shares.get(r.ns)) != null && share.heldBack.remove(r)) {
+            heldBack--;
+        } else {
             return false;
         }
         r.ring = null;

@@ -155,4 +155,86 @@ class StorageRingTest {
             libc.close(fd);
         }
     }
+
+    /**
+     * A namespace with a queue depth of its own (one here) has at most that many requests in the ring; the rest wait in its
+     * order, and another namespace's requests go in past them (no head-of-line blocking). A held-back request whose
+     * queue closes is withdrawn and never reaches the kernel.
+     */
+    @Test
+    void aNamespaceQueueDepthHoldsBackOnlyThatNamespace() throws Exception {
+        int slowFd = fifo("slow");
+        int otherFd = fifo("other");
+        SubmissionQueue sq = new SubmissionQueue(new TargetCore(TargetLimits.defaults()), new FakeTransport(), 16);
+        SubmissionQueue closing = new SubmissionQueue(new TargetCore(TargetLimits.defaults()), new FakeTransport(), 4);
+        Namespace shallow = new Namespace(1, new io.nvmeof.tgt.backend.RamBackend(1 << 20), 512,
+                java.util.UUID.randomUUID()).limitDeviceQueue(1);
+        Namespace deep = new Namespace(2, new io.nvmeof.tgt.backend.RamBackend(1 << 20), 512, java.util.UUID.randomUUID());
+        List<Integer> order = new ArrayList<>();
+        try (FileOutputStream slow = new FileOutputStream(dir.resolve("slow").toFile());
+             FileOutputStream other = new FileOutputStream(dir.resolve("other").toFile());
+             StorageRing ring = new StorageRing(8, null)) {
+          try {
+            StorageRing.Done done = (req, res) -> {
+                order.add(req.transportState);
+                assertEquals(1, res);
+                req.sq().release(req);
+            };
+            for (int i = 0; i < 5; i++) {
+                Request r = withBuffer(sq);
+                r.ns = shallow;
+                r.transportState = i;
+                ring.read(r, slowFd, r.data.memoryAddress(), 1, 0, done);
+            }
+            Request withdrawn = withBuffer(closing);
+            withdrawn.ns = shallow;
+            withdrawn.transportState = 99;
+            ring.read(withdrawn, slowFd, withdrawn.data.memoryAddress(), 1, 0, done);
+            for (int i = 10; i < 13; i++) {
+                Request r = withBuffer(sq);
+                r.ns = deep;
+                r.transportState = i;
+                ring.read(r, otherFd, r.data.memoryAddress(), 1, 0, done);
+            }
+            ring.poll();
+            assertEquals(1 + 3, ring.inFlight(), "one of the shallow namespace's, all three of the other's");
+            assertEquals(5, ring.waiting(), "the shallow namespace's others wait");
+
+            closing.releaseAll(); // its connection is gone while its request is held back
+            assertFalse(withdrawn.inUse, "released at once");
+            assertEquals(4, ring.waiting(), "and withdrawn");
+
+            other.write(new byte[] {1, 2, 3});
+            other.flush();
+            awaitCompletions(ring, order, 3);
+            // (Reads the kernel has together on one FIFO may take its bytes in any order.)
+            assertEquals(List.of(10, 11, 12), order.stream().sorted().toList(), "the other namespace's went in and came"
+                    + " back past them");
+            for (int i = 0; i < 5; i++) {
+                slow.write(i);
+                slow.flush();
+                awaitCompletions(ring, order, 4 + i);
+                assertTrue(ring.inFlight() <= 1, "never more than one of the shallow namespace's: " + ring.inFlight());
+            }
+            assertEquals(List.of(0, 1, 2, 3, 4), order.subList(3, 8), "in the order they came");
+            assertFalse(ring.busy());
+            assertEquals(0, sq.inUse());
+            assertEquals(8, ring.completedRequests(), "the withdrawn one never went in");
+          } finally {
+            slow.write(new byte[16]); // whatever failed, nothing stays in the kernel: the ring's close waits for it
+            other.write(new byte[16]);
+          }
+        } finally {
+            libc.close(slowFd);
+            libc.close(otherFd);
+        }
+    }
+
+    private static void awaitCompletions(StorageRing ring, List<Integer> order, int count) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (order.size() < count && System.nanoTime() < deadline) {
+            ring.poll();
+        }
+        assertEquals(count, order.size(), "completions by now: " + order);
+    }
 }
