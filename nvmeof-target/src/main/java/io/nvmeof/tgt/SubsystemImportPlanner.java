@@ -319,6 +319,8 @@ final class SubsystemImportPlanner {
                 && (want.path() == null || want.path().equals(have.path()))
                 && (want.size() == null || TargetConfig.parseSize(want.size()) == TargetConfig.parseSize(have.size()))
                 && (want.blockSize() == null || want.blockSize().equals(have.blockSize()))
+                && (want.bufferedIo() == null || want.bufferedIo() == Boolean.TRUE.equals(have.bufferedIo()))
+                && (want.queueDepth() == null || want.queueDepth().equals(have.queueDepth()))
                 && (want.uuid() == null || want.uuid().equalsIgnoreCase(have.uuid()))
                 && (want.nguid() == null || want.nguid().equalsIgnoreCase(have.nguid() != null ? have.nguid()
                         : have.uuid().replace("-", "")));

@@ -121,6 +121,30 @@ class ConfigurationImportTest {
         assertEquals(List.of(7), live.listeners().stream().map(ListenerConfig::id).toList());
     }
 
+    /** A document that changes only a namespace's queueDepth or bufferedIo is a change: the namespace gets it. */
+    @Test
+    void aDocumentThatChangesOnlyQueueDepthOrBufferedIoChangesTheNamespace() throws Exception {
+        String image = dir.resolve("q.img").toString();
+        java.util.function.BiFunction<Boolean, Integer, TargetConfig> withFile = (buffered, depth) -> doc(
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", target.tcpPort(0), null, null, null)),
+                new SubsystemConfig(A, null, null, null, true, null,
+                        List.of(new NamespaceConfig(1L, "ram", "1MiB", 512, null, null),
+                                new NamespaceConfig(2L, "file", "1MiB", 512, image, null, null, null, buffered,
+                                        depth))));
+        live.importConfiguration(withFile.apply(null, null), ImportMode.REPLACE, false, n -> { });
+        assertEquals(0, target.core().subsystem(A).namespace(2).deviceQueueDepth());
+        ImportResult deeper = live.importConfiguration(withFile.apply(null, 8), ImportMode.REPLACE, false, n -> { });
+        assertTrue(!deeper.changes().isEmpty(), "a new queue depth is a change");
+        assertEquals(8, target.core().subsystem(A).namespace(2).deviceQueueDepth(), "and the namespace has it");
+        assertEquals(8, live.export().subsystems().get(0).namespaces().get(1).queueDepth());
+        ImportResult buffered = live.importConfiguration(withFile.apply(true, 8), ImportMode.REPLACE, false, n -> { });
+        assertTrue(!buffered.changes().isEmpty(), "bufferedIo is a change too");
+        io.nvmeof.tgt.backend.RingFile ring = target.core().subsystem(A).namespace(2).backend().ringFile();
+        assertTrue(ring == null || !ring.direct(), "served through the page cache now");
+        assertEquals(List.of(), live.importConfiguration(withFile.apply(true, 8), ImportMode.REPLACE, false, n -> { })
+                .changes(), "the same document again changes nothing");
+    }
+
     @Test
     void aFailureAnywhereChangesNothing() throws Exception {
         TargetConfig before = live.export();

@@ -24,7 +24,10 @@ import org.slf4j.LoggerFactory;
  * default (as nvmet's without {@code buffered_io}: no page cache, no readahead, many requests at the device at once),
  * through the page cache with {@code bufferedIo} or on a file system that refuses O_DIRECT (tmpfs, said once in the
  * log). Either way a poll group never waits for the file. Without io_uring the log says so once and the same I/O runs
- * on backend threads ({@link #ioMayBlock}). The channel stays for sizing, growing and the paths off the poll groups.
+ * on backend threads ({@link #ioMayBlock}). The channel stays for sizing, growing and the paths off the poll groups;
+ * while the file is served direct, {@link #read} and {@link #write} (a poll group without a ring, zeroes written where
+ * the file system cannot zero a range) use the direct descriptor too ({@link DirectPositionalIo}): page-cache I/O beside
+ * direct I/O on one file makes the kernel fail the next fsync with EIO.
  */
 public final class FileBackend implements BlockBackend {
     private static final Logger LOG = LoggerFactory.getLogger(FileBackend.class);
@@ -290,8 +293,20 @@ public final class FileBackend implements BlockBackend {
         return cached && offset >= 0 && length > 0 && offset + length <= size ? channel : null;
     }
 
+    /**
+     * Whether a read or write of {@code length} bytes at {@code offset} that does not go through a poll group's ring
+     * must still go around the page cache: the file is served direct (see {@link DirectPositionalIo}).
+     */
+    private boolean aroundPageCache(long offset, int length) {
+        return ringFile != null && ringFile.direct() && ringFile.fits(0, offset, length) && DirectPositionalIo.available();
+    }
+
     @Override
     public void read(long offset, ByteBuffer dst) throws IOException {
+        if (aroundPageCache(offset, dst.remaining())) {
+            DirectPositionalIo.read(direct.fd(), offset, dst);
+            return;
+        }
         while (dst.hasRemaining()) {
             int n = channel.read(dst, offset);
             if (n < 0) {
@@ -307,6 +322,10 @@ public final class FileBackend implements BlockBackend {
 
     @Override
     public void write(long offset, ByteBuffer src) throws IOException {
+        if (aroundPageCache(offset, src.remaining())) {
+            DirectPositionalIo.write(direct.fd(), offset, src);
+            return;
+        }
         while (src.hasRemaining()) {
             offset += channel.write(src, offset);
         }

@@ -103,19 +103,27 @@ final class LoopStorageRing {
             eventFdOn = false;
         }
         polling = true;
-        int reaped;
+        int reaped = 0;
+        boolean done = false;
         try {
             reaped = ring.pollFromTask();
+            done = true;
         } finally {
             polling = false;
             flushAfterPoll();
+            if (!done && ring.busy() && !ring.pollIsQueued()) {
+                // A completion threw (the loop logs it): the rest of the ring is still polled, not left until the
+                // next request comes.
+                ring.pollQueued();
+                loop.execute(pollTask);
+            }
         }
         long now = System.nanoTime();
         if (reaped > 0) {
             lastCompletion = now;
         }
-        if (!ring.busy()) {
-            return; // the next request asks for a poll
+        if (!ring.busy() || ring.pollIsQueued()) {
+            return; // the next request asks for a poll, or one that came during this poll has
         }
         if (now - lastCompletion < spinNanos) {
             ring.pollQueued();
