@@ -234,6 +234,66 @@ class DirectIoTest {
         }
     }
 
+    /** Pages of {@code file} in the page cache, as util-linux's fincore counts them. */
+    private static long residentPages(Path file) throws Exception {
+        Process p = new ProcessBuilder("fincore", "--noheadings", "--output", "PAGES", file.toString())
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes()).trim();
+        assumeTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0 && out.matches("\\d+"),
+                () -> "fincore (util-linux) is needed to see the page cache: " + out);
+        return Long.parseLong(out);
+    }
+
+    /**
+     * Where io_uring is refused (here: {@code -Dnvmeof.uring.disabled}, as a seccomp profile or io_uring_disabled
+     * would), a file namespace is still served with direct I/O: backend threads pread and pwrite its O_DIRECT
+     * descriptor, and the page cache is left alone. Before, it was served buffered.
+     */
+    @Test
+    void withoutIoUringAFileIsStillServedDirectByBackendThreads() throws Exception {
+        Path file = dir.resolve("no-ring.img");
+        byte[] big = new byte[64 << 10];
+        byte[] small = new byte[4096];
+        new Random(6).nextBytes(big);
+        new Random(7).nextBytes(small);
+        try (FileChannel probe = FileChannel.open(dir.resolve("probe"), StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE, com.sun.nio.file.ExtendedOpenOption.DIRECT)) {
+            assertTrue(probe.isOpen());
+        } catch (java.io.IOException | UnsupportedOperationException e) {
+            assumeTrue(false, "the temporary directory's file system refuses O_DIRECT: " + e);
+        }
+        System.setProperty(UringLibrary.DISABLED_PROPERTY, "true");
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "4MiB", 4096, file.toString(), null))) {
+            assertFalse(UringLibrary.isAvailable());
+            FileBackend backend = (FileBackend) target.core().subsystem(NQN).namespace(1).backend();
+            assertTrue(backend.ringFile() != null && backend.ringFile().direct(), "served direct all the same");
+            long cached = residentPages(file);
+            try (NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                ns.write(16, 16, ByteBuffer.allocateDirect(big.length).put(big).flip()).get(10, TimeUnit.SECONDS);
+                ns.writeFua(40, 1, ByteBuffer.allocateDirect(small.length).put(small).flip()).get(10, TimeUnit.SECONDS);
+                ns.flush().get(10, TimeUnit.SECONDS);
+                ByteBuffer back = ByteBuffer.allocateDirect(big.length);
+                ns.read(16, 16, back).get(10, TimeUnit.SECONDS);
+                byte[] got = new byte[big.length];
+                back.get(got);
+                assertArrayEquals(big, got, "read back");
+                for (Controller ctrl : target.core().controllers()) {
+                    if (ctrl.queue(1) != null && ctrl.queue(1).transport() instanceof TcpQueue t) {
+                        CompletableFuture<Boolean> hasRing = new CompletableFuture<>();
+                        t.execute(() -> hasRing.complete(t.storageRing() != null));
+                        assertFalse(hasRing.get(5, TimeUnit.SECONDS), "no poll group has a ring");
+                    }
+                }
+            }
+            assertEquals(cached, residentPages(file), "the page cache was left alone");
+        } finally {
+            System.clearProperty(UringLibrary.DISABLED_PROPERTY);
+        }
+        assertArrayEquals(big, readFile(file, 16 * 4096L, big.length), "in the file");
+        assertArrayEquals(small, readFile(file, 40 * 4096L, small.length), "in the file");
+    }
+
     @Test
     void smallAndUnalignedInCapsuleWritesAndOddSizesReadBack() throws Exception {
         Path file = dir.resolve("ns2.img");

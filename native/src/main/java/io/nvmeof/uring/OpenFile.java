@@ -58,7 +58,9 @@ public final class OpenFile implements AutoCloseable {
      * system (tmpfs before 6.6); EROFS/EACCES: a read-only device opened for writing.
      */
     public static OpenFile open(Path path, Mode mode) throws UringException {
-        UringLibrary.requireAvailable();
+        if (!UringLibrary.helperReady()) {
+            UringLibrary.requireAvailable(); // says why
+        }
         long[] info = new long[UringNative.nvu_file_info_length()];
         int fd = UringNative.nvu_open(path.toString(), mode.bits(), info);
         if (fd < 0) {

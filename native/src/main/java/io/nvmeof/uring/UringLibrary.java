@@ -21,6 +21,10 @@ public final class UringLibrary {
     private static volatile String reason;
     private static volatile boolean loaded;
     private static volatile boolean registered;
+    /** The helper is loaded and matches this jar: its file calls ({@link OpenFile}) work with or without io_uring. */
+    private static volatile boolean helperReady;
+    /** {@code -Dnvmeof.uring.disabled=true}: serve as where the kernel refuses io_uring (read when asked, not cached). */
+    public static final String DISABLED_PROPERTY = "nvmeof.uring.disabled";
 
     private UringLibrary() {
     }
@@ -32,6 +36,23 @@ public final class UringLibrary {
 
     /** Why io_uring cannot be used here, saying what to do; null when it can. */
     public static String unavailableReason() {
+        if (Boolean.getBoolean(DISABLED_PROPERTY)) {
+            return "switched off with -D" + DISABLED_PROPERTY;
+        }
+        ensureLoaded();
+        return reason;
+    }
+
+    /**
+     * True when the helper's file calls ({@link OpenFile}: open with O_DIRECT or exclusively, the device's block sizes,
+     * fallocate and discard) can be used, even where io_uring itself is refused.
+     */
+    public static boolean helperReady() {
+        ensureLoaded();
+        return helperReady;
+    }
+
+    private static void ensureLoaded() {
         if (!loaded) {
             synchronized (LOCK) {
                 if (!loaded) {
@@ -40,7 +61,6 @@ public final class UringLibrary {
                 }
             }
         }
-        return reason;
     }
 
     /** Throws {@link UringException} (ENOSYS) with {@link #unavailableReason()} unless {@link #isAvailable()}. */
@@ -98,6 +118,7 @@ public final class UringLibrary {
             return "the io_uring helper was built with other entry sizes (" + UringNative.nvu_sqe_size() + ", "
                     + UringNative.nvu_cqe_size() + ")";
         }
+        helperReady = true;
         long[] info = new long[UringNative.nvu_ring_info_length()];
         int r = UringNative.nvu_setup(2, 0, info);
         if (r < 0) {

@@ -13,12 +13,20 @@ public final class IdentifyNamespace extends Flyweight {
     public static final int NLBAF = 25;
     public static final int FLBAS = 26;
     public static final int DLFEAT = 33;
+    /** Preferred write granularity and alignment, deallocate granularity and alignment, optimal write size (NVMe 1.4). */
+    public static final int NPWG = 64;
+    public static final int NPWA = 66;
+    public static final int NPDG = 68;
+    public static final int NPDA = 70;
+    public static final int NOWS = 72;
     public static final int NGUID = 104;
     public static final int EUI64 = 120;
     public static final int LBAF0 = 128;
 
     /** NSFEAT bit 2: deallocated blocks read as zeroes... (DLFEAT says what they read as). */
     public static final int NSFEAT_THIN = 1;
+    /** NSFEAT bit 4 (OPTPERF): NPWG, NPWA, NPDG, NPDA and NOWS are defined. */
+    public static final int NSFEAT_OPTPERF = 0x10;
     /** DLFEAT: bits 2:0 = 001b deallocated blocks read as zeroes; bit 3: Write Zeroes may deallocate. */
     public static final int DLFEAT_READ_ZEROES = 0x1 | 0x8;
 
@@ -42,6 +50,15 @@ public final class IdentifyNamespace extends Flyweight {
     public IdentifyNamespace flbas(int v) { u8(FLBAS, v); return this; }
     public int dlfeat() { return u8(DLFEAT); }
     public IdentifyNamespace dlfeat(int v) { u8(DLFEAT, v); return this; }
+    /** NPWG, NPWA, NPDG, NPDA: 0-based numbers of logical blocks. */
+    public int npwg() { return u16(NPWG); }
+    public IdentifyNamespace npwg(int v) { u16(NPWG, v); return this; }
+    public int npwa() { return u16(NPWA); }
+    public IdentifyNamespace npwa(int v) { u16(NPWA, v); return this; }
+    public int npdg() { return u16(NPDG); }
+    public IdentifyNamespace npdg(int v) { u16(NPDG, v); return this; }
+    public int npda() { return u16(NPDA); }
+    public IdentifyNamespace npda(int v) { u16(NPDA, v); return this; }
     public void readNguid(byte[] dst16) { buffer.getBytes(offset + NGUID, dst16, 0, 16); }
     public IdentifyNamespace nguid(byte[] src16) { buffer.putBytes(offset + NGUID, src16, 0, 16); return this; }
     public void readEui64(byte[] dst8) { buffer.getBytes(offset + EUI64, dst8, 0, 8); }

@@ -71,6 +71,19 @@ public interface BlockBackend extends AutoCloseable {
         return false;
     }
 
+    /**
+     * The device's physical block size in bytes (BLKPBSZGET): writes of whole physical blocks avoid a read-modify-write
+     * in the device. 0 where unknown (RAM, files).
+     */
+    default int physicalBlockSize() {
+        return 0;
+    }
+
+    /** The device's discard granularity in bytes (sysfs {@code queue/discard_granularity}); 0 where unknown. */
+    default int discardGranularity() {
+        return 0;
+    }
+
     /** Every region {@link #pinnedRegion} has handed out, so a transport can drop its registrations of them. */
     default java.util.List<ByteBuffer> pinnedRegions() {
         return java.util.List.of();

@@ -48,6 +48,9 @@ public final class FileBackend implements BlockBackend {
     /** The descriptor the poll groups' io_uring uses (O_DIRECT or buffered), or null without io_uring. */
     private final OpenFile direct;
     private final RingFile ringFile;
+    /** A block device's physical block size and discard granularity in bytes; 0 for files or where unknown. */
+    private final int physicalBlockSize;
+    private final int discardGranularity;
 
     /** A file served buffered (through the page cache). */
     public FileBackend(Path path, long sizeBytes) throws IOException {
@@ -168,6 +171,8 @@ public final class FileBackend implements BlockBackend {
             throw e;
         }
         this.direct = d;
+        this.physicalBlockSize = device && d != null ? Math.max(0, d.physicalBlockSize()) : 0;
+        this.discardGranularity = device && d != null ? discardGranularityOf(d.deviceNumber()) : 0;
         this.ringFile = d == null ? null : d.mode().direct()
                 ? new RingFile(d.fd(), d.directMemoryAlignment(), d.directOffsetAlignment(), true)
                 : RingFile.buffered(d.fd());
@@ -180,12 +185,19 @@ public final class FileBackend implements BlockBackend {
      */
     private static OpenFile openForRing(Path path, boolean device, boolean wantDirect) throws IOException {
         if (!UringLibrary.isAvailable()) {
+            boolean direct = wantDirect && UringLibrary.helperReady();
             if (!noUringLogged) {
                 noUringLogged = true;
-                LOG.warn("io_uring is unavailable ({}): file and block namespaces are served buffered, by backend"
-                        + " threads (slower; the poll groups are not held up)", UringLibrary.unavailableReason());
+                LOG.warn("io_uring is unavailable ({}): file and block namespaces are served by backend threads, {}"
+                        + " (slower; the poll groups are not held up)", UringLibrary.unavailableReason(),
+                        UringLibrary.helperReady() ? "with direct I/O (pread/pwrite) unless bufferedIo"
+                                : "buffered (the native helper for direct I/O is missing too)");
             }
-            return null;
+            if (!direct) {
+                return null;
+            }
+            // The descriptor is opened direct all the same (and a block device exclusively): the backend threads read
+            // and write through it (DirectPositionalIo), as the ring would.
         }
         try {
             return OpenFile.open(path, new OpenFile.Mode(true, wantDirect, device, false));
@@ -205,6 +217,29 @@ public final class FileBackend implements BlockBackend {
     @Override
     public RingFile ringFile() {
         return ringFile;
+    }
+
+    @Override
+    public int physicalBlockSize() {
+        return physicalBlockSize;
+    }
+
+    @Override
+    public int discardGranularity() {
+        return discardGranularity;
+    }
+
+    /** sysfs's discard granularity of the device {@code major:minor} (a partition: its disk's); 0 where unknown. */
+    private static int discardGranularityOf(String majorMinor) {
+        Path dev = Path.of("/sys/dev/block", majorMinor);
+        for (Path queue : new Path[] {dev.resolve("queue"), dev.resolve("../queue")}) {
+            try {
+                return Integer.parseInt(Files.readString(queue.resolve("discard_granularity")).trim());
+            } catch (IOException | NumberFormatException e) {
+                // not this one (a partition has no queue of its own), or not readable: try the next, else unknown
+            }
+        }
+        return 0;
     }
 
     /** Opening a new file: only at its own name (see the constructor). */

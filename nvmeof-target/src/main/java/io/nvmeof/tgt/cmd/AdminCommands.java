@@ -251,6 +251,16 @@ public final class AdminCommands {
                 .lbaf(0, 0, ns.blockShift(), 0)
                 .nguid(ns.nguid())
                 .eui64(ns.eui64());
+        // A block device's physical block and discard granularity, in blocks, 0-based (as nvmet's bdev backend): hosts
+        // align and size their writes and deallocations to them (Linux: the block device's io_min, discard_granularity).
+        int physical = ns.backend().physicalBlockSize();
+        if (physical > 0) {
+            int blocks = Math.max(1, Math.min(physical >>> ns.blockShift(), 0x10000));
+            int discard = Math.max(1, Math.min(ns.backend().discardGranularity() >>> ns.blockShift(), 0x10000));
+            id.nsfeat(IdentifyNamespace.NSFEAT_OPTPERF)
+                    .npwg(blocks - 1).npwa(blocks - 1)
+                    .npdg(discard - 1).npda(discard - 1);
+        }
     }
 
     // ---- Log pages ----
