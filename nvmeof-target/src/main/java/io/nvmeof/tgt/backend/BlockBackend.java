@@ -48,14 +48,6 @@ public interface BlockBackend extends AutoCloseable {
     }
 
     /**
-     * For reads sent straight from the page cache ({@code sendfile}): the file whose bytes from {@code offset} to
-     * {@code offset + length} are the namespace's bytes at the same positions, or null when there is none (RAM).
-     */
-    default java.nio.channels.FileChannel fileHolding(long offset, int length) {
-        return null;
-    }
-
-    /**
      * The descriptor the poll group's io_uring reads and writes (direct or through the page cache), or null when this
      * backend is read and written through its own methods (RAM; a file where io_uring is unavailable).
      */

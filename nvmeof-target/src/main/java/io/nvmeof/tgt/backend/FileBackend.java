@@ -319,16 +319,6 @@ public final class FileBackend implements BlockBackend {
     }
 
     /**
-     * The file itself when it is served through the page cache (a namespace's byte N is the file's byte N): large
-     * reads go out by sendfile with no copy of ours. Served direct, none: the page cache is not where the data is.
-     */
-    @Override
-    public FileChannel fileHolding(long offset, int length) {
-        boolean cached = ringFile == null || !ringFile.direct();
-        return cached && offset >= 0 && length > 0 && offset + length <= size ? channel : null;
-    }
-
-    /**
      * Whether a read or write of {@code length} bytes at {@code offset} that does not go through a poll group's ring
      * must still go around the page cache: the file is served direct (see {@link DirectPositionalIo}).
      */

@@ -102,8 +102,8 @@ public final class IoCommands {
     }
 
     static void executeRead(Request req) {
-        if (req.sourceRegion != null || req.sourceFile != null) {
-            // The transport sends straight from the namespace's memory or file: nothing to copy here.
+        if (req.sourceRegion != null) {
+            // The transport sends straight from the namespace's memory: nothing to copy here.
             req.sq().countRead(req.transferLength);
             req.complete(Status.SUCCESS);
             return;

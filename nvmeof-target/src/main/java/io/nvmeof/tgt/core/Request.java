@@ -57,11 +57,6 @@ public final class Request {
      * fetchData), so there is no {@link #data} and the write has nothing left to copy.
      */
     public boolean dataInNamespace;
-    /**
-     * Reads sent from a file namespace's page cache (NVMe/TCP, {@code sendfile}): the file the transport sends the
-     * data from, at the same offset as the namespace's, instead of {@link #data}.
-     */
-    public java.nio.channels.FileChannel sourceFile;
     /** Native address of the read's first byte inside {@link #sourceRegion}. */
     public long sourceAddress;
     /** The transport's local key for {@link #sourceRegion}. */
@@ -142,7 +137,6 @@ public final class Request {
         storedData = null;
         dataInCapsule = false;
         sourceRegion = null;
-        sourceFile = null;
         dataInNamespace = false;
         sourceAddress = 0;
         sourceKey = 0;

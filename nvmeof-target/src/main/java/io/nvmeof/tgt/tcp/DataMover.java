@@ -3,7 +3,6 @@ package io.nvmeof.tgt.tcp;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import io.nvmeof.netty.BorrowedFileRegion;
 import io.nvmeof.netty.BorrowedMemoryBuf;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Opcodes;
@@ -51,13 +50,8 @@ final class DataMover {
     private final ArrayDeque<BorrowedMemoryBuf> freeWriteViews = new ArrayDeque<>();
     private final Consumer<BorrowedMemoryBuf> recycleReadView = v -> recycleView(freeReadViews, v);
     private final Consumer<BorrowedMemoryBuf> recycleWriteView = v -> recycleView(freeWriteViews, v);
-    /** File ranges that reads of file namespaces are sent from (sendfile), all made so far, and the free ones. */
-    private final List<BorrowedFileRegion> fileRegions = new ArrayList<>();
-    private final ArrayDeque<BorrowedFileRegion> freeFileRegions = new ArrayDeque<>();
-    private final Consumer<BorrowedFileRegion> recycleFileRegion = r -> recycleView(freeFileRegions, r);
     /** Statistics, read by the queue's getters: see there. */
     long zeroCopyReads;
-    long sendfileReads;
     long writesFromReceiveBuffer;
     long h2cDataIntoNamespace;
 
@@ -229,13 +223,6 @@ final class DataMover {
                 req.sourceAddress = BufferUtil.address(region) + req.ns.backend().pinnedRegionOffset(offset);
                 return true;
             }
-            if (req.transferLength >= TcpQueue.SENDFILE_MIN_BYTES) {
-                // A file namespace's page cache: the socket sends the data from there (sendfile), no copy of ours.
-                req.sourceFile = req.ns.backend().fileHolding(offset, req.transferLength);
-                if (req.sourceFile != null) {
-                    return true;
-                }
-            }
         }
         if (!q.flow.chargeOrWait(req, FlowControl.WAIT_READ_BUFFER, false)) {
             return false; // resumes through dataReady() once memory is given back
@@ -306,7 +293,7 @@ final class DataMover {
             return;
         }
         boolean hasData = Status.isSuccess(req.status) && req.direction == Request.DIR_CONTROLLER_TO_HOST
-                && (req.data != null || req.sourceRegion != null || req.sourceFile != null) && req.transferLength > 0;
+                && (req.data != null || req.sourceRegion != null) && req.transferLength > 0;
         if (hasData) {
             // With SQ flow control off, the C2HData SUCCESS flag replaces the response capsule (Linux does the same).
             boolean success = q.sq.flowControlDisabled() && !req.closeQueueAfterResponse;
@@ -334,10 +321,6 @@ final class DataMover {
         int length = req.transferLength;
         pdus.writeC2HDataHeader(req, success);
         ChannelHandlerContext ctx = q.ctx;
-        if (req.sourceFile != null) {
-            ctx.write(lendFile(req), ctx.voidPromise()); // never under a data digest (allocateReadData)
-            return;
-        }
         ByteBuf data = req.sourceRegion != null ? borrowView(req) : req.data;
         int digest = 0;
         if (pdus.dataDigest) {
@@ -356,17 +339,6 @@ final class DataMover {
         zeroCopyReads++;
         int offset = (int) (req.sourceAddress - BufferUtil.address(req.sourceRegion));
         return v.borrow(req.ns, req.sourceRegion, offset, req.transferLength);
-    }
-
-    /** The read's range of its file namespace, sent by sendfile; the channel releases it (back to us) once sent. */
-    private BorrowedFileRegion lendFile(Request req) {
-        BorrowedFileRegion r = freeFileRegions.pollFirst();
-        if (r == null) {
-            r = new BorrowedFileRegion(recycleFileRegion);
-            fileRegions.add(r);
-        }
-        sendfileReads++;
-        return r.borrow(req.ns, req.sourceFile, req.cmd.slba() << req.ns.blockShift(), req.transferLength);
     }
 
     private BorrowedMemoryBuf takeView(ArrayDeque<BorrowedMemoryBuf> free, Consumer<BorrowedMemoryBuf> recycler) {
@@ -394,11 +366,6 @@ final class DataMover {
     boolean sendsFrom(Namespace ns) {
         for (BorrowedMemoryBuf v : views) {
             if (v.holder() == ns) {
-                return true;
-            }
-        }
-        for (BorrowedFileRegion r : fileRegions) {
-            if (r.holder() == ns) {
                 return true;
             }
         }

@@ -27,11 +27,6 @@ import org.slf4j.LoggerFactory;
 public final class TcpQueue extends ByteToMessageDecoder implements TransportQueue {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
 
-    /**
-     * Reads of file namespaces at least this large are sent by sendfile from the page cache; smaller ones are read
-     * into a buffer and sent with the PDUs around them in one gathering write (sendfile is a system call of its own).
-     */
-    static final int SENDFILE_MIN_BYTES = Integer.getInteger("nvmeof.tcp.sendfileMinBytes", 16 << 10);
     /** Requests a connection has before its Connect: the Connect itself, and room for a host that pipelines. */
     static final int PRE_CONNECT_REQUESTS = 4;
 
@@ -215,10 +210,6 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return data.zeroCopyReads;
     }
 
-    /** Reads of file namespaces sent from the page cache by sendfile so far, for tests and statistics. */
-    public long sendfileReads() {
-        return data.sendfileReads;
-    }
 
     /** H2CData PDUs whose data went from the receive buffer straight into the namespace, for tests. */
     public long h2cDataIntoNamespace() {
