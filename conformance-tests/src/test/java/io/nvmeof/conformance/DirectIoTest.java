@@ -72,25 +72,6 @@ class DirectIoTest {
                 ConnectOptions.builder().ioQueues(1).queueDepth(128).build());
     }
 
-    /** The most requests any poll group's ring has completed (queues of one poll group share its ring). */
-    private static long ringCompletions(NvmeTarget target) throws Exception {
-        long most = 0;
-        for (Controller c : target.core().controllers()) {
-            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
-                SubmissionQueue q = c.queue(qid);
-                if (q != null && q.transport() instanceof TcpQueue t) {
-                    CompletableFuture<Long> v = new CompletableFuture<>();
-                    t.execute(() -> {
-                        StorageRing ring = t.storageRing();
-                        v.complete(ring == null ? -1 : ring.completedRequests());
-                    });
-                    most = Math.max(most, v.get(5, TimeUnit.SECONDS));
-                }
-            }
-        }
-        return most;
-    }
-
     private static byte[] readFile(Path p, long offset, int length) throws Exception {
         ByteBuffer b = ByteBuffer.allocate(length);
         try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
@@ -158,7 +139,7 @@ class DirectIoTest {
                     got.get(lba / 16).get((lba % 16) * 4096, actual);
                     assertArrayEquals(expected, actual, "block " + lba + " read through the target");
                 }
-                assertTrue(ringCompletions(target) >= 600 + 256, "the ring carried the I/O: " + ringCompletions(target));
+                assertTrue(TestTargets.ringCompletions(target) >= 600 + 256, "the ring carried the I/O: " + TestTargets.ringCompletions(target));
             }
             // Independently: the file holds what the host wrote.
             for (int lba = 0; lba < blocks; lba++) {
@@ -420,20 +401,20 @@ class DirectIoTest {
                 byte[] actual = new byte[bytes.length];
                 back.get(0, actual);
                 assertArrayEquals(bytes, actual);
-                assertTrue(ringCompletions(target) >= 1, "the write went through the ring");
-                long before = ringCompletions(target);
+                assertTrue(TestTargets.ringCompletions(target) >= 1, "the write went through the ring");
+                long before = TestTargets.ringCompletions(target);
                 ByteBuffer small = ByteBuffer.allocateDirect(4096);
                 ns.read(8, 8, small).get(10, TimeUnit.SECONDS);
                 byte[] part = new byte[4096];
                 small.get(0, part);
                 assertArrayEquals(java.util.Arrays.copyOfRange(bytes, 4096, 8192), part);
-                assertEquals(before + 1, ringCompletions(target), "the small read went through the ring");
+                assertEquals(before + 1, TestTargets.ringCompletions(target), "the small read went through the ring");
                 // A large one too: never sent by sendfile from the page cache, which would read a page that is not
                 // there on the poll group's thread.
                 ns.read(0, 64, back.clear()).get(10, TimeUnit.SECONDS);
                 back.get(0, actual);
                 assertArrayEquals(bytes, actual);
-                assertEquals(before + 2, ringCompletions(target), "the 32 KiB read went through the ring");
+                assertEquals(before + 2, TestTargets.ringCompletions(target), "the 32 KiB read went through the ring");
             }
         }
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> start(

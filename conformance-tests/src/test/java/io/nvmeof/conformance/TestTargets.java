@@ -45,4 +45,26 @@ final class TestTargets {
         }
         return condition.getAsBoolean();
     }
+
+    /**
+     * Device requests completed by the io_uring of the target's NVMe/TCP I/O queues' poll groups: the most any one
+     * has (queues of one poll group share its ring; 0 without one).
+     */
+    static long ringCompletions(NvmeTarget target) throws Exception {
+        long most = 0;
+        for (io.nvmeof.tgt.core.Controller c : target.core().controllers()) {
+            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
+                io.nvmeof.tgt.core.SubmissionQueue q = c.queue(qid);
+                if (q != null && q.transport() instanceof io.nvmeof.tgt.tcp.TcpQueue t) {
+                    java.util.concurrent.CompletableFuture<Long> v = new java.util.concurrent.CompletableFuture<>();
+                    t.execute(() -> {
+                        io.nvmeof.tgt.core.StorageRing ring = t.storageRing();
+                        v.complete(ring == null ? 0 : ring.completedRequests());
+                    });
+                    most = Math.max(most, v.get(5, java.util.concurrent.TimeUnit.SECONDS));
+                }
+            }
+        }
+        return most;
+    }
 }

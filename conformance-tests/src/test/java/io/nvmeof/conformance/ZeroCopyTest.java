@@ -87,7 +87,7 @@ class ZeroCopyTest {
                     ns.write(lbas[i], sizes[i] / 512, ByteBuffer.allocateDirect(sizes[i]).put(data[i]).flip())
                             .get(10, TimeUnit.SECONDS);
                 }
-                long before = ringCompletions(target);
+                long before = TestTargets.ringCompletions(target);
                 for (int round = 0; round < 2; round++) {
                     for (int i = 0; i < sizes.length; i++) {
                         ByteBuffer dst = ByteBuffer.allocateDirect(sizes[i]);
@@ -95,18 +95,18 @@ class ZeroCopyTest {
                         assertArrayEquals(data[i], bytesOf(dst), "read of " + sizes[i] + " bytes, round " + round);
                     }
                 }
-                assertEquals(2 * sizes.length, ringCompletions(target) - before,
+                assertEquals(2 * sizes.length, TestTargets.ringCompletions(target) - before,
                         "every read through the ring, 16 KiB and more too");
                 assertEquals(0, sumOverIoQueues(target, TcpQueue::zeroCopyReads));
             }
             try (NvmeofController c = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", port, NQN),
                     ConnectOptions.builder().dataDigest(true).build())) {
                 assertTrue(TestTargets.eventually(() -> target.core().controllers().size() == 1, 10_000));
-                long before = ringCompletions(target);
+                long before = TestTargets.ringCompletions(target);
                 ByteBuffer dst = ByteBuffer.allocateDirect(sizes[3]);
                 c.namespace(3).read(lbas[3], sizes[3] / 512, dst).get(10, TimeUnit.SECONDS);
                 assertArrayEquals(data[3], bytesOf(dst));
-                assertEquals(before + 1, ringCompletions(target), "under a data digest"
+                assertEquals(before + 1, TestTargets.ringCompletions(target), "under a data digest"
                         + " too");
             }
         }
@@ -153,25 +153,6 @@ class ZeroCopyTest {
             }
             assertEquals(Status.SUCCESS, admin.propertyGet(ControllerRegisters.CSTS, 4).status(), "still connected");
         }
-    }
-
-    /** Device requests the target's poll group's ring has completed (its one poll group: the queues share it). */
-    private static long ringCompletions(NvmeTarget target) throws Exception {
-        long most = 0;
-        for (Controller c : target.core().controllers()) {
-            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
-                SubmissionQueue q = c.queue(qid);
-                if (q != null && q.transport() instanceof TcpQueue t) {
-                    CompletableFuture<Long> v = new CompletableFuture<>();
-                    t.execute(() -> {
-                        io.nvmeof.tgt.core.StorageRing ring = t.storageRing();
-                        v.complete(ring == null ? 0 : ring.completedRequests());
-                    });
-                    most = Math.max(most, v.get(5, TimeUnit.SECONDS));
-                }
-            }
-        }
-        return most;
     }
 
     /** Runs {@code f} on each I/O queue's own thread and sums what it returns. */
