@@ -2,7 +2,8 @@ package io.nvmeof.uring;
 
 /**
  * JNA direct mapping of libnvmeofuring.so (native/src/main/uring/nvmeof_uring.c documents each function). Registered by
- * {@link UringLibrary}; every public entry point checks {@link UringLibrary#requireAvailable()} first.
+ * {@link UringLibrary}; every public entry point checks {@link UringLibrary#requireAvailable()} first (the file calls
+ * of {@link OpenFile}: {@link UringLibrary#helperReady()}, which holds where io_uring itself is refused).
  *
  * <p>Only primitive arguments on what runs per batch ({@link #nvu_enter}): one JNI transition, no conversion. The
  * control path uses {@code long[]} outputs, which JNA copies.

@@ -84,6 +84,10 @@ final class ConfigurationChecks {
                 throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": " + e.getMessage());
             }
         }
+        if (n.queueDepth() != null && (n.queueDepth() < 1 || n.queueDepth() > 65535)) {
+            throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": queueDepth must be 1 to 65535, got "
+                    + n.queueDepth());
+        }
         if (n.uuid() != null) {
             try {
                 java.util.UUID.fromString(n.uuid());

@@ -98,6 +98,18 @@ final class SubsystemImportPlanner {
             if (have != null && sameNamespace(n, have)) {
                 continue;
             }
+            if (have != null && sameNamespace(n.withQueueDepth(have.queueDepth()), have)) {
+                planQueueDepth(s.nqn(), sub, n, have); // only the depth differs: set on the live namespace
+                result.put(n.nsid(), have.withQueueDepth(n.queueDepth()));
+                continue;
+            }
+            if (have != null && (n.path() == null || n.path().equals(have.path())) && n.bufferedIo() != null
+                    && n.bufferedIo() != Boolean.TRUE.equals(have.bufferedIo())) {
+                // Reopening the same file or device the other way: a block device is held exclusively by the live
+                // namespace (the new open would fail), and buffered writes still draining would meet direct ones.
+                throw conflict("namespace " + n.nsid() + " of " + s.nqn() + ": bufferedIo changes how its "
+                        + have.backend() + " is opened; remove the namespace and add it again to change it");
+            }
             if (have != null && mode == ImportMode.MERGE) {
                 throw conflict("namespace " + n.nsid() + " of " + s.nqn() + " exists and differs from the document's;"
                         + " remove it first or import with mode replace");
@@ -139,6 +151,17 @@ final class SubsystemImportPlanner {
             }));
         }
         planHosts(s, sub);
+    }
+
+    /** Sets a namespace's queue depth to its device in place: no reopening (a block device is held exclusively). */
+    private void planQueueDepth(String nqn, Subsystem sub, NamespaceConfig want, NamespaceConfig have) {
+        if ("ram".equals(have.backend())) {
+            throw invalid("namespace " + want.nsid() + " of " + nqn + ": queueDepth is for file and block namespaces");
+        }
+        int depth = want.queueDepth();
+        Namespace live = sub.namespace(want.nsid()); // the object itself: a recreated subsystem moves it
+        plan.steps.add(commitOnly("set the queue depth of namespace " + want.nsid() + " of " + nqn + " to " + depth,
+                () -> live.limitDeviceQueue(depth)));
     }
 
     /**

@@ -121,9 +121,13 @@ class ConfigurationImportTest {
         assertEquals(List.of(7), live.listeners().stream().map(ListenerConfig::id).toList());
     }
 
-    /** A document that changes only a namespace's queueDepth or bufferedIo is a change: the namespace gets it. */
+    /**
+     * A document that changes only a namespace's queueDepth sets it on the live namespace, which is not reopened (a
+     * block device is held exclusively by it: a reopen fails). One that changes bufferedIo of the same file is refused,
+     * saying to remove and add the namespace, and changes nothing. Before, both imports were taken as no change.
+     */
     @Test
-    void aDocumentThatChangesOnlyQueueDepthOrBufferedIoChangesTheNamespace() throws Exception {
+    void queueDepthChangesInPlaceAndBufferedIoIsRefused() throws Exception {
         String image = dir.resolve("q.img").toString();
         java.util.function.BiFunction<Boolean, Integer, TargetConfig> withFile = (buffered, depth) -> doc(
                 List.of(new ListenerConfig(1, "tcp", "127.0.0.1", target.tcpPort(0), null, null, null)),
@@ -132,17 +136,27 @@ class ConfigurationImportTest {
                                 new NamespaceConfig(2L, "file", "1MiB", 512, image, null, null, null, buffered,
                                         depth))));
         live.importConfiguration(withFile.apply(null, null), ImportMode.REPLACE, false, n -> { });
-        assertEquals(0, target.core().subsystem(A).namespace(2).deviceQueueDepth());
-        ImportResult deeper = live.importConfiguration(withFile.apply(null, 8), ImportMode.REPLACE, false, n -> { });
-        assertTrue(!deeper.changes().isEmpty(), "a new queue depth is a change");
-        assertEquals(8, target.core().subsystem(A).namespace(2).deviceQueueDepth(), "and the namespace has it");
-        assertEquals(8, live.export().subsystems().get(0).namespaces().get(1).queueDepth());
-        ImportResult buffered = live.importConfiguration(withFile.apply(true, 8), ImportMode.REPLACE, false, n -> { });
-        assertTrue(!buffered.changes().isEmpty(), "bufferedIo is a change too");
-        io.nvmeof.tgt.backend.RingFile ring = target.core().subsystem(A).namespace(2).backend().ringFile();
-        assertTrue(ring == null || !ring.direct(), "served through the page cache now");
-        assertEquals(List.of(), live.importConfiguration(withFile.apply(true, 8), ImportMode.REPLACE, false, n -> { })
+        Namespace file = target.core().subsystem(A).namespace(2);
+        assertEquals(0, file.deviceQueueDepth());
+        ImportResult deeper = live.importConfiguration(withFile.apply(null, 8), ImportMode.MERGE, false, n -> { });
+        assertEquals(List.of("set the queue depth of namespace 2 of " + A + " to 8"), deeper.changes());
+        assertSame(file, target.core().subsystem(A).namespace(2), "not reopened");
+        assertEquals(8, file.deviceQueueDepth(), "the live namespace has it");
+        assertEquals(8, live.export().subsystems().get(0).namespaces().get(1).queueDepth(), "and the document");
+        assertEquals(List.of(), live.importConfiguration(withFile.apply(null, 8), ImportMode.REPLACE, false, n -> { })
                 .changes(), "the same document again changes nothing");
+        ConfigurationException bad = assertThrows(ConfigurationException.class,
+                () -> live.importConfiguration(withFile.apply(null, 0), ImportMode.REPLACE, false, n -> { }));
+        assertTrue(bad.getMessage().contains("queueDepth must be 1 to 65535"), bad.getMessage());
+
+        TargetConfig before = live.export();
+        ConfigurationException refused = assertThrows(ConfigurationException.class,
+                () -> live.importConfiguration(withFile.apply(true, 8), ImportMode.REPLACE, false, n -> { }));
+        assertEquals(ConfigurationException.Kind.CONFLICT, refused.kind());
+        assertTrue(refused.getMessage().contains("remove the namespace and add it again"), refused.getMessage());
+        assertSame(file, target.core().subsystem(A).namespace(2), "nothing changed");
+        assertEquals(before, live.export());
+        assertEquals(8, file.deviceQueueDepth());
     }
 
     @Test

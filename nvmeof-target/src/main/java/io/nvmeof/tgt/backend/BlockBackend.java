@@ -49,7 +49,9 @@ public interface BlockBackend extends AutoCloseable {
 
     /**
      * The descriptor the poll group's io_uring reads and writes (direct or through the page cache), or null when this
-     * backend is read and written through its own methods (RAM; a file where io_uring is unavailable).
+     * backend is read and written through its own methods (RAM; a file where even the native helper is missing). Where
+     * a poll group has no ring, a backend with a descriptor is still read and written through its own methods, which
+     * must then use the descriptor the same way (direct or not).
      */
     default RingFile ringFile() {
         return null;

@@ -50,14 +50,11 @@ final class DirectPositionalIo {
         ByteBuf bounce = DirectBuffers.allocate(length);
         try {
             long address = bounce.memoryAddress();
-            int done = 0;
-            while (done < length) {
-                long n = call(false, fd, address + done, length - done, offset + done);
-                if (n == 0) {
-                    bounce.setZero(done, length - done); // a file shorter than the namespace
-                    break;
-                }
-                done += (int) n;
+            long n = call(false, fd, address, length, offset);
+            if (n < length) {
+                // Only at the end of a file shorter than the namespace (direct reads are not cut short otherwise);
+                // the rest reads as zeroes, as the ring's reads do (another read there would be unaligned).
+                bounce.setZero((int) n, length - (int) n);
             }
             bounce.getBytes(0, dst);
         } finally {
@@ -72,14 +69,12 @@ final class DirectPositionalIo {
         try {
             bounce.setBytes(0, src.duplicate());
             long address = bounce.memoryAddress();
-            int done = 0;
-            while (done < length) {
-                long n = call(true, fd, address + done, length - done, offset + done);
-                if (n <= 0) {
-                    throw new IOException("pwrite of " + (length - done) + " bytes at " + (offset + done)
-                            + " wrote nothing");
-                }
-                done += (int) n;
+            long n = call(true, fd, address, length, offset);
+            if (n < length) {
+                // A direct write cut short: the device or file system is out of space (as the ring's writes read it);
+                // writing the rest would be unaligned.
+                throw new IOException("pwrite of " + length + " bytes at " + offset + " wrote " + n
+                        + ": out of space (ENOSPC)");
             }
             src.position(src.limit());
         } finally {

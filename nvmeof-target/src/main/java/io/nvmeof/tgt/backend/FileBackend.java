@@ -45,9 +45,17 @@ public final class FileBackend implements BlockBackend {
     private final long lengthBefore;
     /** What any other name of the same storage has too (see {@link #identity}). */
     private final Object identity;
-    /** The descriptor the poll groups' io_uring uses (O_DIRECT or buffered), or null without io_uring. */
+    /**
+     * The descriptor the poll groups' io_uring uses (O_DIRECT or buffered), and backend threads where there is no ring;
+     * null only where the native helper is missing, or io_uring is unavailable for a bufferedIo namespace.
+     */
     private final OpenFile direct;
     private final RingFile ringFile;
+    /**
+     * Backend threads using {@link #direct}'s descriptor number for pread/pwrite: it is closed by whoever leaves it
+     * unused (a close under a call would let a file opened meanwhile take the number, and the write land there).
+     */
+    private final UseCount directUsers = new UseCount();
     /** A block device's physical block size and discard granularity in bytes; 0 for files or where unknown. */
     private final int physicalBlockSize;
     private final int discardGranularity;
@@ -180,7 +188,7 @@ public final class FileBackend implements BlockBackend {
 
     /**
      * The descriptor for the poll groups' io_uring: O_DIRECT when {@code wantDirect} and the file system takes it,
-     * else through the page cache; null where io_uring is unavailable. A block device is opened exclusively: one that
+     * else through the page cache; without io_uring, only a direct one (else null). A block device is opened exclusively: one that
      * is mounted or held by another exporter is refused.
      */
     private static OpenFile openForRing(Path path, boolean device, boolean wantDirect) throws IOException {
@@ -326,10 +334,35 @@ public final class FileBackend implements BlockBackend {
         return ringFile != null && ringFile.direct() && ringFile.fits(0, offset, length) && DirectPositionalIo.available();
     }
 
+    private void enterDirect() throws IOException {
+        if (!directUsers.enter()) {
+            throw new IOException(describe() + " is closed");
+        }
+    }
+
+    private void exitDirect() {
+        if (directUsers.exit()) {
+            closeDirect(); // closed meanwhile: the last user out closes the descriptor
+        }
+    }
+
+    private void closeDirect() {
+        try {
+            direct.close();
+        } catch (UringException e) {
+            LOG.warn("closing the direct descriptor of {}: {}", describe(), e.getMessage());
+        }
+    }
+
     @Override
     public void read(long offset, ByteBuffer dst) throws IOException {
         if (aroundPageCache(offset, dst.remaining())) {
-            DirectPositionalIo.read(direct.fd(), offset, dst);
+            enterDirect();
+            try {
+                DirectPositionalIo.read(direct.fd(), offset, dst);
+            } finally {
+                exitDirect();
+            }
             return;
         }
         while (dst.hasRemaining()) {
@@ -348,7 +381,12 @@ public final class FileBackend implements BlockBackend {
     @Override
     public void write(long offset, ByteBuffer src) throws IOException {
         if (aroundPageCache(offset, src.remaining())) {
-            DirectPositionalIo.write(direct.fd(), offset, src);
+            enterDirect();
+            try {
+                DirectPositionalIo.write(direct.fd(), offset, src);
+            } finally {
+                exitDirect();
+            }
             return;
         }
         while (src.hasRemaining()) {
@@ -410,8 +448,8 @@ public final class FileBackend implements BlockBackend {
             space.close();
             channel.close();
         } finally {
-            if (direct != null) {
-                direct.close();
+            if (direct != null && directUsers.close()) {
+                direct.close(); // else the last backend thread using it closes it
             }
         }
     }
@@ -425,8 +463,8 @@ public final class FileBackend implements BlockBackend {
     public void discard() throws IOException {
         try {
             space.close();
-            if (direct != null) {
-                direct.close();
+            if (direct != null && directUsers.close()) {
+                direct.close(); // else the last backend thread using it closes it
             }
         } finally {
             undoOpening();

@@ -165,6 +165,11 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
                     queueDepth);
         }
 
+        /** This namespace with another queue depth to its device (null: the poll group's ring's). */
+        public NamespaceConfig withQueueDepth(Integer depth) {
+            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, depth);
+        }
+
         /** This namespace with its memory committed on first write ({@code true}) or up front. */
         public NamespaceConfig withSparse(boolean on) {
             return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null, bufferedIo,

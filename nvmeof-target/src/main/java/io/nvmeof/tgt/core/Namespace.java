@@ -66,7 +66,7 @@ public final class Namespace {
     private final io.nvmeof.tgt.backend.UseCount backendUsers = new io.nvmeof.tgt.backend.UseCount();
 
     /** Device requests of this namespace in flight at once per poll group; 0: as many as the poll group's ring. */
-    private int deviceQueueDepth;
+    private volatile int deviceQueueDepth;
 
     public long nsid() { return nsid; }
 
@@ -75,7 +75,8 @@ public final class Namespace {
 
     /**
      * At most {@code depth} of this namespace's reads, writes and flushes at the device at once per poll group (its
-     * ring); more wait in their order. Set before the namespace is added to a subsystem.
+     * ring); more wait in their order. May change live (an import): requests already in the ring stay, and the new
+     * depth holds for those that come.
      */
     public Namespace limitDeviceQueue(int depth) {
         if (depth < 1) {

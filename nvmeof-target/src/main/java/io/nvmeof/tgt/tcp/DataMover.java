@@ -26,8 +26,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Where a target queue's data moves: in-capsule data and H2CData into buffers or straight into the namespace, and a
- * read's data out behind its C2HData header, from a buffer, from namespace memory (zero copy) or from a file
- * (sendfile). It also checks a command's SGL against the transport and picks where its data lives.
+ * read's data out behind its C2HData header, from a buffer or from namespace memory (zero copy). It also checks a command's SGL against the transport and picks where its data lives.
  */
 final class DataMover {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueue.class);
