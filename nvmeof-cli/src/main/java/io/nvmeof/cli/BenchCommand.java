@@ -2,6 +2,9 @@ package io.nvmeof.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import io.nvmeof.cpu.CpuList;
+import io.nvmeof.cpu.ThreadPlacement;
+import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
@@ -66,8 +69,12 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print fio-compatible JSON on stdout")
     boolean json;
 
+    @Option(names = "--event-loop-cpus", paramLabel = "CPUS", description = "NVMe/TCP: run the event loop on this CPU"
+            + " alone (with --queues N, N loops on N CPUs: 2-3), as taskset -c writes them; the JVM's other threads run"
+            + " on the process's other CPUs. Default: the kernel places every thread")
+    String eventLoopCpus;
+
     private volatile boolean stop;
-    private volatile boolean measuring;
 
     @Override
     public Integer call() throws Exception {
@@ -80,7 +87,23 @@ final class BenchCommand implements Callable<Integer> {
         if (qd < 1 || queues < 1 || seconds < 1) {
             throw new IllegalArgumentException("--qd, --queues and --time must be at least 1");
         }
-        try (NvmeofController c = conn.connect(nqn, conn.builder().ioQueues(queues).queueDepth(Math.min(qd + 1, 1024)).build())) {
+        if (rampSeconds < 0) {
+            throw new IllegalArgumentException("--ramp must be 0 or more seconds");
+        }
+        ConnectOptions.Builder options = conn.builder().ioQueues(queues).queueDepth(Math.min(qd + 1, 1024));
+        ThreadPlacement placement = null;
+        if (eventLoopCpus != null) {
+            CpuList cpus;
+            try {
+                cpus = CpuList.parse(eventLoopCpus);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--event-loop-cpus: " + e.getMessage(), e);
+            }
+            placement = ThreadPlacement.start(cpus);
+            options.eventLoopThreads(cpus.size()).eventLoopPlacement(placement::pinned);
+        }
+        try (ThreadPlacement placed = placement;
+             NvmeofController c = conn.connect(nqn, options.build())) {
             NamespaceHandle ns = c.namespace(nsid);
             if (ioBytes % ns.blockSize() != 0 || ioBytes <= 0) {
                 throw new IllegalArgumentException("--bs " + bs + " is not a multiple of the block size " + ns.blockSize());
@@ -123,9 +146,10 @@ final class BenchCommand implements Callable<Integer> {
                     failure.compareAndSet(null, status < 0 ? "transport error " + status : Status.name(status));
                     return;
                 }
-                if (measuring) {
-                    recorder.recordValue(Math.max(1, now - started[slot]));
-                }
+                // Recorded during the warm-up too (and thrown away when it ends): a branch first taken when measuring
+                // starts is compiled then, and the JIT's recompiling of the whole completion path landed in the
+                // measured window as millisecond stalls (docs/performance.md, "Tails").
+                recorder.recordValue(Math.max(1, now - started[slot]));
                 if (!stop) {
                     submit(ns, write, random, slot, blocks, slots, inflight, buffers, started, sequential, submitted, self[0]);
                 }
@@ -134,17 +158,26 @@ final class BenchCommand implements Callable<Integer> {
             for (int i = 0; i < inflight; i++) {
                 submit(ns, write, random, i, blocks, slots, inflight, buffers, started, sequential, submitted, self[0]);
             }
-            Thread.sleep(rampSeconds * 1000L);
-            recorder.getIntervalHistogram(); // discard warm-up
-            measuring = true;
+            // The warm-up runs the same loop as the measurement and throws its seconds away: work first done when
+            // measuring starts (reading /proc through a heap buffer, here) changed the type profiles of the JDK's
+            // I/O methods the event loop shares, and the JIT's deoptimising and recompiling of the whole I/O path
+            // fell into the measured window as millisecond stalls (docs/performance.md, "Tails").
             long t0 = System.nanoTime();
             double cpu0 = cpuSeconds();
             double target0 = targetCpu != null ? targetCpu.seconds() : Double.NaN;
             Histogram total = new Histogram(3);
             Histogram h = null;
-            for (int s = 1; s <= seconds && failure.get() == null; s++) {
+            for (int s = 1 - rampSeconds; s <= seconds && failure.get() == null; s++) {
                 Thread.sleep(1000);
                 h = recorder.getIntervalHistogram(h); // recycled: the bench makes no garbage of its own per second
+                if (s <= 0) {
+                    if (s == 0) { // the end of the warm-up: measured from here
+                        t0 = System.nanoTime();
+                        cpu0 = cpuSeconds();
+                        target0 = targetCpu != null ? targetCpu.seconds() : Double.NaN;
+                    }
+                    continue;
+                }
                 total.add(h);
                 if (!json || System.console() != null) {
                     System.err.printf(Locale.ROOT, "\r[%3d/%ds] %s %.1fk IOPS, %.1f MiB/s, p99 %.1f us   ", s, seconds, rw,
@@ -152,7 +185,6 @@ final class BenchCommand implements Callable<Integer> {
                             h.getValueAtPercentile(99) / 1000.0);
                 }
             }
-            measuring = false;
             long elapsedNs = System.nanoTime() - t0;
             double cpu = cpuSeconds() - cpu0;
             double target = targetCpu != null ? targetCpu.seconds() - target0 : Double.NaN;

@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
                 CommandLine.HelpCommand.class})
 public final class Main {
     public static void main(String[] args) {
+        io.nvmeof.netty.EventLoops.configureNetty();
         // Netty samples buffers for leak reports by default, which records a stack trace now and then on the data
         // path: garbage per I/O that a storage process should not make. Asked for explicitly, it stays on.
         if (System.getProperty("io.netty.leakDetection.level") == null) {

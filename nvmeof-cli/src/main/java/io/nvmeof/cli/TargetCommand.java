@@ -48,6 +48,11 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = "--poll-groups", description = "Poll-group threads (default: one per core)")
     Integer pollGroups;
 
+    @Option(names = "--poll-group-cpus", paramLabel = "CPUS", description = "Run the poll groups on these CPUs, one"
+            + " each, as taskset -c writes them (2-3,6); the JVM's other threads (compilers, GC, timers) run on the"
+            + " process's other CPUs. Sets --poll-groups to their number. Default: the kernel places every thread")
+    String pollGroupCpus;
+
     @Option(names = "--busy-poll-us", paramLabel = "US", description = "Keep each NVMe/TCP poll group polling its"
             + " connections for US microseconds after its last work before it blocks (as SPDK's poll groups poll):"
             + " lower latency, at up to a core per busy poll group. 0, the default, blocks at once")
@@ -137,6 +142,14 @@ final class TargetCommand implements Callable<Integer> {
         }
         if (busyPollUs != null) {
             cfg = cfg.withBusyPollUs(busyPollUs);
+        }
+        if (pollGroupCpus != null) {
+            try {
+                io.nvmeof.cpu.CpuList.parse(pollGroupCpus);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--poll-group-cpus: " + e.getMessage(), e);
+            }
+            cfg = cfg.withPollGroupCpus(pollGroupCpus);
         }
         if (printConfig) {
             System.out.println(cfg.toJson());

@@ -158,6 +158,29 @@ class CliTest {
         assertTrue(err.contains("--busy-poll-us must be 0 (off) to 1000000"), err);
     }
 
+    /**
+     * --poll-group-cpus goes into the target's configuration; the bench's --event-loop-cpus runs its loop on the CPU
+     * given and gives every thread its CPUs back when it ends. Bad lists are one clear line.
+     */
+    @Test
+    void cpuPlacementIsAnOptionOfTheTargetAndOfTheBench() throws Exception {
+        String cfg = run(0, "target", "--no-admin", "--poll-group-cpus", "1", "--print-config")[0];
+        assertEquals("1", new ObjectMapper().readTree(cfg).at("/pollGroupCpus").asText(), cfg);
+        String bad = run(1, "target", "--no-admin", "--poll-group-cpus", "0-x", "--print-config")[1];
+        assertTrue(bad.contains("--poll-group-cpus: "), bad);
+        String badBench = run(1, "bench", "-s", port, "-n", NQN, "--time", "1", "--event-loop-cpus", "3-1")[1];
+        assertTrue(badBench.contains("--event-loop-cpus: "), badBench);
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.nvmeof.cpu.Affinity.unavailable() == null,
+                io.nvmeof.cpu.Affinity.unavailable());
+        io.nvmeof.cpu.CpuList allowed = io.nvmeof.cpu.Affinity.allowed();
+        org.junit.jupiter.api.Assumptions.assumeTrue(allowed.size() >= 2, "needs two CPUs: " + allowed);
+        String last = Integer.toString(allowed.toArray()[allowed.size() - 1]);
+        String out = run(0, "bench", "-s", port, "-n", NQN, "--qd", "2", "--time", "1", "--ramp", "0", "--json",
+                "--event-loop-cpus", last)[0];
+        assertTrue(new ObjectMapper().readTree(out).at("/jobs/0/read/total_ios").asLong() > 0, out);
+        assertEquals(allowed, io.nvmeof.cpu.Affinity.allowed(), "the bench gives the threads their CPUs back");
+    }
+
     @Test
     void failuresAreOneClearLineAndNonZeroExit() {
         String err = run(2, "read", "-s", port, "-n", "nqn.2026-11.io.nvmeof:missing", "-c", "1", "-o", "-")[1];

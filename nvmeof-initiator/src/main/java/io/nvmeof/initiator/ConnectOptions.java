@@ -41,6 +41,7 @@ public final class ConnectOptions {
     private final Duration cmEventTimeout;
     private final int eventLoopThreads;
     private final Duration busyPoll;
+    private final EventLoops.LoopPlacement eventLoopPlacement;
     private final int maxInlineData;
     private final Duration reconnectDelay;
     private final Duration ctrlLossTimeout;
@@ -60,6 +61,7 @@ public final class ConnectOptions {
         this.cmEventTimeout = b.cmEventTimeout;
         this.eventLoopThreads = b.eventLoopThreads;
         this.busyPoll = b.busyPoll;
+        this.eventLoopPlacement = b.eventLoopPlacement;
         this.maxInlineData = b.maxInlineData;
         this.reconnectDelay = b.reconnectDelay;
         this.ctrlLossTimeout = b.ctrlLossTimeout;
@@ -93,6 +95,7 @@ public final class ConnectOptions {
         b.cmEventTimeout = cmEventTimeout;
         b.eventLoopThreads = eventLoopThreads;
         b.busyPoll = busyPoll;
+        b.eventLoopPlacement = eventLoopPlacement;
         b.maxInlineData = maxInlineData;
         b.reconnectDelay = reconnectDelay;
         b.ctrlLossTimeout = ctrlLossTimeout;
@@ -125,6 +128,9 @@ public final class ConnectOptions {
     public int eventLoopThreads() { return eventLoopThreads; }
     /** NVMe/TCP: how long the queues' event loops poll without blocking after their last work (zero: not at all). */
     public Duration busyPoll() { return busyPoll; }
+
+    /** How the NVMe/TCP event-loop threads run: as the kernel places them, or kept to CPUs (see the builder). */
+    public EventLoops.LoopPlacement eventLoopPlacement() { return eventLoopPlacement; }
     /**
      * The cap set on in-capsule write data (the controller's IOCCSZ may lower it further; 0 disables in-capsule
      * writes), or -1: the transport's default (see {@link Builder#maxInlineData}).
@@ -161,6 +167,7 @@ public final class ConnectOptions {
         private Duration cmEventTimeout;
         private int eventLoopThreads = 1;
         private Duration busyPoll = Duration.ZERO;
+        private EventLoops.LoopPlacement eventLoopPlacement = EventLoops.LoopPlacement.NONE;
         private int maxInlineData = -1;
         private Duration reconnectDelay = DEFAULT_RECONNECT_DELAY;
         private Duration ctrlLossTimeout = DEFAULT_CTRL_LOSS_TIMEOUT;
@@ -200,6 +207,15 @@ public final class ConnectOptions {
          * zero: block at once. At most {@link EventLoops#MAX_BUSY_POLL}. (NVMe/RDMA queues always poll while busy.)
          */
         public Builder busyPoll(Duration v) { this.busyPoll = EventLoops.check(v); return this; }
+
+        /**
+         * NVMe/TCP: runs event-loop thread N through {@code v}, e.g. {@code io.nvmeof.cpu.ThreadPlacement::pinned} to
+         * keep a busy-polling loop alone on a CPU of its own (the application owns the placement and closes it).
+         */
+        public Builder eventLoopPlacement(EventLoops.LoopPlacement v) {
+            this.eventLoopPlacement = java.util.Objects.requireNonNull(v, "eventLoopPlacement");
+            return this;
+        }
         /**
          * The most write data sent in the command capsule (never more than the controller advertises in IOCCSZ).
          * Default: over NVMe/TCP, all the controller advertises, as the Linux host does (Linux nvmet-tcp never sends

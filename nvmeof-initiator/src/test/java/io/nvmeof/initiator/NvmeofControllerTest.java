@@ -227,6 +227,35 @@ class NvmeofControllerTest extends FakeTargetCase {
         }
     }
 
+    /** eventLoopPlacement: each event-loop thread starts through it, and the queues' completions run on them. */
+    @Test
+    void everyEventLoopThreadRunsThroughThePlacementGiven() throws Exception {
+        java.util.Set<Integer> indices = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        java.util.Set<String> placedThreads = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        io.nvmeof.netty.EventLoops.LoopPlacement recording = (index, loop) -> () -> {
+            indices.add(index);
+            placedThreads.add(Thread.currentThread().getName());
+            loop.run();
+        };
+        ConnectOptions o = opts().ioQueues(2).eventLoopThreads(2).eventLoopPlacement(recording).build();
+        assertEquals(recording, o.toBuilder().build().eventLoopPlacement(), "a copy keeps the placement");
+        try (NvmeofController c = NvmeofController.connect(tid(), o)) {
+            NamespaceHandle ns = c.namespace(1);
+            java.util.Set<String> completedOn = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            for (int i = 0; i < 8; i++) {
+                CountDownLatch done = new CountDownLatch(1);
+                ns.read(i, 1, ByteBuffer.allocateDirect(512), (ctx, st) -> {
+                    completedOn.add(Thread.currentThread().getName());
+                    done.countDown();
+                }, i);
+                assertTrue(done.await(5, TimeUnit.SECONDS));
+            }
+            assertEquals(java.util.Set.of(0, 1), indices, "both loops, numbered from 0");
+            assertTrue(placedThreads.containsAll(completedOn), completedOn + " not among " + placedThreads);
+        }
+        assertThrows(NullPointerException.class, () -> ConnectOptions.builder().eventLoopPlacement(null));
+    }
+
     @Test
     void digestsAreNegotiatedAndCarried() throws Exception {
         target.maxh2cdata = 4096;

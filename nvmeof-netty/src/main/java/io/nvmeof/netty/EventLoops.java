@@ -11,6 +11,8 @@ import java.nio.channels.spi.SelectorProvider;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.BusySpinIdleStrategy;
 
 /**
@@ -23,7 +25,30 @@ public final class EventLoops {
     /** The most busy-poll time accepted: beyond a second the fall-back to blocking no longer serves an idle host. */
     public static final Duration MAX_BUSY_POLL = Duration.ofSeconds(1);
 
+    /** Netty's {@code io.netty.recycler.chunkSize} unless the user set it (Netty's own default is 32). */
+    static final int RECYCLER_CHUNK = 1024;
+
+    static {
+        // Netty returns a recycled object (a ChannelOutboundBuffer entry per PDU written) to its thread's batch of
+        // chunkSize; beyond it, to a chunked MPSC queue that allocates a new chunk as it cycles. A poll group that
+        // writes more than 32 PDUs in one flush (queue depth 32 and up) overflowed it and allocated ~1.5 MB/s at 400k
+        // IOPS: a 20 ms young GC pause every ~15 s (docs/performance.md, "Tails"). Set before Netty's Recycler class
+        // is first loaded; a value given with -D wins.
+        if (System.getProperty("io.netty.recycler.chunkSize") == null) {
+            System.setProperty("io.netty.recycler.chunkSize", String.valueOf(RECYCLER_CHUNK));
+        }
+    }
+
     private EventLoops() {
+    }
+
+    /**
+     * Applies this project's Netty settings (the Recycler batch above): a program calls it before it uses Netty in any
+     * other way, because Netty reads them once. Creating event loops here does it too; this is for a program that may
+     * allocate a Netty buffer first.
+     */
+    public static void configureNetty() {
+        // The static initialiser has run by now.
     }
 
     /**
@@ -39,8 +64,35 @@ public final class EventLoops {
                 : () -> new BusyPollSelectStrategy(busyPoll.toNanos(), new BusySpinIdleStrategy()));
     }
 
+    /**
+     * As {@link #create(int, String, Duration)}, each loop's thread running through {@code placement}: loop N (from 0)
+     * runs {@code placement.around(N, loop)}, which may keep it to a CPU first.
+     */
+    public static EventLoopGroup create(int threads, String name, Duration busyPoll, LoopPlacement placement) {
+        check(busyPoll);
+        return create(threads, name, busyPoll.isZero() ? DefaultSelectStrategyFactory.INSTANCE
+                : () -> new BusyPollSelectStrategy(busyPoll.toNanos(), new BusySpinIdleStrategy()), placement);
+    }
+
+    /** What runs a loop's thread: {@code loop} itself, or around it whatever places the thread (CPU affinity). */
+    @FunctionalInterface
+    public interface LoopPlacement {
+        LoopPlacement NONE = (index, loop) -> loop;
+
+        Runnable around(int index, Runnable loop);
+    }
+
     static EventLoopGroup create(int threads, String name, SelectStrategyFactory strategy) {
-        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true),
+        return create(threads, name, strategy, LoopPlacement.NONE);
+    }
+
+    private static EventLoopGroup create(int threads, String name, SelectStrategyFactory strategy,
+            LoopPlacement placement) {
+        DefaultThreadFactory named = new DefaultThreadFactory(name, true);
+        AtomicInteger created = new AtomicInteger();
+        ThreadFactory factory = placement == LoopPlacement.NONE ? named
+                : r -> named.newThread(placement.around(created.getAndIncrement(), r));
+        return new MultiThreadIoEventLoopGroup(threads, factory,
                 SurvivingIoHandler.factory(NioIoHandler.newFactory(SelectorProvider.provider(), strategy)));
     }
 

@@ -32,6 +32,18 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(60)
 class EventLoopsTest {
     /** The strategy's decisions, driven by hand: poll while work is recent, block once idle for the busy-poll time. */
+    /**
+     * Netty's Recycler batch is raised before Netty reads it, unless the user chose one: with Netty's 32, a poll group
+     * flushing more PDUs at once allocated on every cycle (SteadyStateAllocationTest at depth 64).
+     */
+    @Test
+    void theRecyclerBatchIsRaisedUnlessTheUserChoseOne() {
+        EventLoops.configureNetty();
+        String chosen = System.getProperty("io.netty.recycler.chunkSize");
+        assertEquals(String.valueOf(EventLoops.RECYCLER_CHUNK), chosen);
+        assertTrue(EventLoops.RECYCLER_CHUNK >= 256, "more than a queue's depth of PDUs per flush");
+    }
+
     @Test
     void pollsWithoutBlockingWhileWorkIsRecentThenBlocks() throws Exception {
         AtomicInteger ready = new AtomicInteger();

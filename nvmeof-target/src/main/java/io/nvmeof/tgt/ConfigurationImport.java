@@ -180,12 +180,25 @@ final class ConfigurationImport {
         TargetConfig now = document.current();
         differs("pollGroups", doc.pollGroups(), now.pollGroups());
         differs("busyPollUs", doc.busyPollUs(), now.busyPollUs());
+        differs("pollGroupCpus", cpus(doc.pollGroupCpus()), cpus(now.pollGroupCpus()));
         differs("maxIoQueues", doc.maxIoQueues(), now.maxIoQueues());
         differs("maxQueueSize", doc.maxQueueSize(), now.maxQueueSize());
         differs("maxTransferSize", doc.maxTransferSize(), now.maxTransferSize());
         differs("maxConnectionMemory", doc.maxConnectionMemory(), now.maxConnectionMemory());
         differs("maxMemory", doc.maxMemory(), now.maxMemory());
         differs("maxSparseMemory", doc.maxSparseMemory(), now.maxSparseMemory());
+    }
+
+    /** A CPU list as a set ("2,3" is "2-3"); as written where it is not one (compared as text). */
+    private static Object cpus(String list) {
+        if (list == null) {
+            return null;
+        }
+        try {
+            return io.nvmeof.cpu.CpuList.parse(list);
+        } catch (IllegalArgumentException e) {
+            return list;
+        }
     }
 
     private void differs(String name, Object wanted, Object now) {

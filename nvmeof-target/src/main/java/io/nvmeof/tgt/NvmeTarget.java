@@ -1,6 +1,8 @@
 package io.nvmeof.tgt;
 
 import io.netty.channel.EventLoopGroup;
+import io.nvmeof.cpu.CpuList;
+import io.nvmeof.cpu.ThreadPlacement;
 import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.backend.BlockBackend;
@@ -39,6 +41,8 @@ public final class NvmeTarget implements AutoCloseable {
 
     private final TargetCore core;
     private final EventLoopGroup pollGroups;
+    /** Where poll groups and the JVM's other threads run; null when the kernel places every thread. */
+    private ThreadPlacement placement;
     private final List<TcpTransport> tcpListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final List<io.nvmeof.tgt.rdma.RdmaTransport> rdmaListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private int pollGroupCount = 1;
@@ -52,6 +56,32 @@ public final class NvmeTarget implements AutoCloseable {
     private NvmeTarget(TargetCore core, EventLoopGroup pollGroups) {
         this.core = core;
         this.pollGroups = pollGroups;
+    }
+
+    /** The configuration's poll-group CPUs (null: none given), checked before anything starts. */
+    private static CpuList pollGroupCpus(TargetConfig config) {
+        if (config.pollGroupCpus() == null) {
+            return null;
+        }
+        try {
+            return CpuList.parse(config.pollGroupCpus());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("pollGroupCpus: " + e.getMessage(), e);
+        }
+    }
+
+    /** One poll group per CPU given, or as many as asked for (one per core by default). */
+    private static int pollGroupCount(TargetConfig config, CpuList cpus) {
+        Integer asked = config.pollGroups() != null && config.pollGroups() > 0 ? config.pollGroups() : null;
+        if (cpus == null) {
+            return asked != null ? asked : Runtime.getRuntime().availableProcessors();
+        }
+        if (asked != null && asked != cpus.size()) {
+            throw new IllegalArgumentException("pollGroups is " + asked + " but pollGroupCpus " + cpus + " names "
+                    + cpus.size() + " CPU(s): a poll group runs alone on each CPU given, so give one CPU per poll "
+                    + "group, or leave pollGroups out");
+        }
+        return cpus.size();
     }
 
     /** The configuration's busy-poll time, checked before anything starts. */
@@ -85,12 +115,26 @@ public final class NvmeTarget implements AutoCloseable {
                 config.maxTransferSize() != null ? config.maxTransferSize() : d.maxTransferSize(),
                 memorySize("maxConnectionMemory", config.maxConnectionMemory(), d.maxConnectionMemory()),
                 memorySize("maxMemory", config.maxMemory(), d.maxMemory()));
-        int threads = config.pollGroups() != null && config.pollGroups() > 0 ? config.pollGroups()
-                : Runtime.getRuntime().availableProcessors();
+        CpuList cpus = pollGroupCpus(config);
+        int threads = pollGroupCount(config, cpus);
+        Duration busyPoll = busyPoll(config);
         TargetCore core = new TargetCore(limits);
-        EventLoopGroup group = EventLoops.create(threads, "nvmeof-poll", busyPoll(config));
+        ThreadPlacement placement = cpus == null ? null : ThreadPlacement.start(cpus);
+        if (placement != null) {
+            core.pollPlacement(placement::pinned);
+        }
+        EventLoopGroup group;
+        try {
+            group = EventLoops.create(threads, "nvmeof-poll", busyPoll, core.pollPlacement());
+        } catch (RuntimeException e) {
+            if (placement != null) {
+                placement.close();
+            }
+            throw e;
+        }
         NvmeTarget target = new NvmeTarget(core, group);
         target.pollGroupCount = threads;
+        target.placement = placement;
         try {
             if (config.subsystems() != null && config.subsystems().size() > LiveConfiguration.MAX_SUBSYSTEMS) {
                 throw new IllegalArgumentException("the configuration has " + config.subsystems().size()
@@ -115,16 +159,21 @@ public final class NvmeTarget implements AutoCloseable {
                 target.addListener(l, l.id() != null ? l.id() : portId);
                 portId++;
             }
+            target.live = new LiveConfiguration(target, config);
+            group.next().scheduleAtFixedRate(target::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
+                    TargetCore.KEEP_ALIVE_CHECK_NANOS, TimeUnit.NANOSECONDS);
         } catch (IOException | RuntimeException e) {
-            target.discardBackends(); // a refused start leaves the files as they were
-            target.close();
+            try {
+                target.discardBackends(); // a refused start leaves the files as they were
+            } finally {
+                target.close();
+            }
             throw e;
         }
-        target.live = new LiveConfiguration(target, config);
-        group.next().scheduleAtFixedRate(target::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
-                TargetCore.KEEP_ALIVE_CHECK_NANOS, TimeUnit.NANOSECONDS);
-        LOG.info("target started: {} poll group(s){}, {} subsystem(s)", threads, config.busyPollUs() != null
+        LOG.info("target started: {} poll group(s){}{}, {} subsystem(s)", threads, config.busyPollUs() != null
                 && config.busyPollUs() > 0 ? " busy-polling " + config.busyPollUs() + " us when idle" : "",
+                placement == null ? "" : " on CPU(s) " + placement.pollCpus() + " (other threads on "
+                        + placement.housekeeping() + ")",
                 core.subsystems().size() - 1);
         return target;
     }
@@ -399,6 +448,11 @@ public final class NvmeTarget implements AutoCloseable {
             r.listen(portId, l.address() != null ? l.address() : "127.0.0.1", l.port() != null ? l.port() : 4420,
                     l.subsystems() != null ? new HashSet<>(l.subsystems()) : new HashSet<>());
             rdmaListeners.add(r);
+            if (placement != null) {
+                LOG.warn("RDMA listener {}: its poll group N runs on the same CPU as NVMe/TCP poll group N ({}): two"
+                        + " polling threads share each CPU when both transports are busy; run a target per transport"
+                        + " to give each its own CPUs", portId, placement.pollCpus());
+            }
             return r.port();
         }
         if (!"tcp".equals(transport)) {
@@ -504,6 +558,17 @@ public final class NvmeTarget implements AutoCloseable {
 
     @Override
     public void close() {
+        try {
+            stop();
+        } finally {
+            if (placement != null) {
+                placement.close(); // every thread back on all the process's CPUs, whatever failed above
+            }
+        }
+        LOG.info("target stopped");
+    }
+
+    private void stop() {
         closing = true;
         for (TcpTransport t : tcpListeners) {
             t.close();
@@ -524,6 +589,5 @@ public final class NvmeTarget implements AutoCloseable {
                 LOG.warn("closing {}: {}", b.describe(), e.toString());
             }
         }
-        LOG.info("target stopped");
     }
 }

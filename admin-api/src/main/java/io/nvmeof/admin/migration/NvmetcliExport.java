@@ -63,6 +63,10 @@ final class NvmetcliExport {
             notMapped.add("busyPollUs=" + c.busyPollUs() + ": nvmet-tcp's queues are driven by the kernel"
                     + " (net.core.busy_poll is the host's knob); not exported");
         }
+        if (c.pollGroupCpus() != null) {
+            notMapped.add("pollGroupCpus=" + c.pollGroupCpus() + ": nvmet's work runs on the kernel's own threads "
+                    + "(place them with the NIC's IRQ affinity and isolcpus); not exported");
+        }
         if (c.maxIoQueues() != null) {
             notMapped.add("maxIoQueues=" + c.maxIoQueues() + ": nvmet sets it per subsystem (attr_qid_max); "
                     + "not exported");

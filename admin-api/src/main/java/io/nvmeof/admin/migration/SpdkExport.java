@@ -42,6 +42,10 @@ final class SpdkExport {
             notMapped.add("busyPollUs=" + c.busyPollUs() + ": SPDK's poll groups always poll (its interrupt mode"
                     + " is spdk_tgt --interrupt-mode); not exported");
         }
+        if (c.pollGroupCpus() != null) {
+            notMapped.add("pollGroupCpus=" + c.pollGroupCpus() + ": SPDK's reactors run on the cores of spdk_tgt -m"
+                    + " (a core mask on its command line, not in its JSON configuration); not exported");
+        }
         List<SubsystemConfig> subsystems = orEmpty(c.subsystems());
         for (int i = 0; i < subsystems.size(); i++) {
             SubsystemConfig s = subsystems.get(i);

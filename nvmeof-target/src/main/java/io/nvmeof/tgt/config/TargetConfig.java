@@ -19,7 +19,7 @@ import java.util.regex.Pattern;
  *
  * <pre>{@code
  * {
- *   "pollGroups": 2, "busyPollUs": 50,
+ *   "pollGroups": 2, "busyPollUs": 50, "pollGroupCpus": "2-3",
  *   "listeners": [ {"transport": "tcp", "address": "127.0.0.1", "port": 4420} ],
  *   "subsystems": [ {
  *       "nqn": "nqn.2026-11.io.nvmeof:default", "allowAnyHost": true, "hosts": [],
@@ -30,6 +30,11 @@ import java.util.regex.Pattern;
  * @param busyPollUs how long, in microseconds, an NVMe/TCP poll group keeps polling its connections without blocking
  *                   after its last work (SPDK's poll groups always poll; Linux's {@code net.core.busy_poll} is the same
  *                   idea): lower latency for a core's worth of CPU while busy; null or 0 blocks at once (interrupt mode)
+ * @param pollGroupCpus the CPUs the poll groups run on, one each, in the cpulist form of {@code taskset -c}
+ *                   ({@code 2-3,6}): poll group N on the Nth CPU, every other thread of the JVM (compilers, GC,
+ *                   timers, backend workers, the admin API) on the CPUs of the process that are left; null: the
+ *                   kernel places every thread. Without it a polling thread shares its core with those threads and
+ *                   loses it for a scheduler tick whenever one wakes (docs/performance.md, "Tails")
  * @param maxConnectionMemory the most one connection may hold (its request slots and buffers, and its commands' data
  *                   in flight), with a unit ({@code 64MiB}); null: 64 MiB. A Connect for a queue that could not run its
  *                   largest transfer within it is refused; commands beyond it wait for the connection's earlier ones
@@ -40,17 +45,24 @@ import java.util.regex.Pattern;
  *                   unit ({@code 256GiB}); null: 4 times the machine's memory. A sparse namespace beyond it is refused
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
-@JsonPropertyOrder({"pollGroups", "busyPollUs", "maxIoQueues", "maxQueueSize", "maxTransferSize",
+@JsonPropertyOrder({"pollGroups", "busyPollUs", "pollGroupCpus", "maxIoQueues", "maxQueueSize", "maxTransferSize",
         "maxConnectionMemory", "maxMemory", "maxSparseMemory"})
 public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
         List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
-        String maxConnectionMemory, String maxMemory, String maxSparseMemory) {
+        String maxConnectionMemory, String maxMemory, String maxSparseMemory, String pollGroupCpus) {
 
     public TargetConfig {
         // 0 is the default (block at once): one spelling, so an export, an import and a comparison agree.
         if (busyPollUs != null && busyPollUs == 0) {
             busyPollUs = null;
         }
+    }
+
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
+            String maxConnectionMemory, String maxMemory, String maxSparseMemory) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
+                maxConnectionMemory, maxMemory, maxSparseMemory, null);
     }
 
     public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
@@ -73,25 +85,31 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     /** This configuration with {@code us} microseconds of busy polling (0: none). */
     public TargetConfig withBusyPollUs(int us) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us,
-                maxConnectionMemory, maxMemory, maxSparseMemory);
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus);
+    }
+
+    /** This configuration with its poll groups on {@code cpus} (a cpulist; null: placed by the kernel). */
+    public TargetConfig withPollGroupCpus(String cpus) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, cpus);
     }
 
     /** This configuration with {@code n} poll groups (null: one per core). */
     public TargetConfig withPollGroups(Integer n) {
         return new TargetConfig(n, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
-                maxConnectionMemory, maxMemory, maxSparseMemory);
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus);
     }
 
     /** This configuration with the given memory limits (sizes with units; null: the default). */
     public TargetConfig withMemoryLimits(String perConnection, String total) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                busyPollUs, perConnection, total, maxSparseMemory);
+                busyPollUs, perConnection, total, maxSparseMemory, pollGroupCpus);
     }
 
     /** This configuration with other listeners and subsystems, every global setting kept. */
     public TargetConfig withContents(List<ListenerConfig> newListeners, List<SubsystemConfig> newSubsystems) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, newListeners, newSubsystems,
-                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory);
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus);
     }
 
     public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";

@@ -33,6 +33,8 @@ public final class TargetCore {
     public static final long DISCOVERY_DEFAULT_KATO_MS = 120_000;
 
     private final TargetLimits limits;
+    private volatile io.nvmeof.netty.EventLoops.LoopPlacement pollPlacement =
+            io.nvmeof.netty.EventLoops.LoopPlacement.NONE;
     private final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
     private final List<ListenerInfo> listeners = new CopyOnWriteArrayList<>();
     private final Set<Controller> controllers = ConcurrentHashMap.newKeySet();
@@ -52,7 +54,12 @@ public final class TargetCore {
         AtomicInteger n = new AtomicInteger();
         java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(BACKEND_THREADS,
                 BACKEND_THREADS, 60, TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
-                    Thread t = new Thread(r, "nvmeof-backend-" + n.incrementAndGet());
+                    // Started by whichever thread submits first, often a poll group pinned to its own CPU: the
+                    // worker leaves that CPU before it runs anything.
+                    Thread t = new Thread(() -> {
+                        io.nvmeof.cpu.ThreadPlacement.leavePollCpus();
+                        r.run();
+                    }, "nvmeof-backend-" + n.incrementAndGet());
                     t.setDaemon(true);
                     return t;
                 });
@@ -79,6 +86,18 @@ public final class TargetCore {
     private final long startNanos = System.nanoTime();
 
     public TargetLimits limits() { return limits; }
+
+    /**
+     * How poll-group threads of every transport run: poll group N on its CPU when the target was given
+     * {@code pollGroupCpus}, as the kernel places it otherwise. Set once, before any listener starts.
+     */
+    public io.nvmeof.netty.EventLoops.LoopPlacement pollPlacement() {
+        return pollPlacement;
+    }
+
+    public void pollPlacement(io.nvmeof.netty.EventLoops.LoopPlacement placement) {
+        this.pollPlacement = java.util.Objects.requireNonNull(placement);
+    }
 
     private final MemoryBudget memory;
 

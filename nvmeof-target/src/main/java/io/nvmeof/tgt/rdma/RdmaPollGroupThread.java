@@ -77,7 +77,7 @@ final class RdmaPollGroupThread {
         int[][] layout = poolLayout(core.limits().maxTransferSize());
         pool = new RegisteredBufferPool(poolRegion.slice(0, (int) poolRegion.length()), layout[0], layout[1]);
         pool.lkey(poolRegion.lkey() & 0xFFFF_FFFFL);
-        thread = new Thread(this::run, "nvmeof-rdma-poll-" + index);
+        thread = new Thread(core.pollPlacement().around(index, this::run), "nvmeof-rdma-poll-" + index);
         thread.setDaemon(true);
     }
 

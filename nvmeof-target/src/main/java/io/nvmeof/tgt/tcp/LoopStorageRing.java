@@ -64,7 +64,10 @@ final class LoopStorageRing {
             ring.close();
             throw e;
         }
-        this.waiter = new Thread(this::waitForCompletions, "nvmeof-uring-wait-" + index);
+        this.waiter = new Thread(() -> {
+            io.nvmeof.cpu.ThreadPlacement.leavePollCpus(); // started by the poll group, on its CPU
+            waitForCompletions();
+        }, "nvmeof-uring-wait-" + index);
         waiter.setDaemon(true);
         waiter.start();
     }
