@@ -1,7 +1,6 @@
 package io.nvmeof.cpu;
 
 import java.io.IOException;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -32,7 +31,8 @@ public final class ThreadPlacement implements AutoCloseable {
     private final CpuList allowed;
     private final CpuList pollCpus;
     private final CpuList housekeeping;
-    private final Set<Integer> pollThreads = ConcurrentHashMap.newKeySet();
+    /** Each polling thread's id, to the CPU it belongs on. */
+    private final java.util.Map<Integer, Integer> pollThreads = new ConcurrentHashMap<>();
     private final Thread sweeper;
     /** Written under this object's lock, so that no sweep moves a thread once it is set. */
     private volatile boolean closed;
@@ -59,14 +59,14 @@ public final class ThreadPlacement implements AutoCloseable {
         CpuList allowed = Affinity.allowed();
         CpuList outside = pollCpus.minus(allowed);
         if (!outside.isEmpty()) {
-            throw new IllegalArgumentException("CPU(s) " + outside + " are not among those this process may run on ("
+            throw new IllegalArgumentException("CPUs " + outside + " are not among those this process may run on ("
                     + allowed + "): start it with taskset or a cgroup that includes them, or choose others");
         }
         CpuList housekeeping = allowed.minus(pollCpus);
         if (housekeeping.isEmpty()) {
-            throw new IllegalArgumentException("the poll groups' CPUs " + pollCpus + " are all the CPUs this process "
-                    + "may run on (" + allowed + "): leave at least one for the JVM's other threads (compilers, GC, "
-                    + "timers), or give no poll-group CPUs to let the kernel place every thread");
+            throw new IllegalArgumentException("they are all the CPUs this process may run on (" + allowed
+                    + "): leave at least one for the JVM's other threads (compilers, GC, timers), or place no thread "
+                    + "and let the kernel place them all");
         }
         ThreadPlacement placement = new ThreadPlacement(allowed, pollCpus, housekeeping);
         refuseSecond(ACTIVE.compareAndExchange(null, placement));
@@ -132,7 +132,7 @@ public final class ThreadPlacement implements AutoCloseable {
         // Under the sweep's lock: a sweep that had read this thread's CPUs before it was registered would move it
         // off its CPU after, and never look at it again.
         synchronized (this) {
-            pollThreads.add(tid);
+            pollThreads.put(tid, cpuOf(index));
             Affinity.set(0, CpuList.of(cpuOf(index)));
         }
     }
@@ -166,13 +166,29 @@ public final class ThreadPlacement implements AutoCloseable {
         pollThreads.remove(Affinity.currentThreadId());
     }
 
-    /** Moves every thread of the process that is not a polling thread to the housekeeping CPUs; returns how many. */
+    /**
+     * Moves every thread of the process that is not a polling thread to the housekeeping CPUs, and a polling thread
+     * moved from outside back to its CPU; returns how many threads it moved.
+     */
     public int sweep() throws IOException {
         int moved = 0;
         for (int tid : Affinity.threadIds()) {
             try {
                 synchronized (this) {
-                    if (closed || pollThreads.contains(tid)) {
+                    if (closed) {
+                        continue;
+                    }
+                    Integer pollCpu = pollThreads.get(tid);
+                    if (pollCpu != null) {
+                        // Someone moved it (taskset -p): back to its CPU, said once per move.
+                        CpuList own = CpuList.of(pollCpu);
+                        CpuList now = Affinity.of(tid);
+                        if (!now.equals(own)) {
+                            LOG.log(System.Logger.Level.WARNING, "polling thread " + tid + " was moved to CPUs " + now
+                                    + " from outside; put back on CPU " + pollCpu);
+                            Affinity.set(tid, own);
+                            moved++;
+                        }
                         continue;
                     }
                     if (!Affinity.of(tid).equals(housekeeping)) {

@@ -66,6 +66,9 @@ class ThreadPlacementTest {
             assertTrue(placement.sweep() >= 1);
             assertEquals(rest, kernelSays(childTid.get()), "moved by the sweep");
             assertEquals(CpuList.of(pollCpu), kernelSays(pollTid.get()), "the polling thread stays");
+            Affinity.set(pollTid.get(), allowed); // as taskset -p would
+            assertEquals(1, placement.sweep());
+            assertEquals(CpuList.of(pollCpu), kernelSays(pollTid.get()), "a polling thread moved away is put back");
             release.countDown();
             poll.join();
         }

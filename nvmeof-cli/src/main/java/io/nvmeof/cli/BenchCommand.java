@@ -99,7 +99,11 @@ final class BenchCommand implements Callable<Integer> {
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("--event-loop-cpus: " + e.getMessage(), e);
             }
-            placement = ThreadPlacement.start(cpus);
+            try {
+                placement = ThreadPlacement.start(cpus);
+            } catch (IllegalArgumentException | IllegalStateException e) {
+                throw new IllegalArgumentException("--event-loop-cpus " + cpus + ": " + e.getMessage(), e);
+            }
             options.eventLoopThreads(cpus.size()).eventLoopPlacement(placement::pinned);
         }
         try (ThreadPlacement placed = placement;

@@ -50,7 +50,8 @@ final class TargetCommand implements Callable<Integer> {
 
     @Option(names = "--poll-group-cpus", paramLabel = "CPUS", description = "Run the poll groups on these CPUs, one"
             + " each, as taskset -c writes them (2-3,6); the JVM's other threads (compilers, GC, timers) run on the"
-            + " process's other CPUs. Sets --poll-groups to their number. Default: the kernel places every thread")
+            + " process's other CPUs. Sets --poll-groups to their number. \"none\" drops a list the configuration"
+            + " or saved state gives. Default: the kernel places every thread")
     String pollGroupCpus;
 
     @Option(names = "--busy-poll-us", paramLabel = "US", description = "Keep each NVMe/TCP poll group polling its"
@@ -143,7 +144,9 @@ final class TargetCommand implements Callable<Integer> {
         if (busyPollUs != null) {
             cfg = cfg.withBusyPollUs(busyPollUs);
         }
-        if (pollGroupCpus != null) {
+        if ("none".equals(pollGroupCpus)) {
+            cfg = cfg.withPollGroupCpus(null);
+        } else if (pollGroupCpus != null) {
             try {
                 io.nvmeof.cpu.CpuList.parse(pollGroupCpus);
             } catch (IllegalArgumentException e) {

@@ -168,6 +168,11 @@ class CliTest {
         assertEquals("1", new ObjectMapper().readTree(cfg).at("/pollGroupCpus").asText(), cfg);
         String bad = run(1, "target", "--no-admin", "--poll-group-cpus", "0-x", "--print-config")[1];
         assertTrue(bad.contains("--poll-group-cpus: "), bad);
+        Path saved = dir.resolve("placed.json");
+        Files.writeString(saved, cfg);
+        String dropped = run(0, "target", "--no-admin", "--config", saved.toString(), "--poll-group-cpus", "none",
+                "--print-config")[0];
+        assertTrue(new ObjectMapper().readTree(dropped).at("/pollGroupCpus").isMissingNode(), dropped);
         String badBench = run(1, "bench", "-s", port, "-n", NQN, "--time", "1", "--event-loop-cpus", "3-1")[1];
         assertTrue(badBench.contains("--event-loop-cpus: "), badBench);
         org.junit.jupiter.api.Assumptions.assumeTrue(io.nvmeof.cpu.Affinity.unavailable() == null,

@@ -180,6 +180,14 @@ final class ConfigurationImport {
         TargetConfig now = document.current();
         differs("pollGroups", doc.pollGroups(), now.pollGroups());
         differs("busyPollUs", doc.busyPollUs(), now.busyPollUs());
+        if (doc.pollGroupCpus() != null) {
+            try {
+                io.nvmeof.cpu.CpuList.parse(doc.pollGroupCpus());
+            } catch (IllegalArgumentException e) {
+                throw new ConfigurationException(ConfigurationException.Kind.INVALID, "pollGroupCpus: "
+                        + e.getMessage());
+            }
+        }
         differs("pollGroupCpus", cpus(doc.pollGroupCpus()), cpus(now.pollGroupCpus()));
         differs("maxIoQueues", doc.maxIoQueues(), now.maxIoQueues());
         differs("maxQueueSize", doc.maxQueueSize(), now.maxQueueSize());
@@ -189,16 +197,9 @@ final class ConfigurationImport {
         differs("maxSparseMemory", doc.maxSparseMemory(), now.maxSparseMemory());
     }
 
-    /** A CPU list as a set ("2,3" is "2-3"); as written where it is not one (compared as text). */
+    /** A CPU list as a set ("2,3" is "2-3"; checked before). */
     private static Object cpus(String list) {
-        if (list == null) {
-            return null;
-        }
-        try {
-            return io.nvmeof.cpu.CpuList.parse(list);
-        } catch (IllegalArgumentException e) {
-            return list;
-        }
+        return list == null ? null : io.nvmeof.cpu.CpuList.parse(list);
     }
 
     private void differs(String name, Object wanted, Object now) {

@@ -119,7 +119,13 @@ public final class NvmeTarget implements AutoCloseable {
         int threads = pollGroupCount(config, cpus);
         Duration busyPoll = busyPoll(config);
         TargetCore core = new TargetCore(limits);
-        ThreadPlacement placement = cpus == null ? null : ThreadPlacement.start(cpus);
+        ThreadPlacement placement;
+        try {
+            placement = cpus == null ? null : ThreadPlacement.start(cpus);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            throw new IllegalArgumentException("pollGroupCpus " + cpus + " (--poll-group-cpus, or the configuration "
+                    + "document; --poll-group-cpus none turns it off): " + e.getMessage(), e);
+        }
         if (placement != null) {
             core.pollPlacement(placement::pinned);
         }

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.nvmeof.cpu.Affinity;
 import io.nvmeof.cpu.CpuList;
+import io.nvmeof.tgt.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.LiveConfiguration.ImportResult;
 import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -79,6 +81,25 @@ class PollGroupCpusTest {
         assertEquals(allowed, Affinity.allowed(), "a stopped target gives the threads their CPUs back");
     }
 
+    /** A live import: a list that is no CPU list is refused (400) and changes nothing; another list is not applied. */
+    @Test
+    void anImportedListIsCheckedAndNeverAppliedLive() throws Exception {
+        TargetConfig config = TargetConfig.defaults("127.0.0.1", 0, "1MiB", 512, null);
+        try (NvmeTarget t = NvmeTarget.start(config)) {
+            LiveConfiguration live = t.live();
+            TargetConfig now = live.export();
+            LiveConfiguration.ConfigurationException bad = assertThrows(LiveConfiguration.ConfigurationException.class,
+                    () -> live.importConfiguration(now.withPollGroupCpus("1-0"), ImportMode.MERGE, false, n -> { }));
+            assertEquals(LiveConfiguration.ConfigurationException.Kind.INVALID, bad.kind());
+            assertTrue(bad.getMessage().startsWith("pollGroupCpus: "), bad.getMessage());
+            ImportResult other = live.importConfiguration(now.withPollGroupCpus("0"), ImportMode.MERGE, false,
+                    n -> { });
+            assertTrue(other.notApplied().stream().anyMatch(s -> s.startsWith("pollGroupCpus 0: fixed while")),
+                    other.notApplied().toString());
+            assertEquals(now, live.export(), "nothing changed");
+        }
+    }
+
     @Test
     void cpusThatCannotBeHonouredAreRefusedBeforeAnythingStarts() throws Exception {
         TargetConfig base = TargetConfig.defaults("127.0.0.1", 0, "1MiB", 512, null);
@@ -93,6 +114,8 @@ class PollGroupCpusTest {
         IllegalArgumentException all = assertThrows(IllegalArgumentException.class,
                 () -> NvmeTarget.start(base.withPollGroupCpus(allowed.toString())).close());
         assertTrue(all.getMessage().contains("leave at least one"), all.getMessage());
+        assertTrue(all.getMessage().startsWith("pollGroupCpus " + allowed + " (--poll-group-cpus, or the configuration"),
+                all.getMessage());
         assertEquals(allowed, Affinity.allowed(), "a refused start moves no thread");
     }
 }
