@@ -15,7 +15,7 @@ import java.util.stream.Stream;
  * through JNA. Called when threads start and by a once-a-second sweep, never per I/O.
  */
 public final class Affinity {
-    /** Bytes of the CPU mask handed to the kernel: room for {@link CpuList#MAX_CPU}. */
+    /** Longs (64 CPUs each) of the CPU mask handed to the kernel: room for {@link CpuList#MAX_CPU}. */
     private static final int MASK_LONGS = (CpuList.MAX_CPU + 1) / 64;
 
     private static final String UNAVAILABLE;
