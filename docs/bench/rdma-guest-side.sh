@@ -4,13 +4,13 @@
 # of a 128 MiB RAM namespace, 10 s after 4 s of warm-up. Prints a line per run: IOPS and p99.9 (SPDK's host) or the
 # bench's summary.
 #   conformance-tests/guest/guest.sh --rdma --share "$PWD" --share "$SPDK" [--share DIR-OF-OTHER-BUILDS] -- \
-#       env SPDK="$SPDK" "$PWD/docs/bench/rdma-guest-side.sh" HOST TARGET...
+#       env SPDK="$SPDK" OUT="$PWD/target/rdma-side" "$PWD/docs/bench/rdma-guest-side.sh" HOST TARGET...
 # HOST: perf (SPDK's spdk_nvme_perf) or bench (this build's bench, --busy-poll-us 200).
 # TARGET: LABEL=JAR (our target from that nvmeof.jar, over both vCPUs), LABEL=JAR@placed (its poll group alone on
 #   vCPU 0: --poll-group-cpus 0, for builds that have it), LABEL=JAR@pinned (taskset -c 0), or spdk (SPDK's
-#   nvmf_tgt -m 0x1 with a Malloc bdev; needs HOST perf or a bench given its NQN, so perf).
-# SPDK is a build of SPDK with RDMA that the user has made; nothing here builds it. OUT (default /tmp/rdma-side) must
-# be a folder the guest shares with the host to keep the logs.
+#   nvmf_tgt -m 0x1 with a Malloc bdev, on vCPU 0; measured here with HOST perf only).
+# SPDK is a build of SPDK with RDMA that the user has made; nothing here builds it. OUT (default /tmp/rdma-side,
+# inside the guest and lost with it) should be under a --share folder to keep the logs.
 set -u
 HOST=$1; shift
 IP=10.0.2.15; OUT=${OUT:-/tmp/rdma-side}; mkdir -p "$OUT"
@@ -42,7 +42,9 @@ for t in "$@"; do
     R="/usr/bin/python3 $SPDK/scripts/rpc.py -s $sock"
     { $R nvmf_create_transport -t RDMA && $R bdev_malloc_create -b Malloc0 128 4096 &&
       $R nvmf_create_subsystem $N -a -s SPDK1 && $R nvmf_subsystem_add_ns $N Malloc0 &&
-      $R nvmf_subsystem_add_listener $N -t rdma -a $IP -s 4422; } > /dev/null || echo "spdk: setup failed"
+      $R nvmf_subsystem_add_listener $N -t rdma -a $IP -s 4422; } > /dev/null ||
+      { echo "spdk: setup failed: $(tail -3 "$OUT/spdk.target.log")"; kill $tp 2> /dev/null; wait $tp 2> /dev/null
+        continue; }
     drive spdk $N 4422
   else
     label=${t%%=*}; jar=${t#*=}; mode=; place=
@@ -52,6 +54,7 @@ for t in "$@"; do
       $mode > "$OUT/$label.target.log" 2>&1 &
     tp=$!
     for i in $(seq 120); do grep -q "istening" "$OUT/$label.target.log" && break; sleep 0.5; done
+    kill -0 $tp 2> /dev/null || { echo "$label: the target ended: $(tail -3 "$OUT/$label.target.log")"; continue; }
     drive "$label" nqn.2026-11.io.nvmeof:default 4421
   fi
   kill $tp; wait $tp 2> /dev/null

@@ -75,7 +75,7 @@ class InitiatorTcpFuzzTest {
 
     @BeforeAll
     static void start() throws IOException {
-        loop = EventLoops.create(1, "fuzz-initiator", Duration.ZERO);
+        loop = EventLoops.createForClients(1, "fuzz-initiator", Duration.ZERO, EventLoops.LoopPlacement.NONE);
         server = new ServerSocket(0, 8, InetAddress.getByName("127.0.0.1"));
         fakeTarget = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "fuzz-fake-target");

@@ -23,7 +23,7 @@ public final class TcpHostTransport implements HostTransport {
         this.id = id;
         this.options = options;
         // Daemon threads: a forgotten close() must not keep the JVM alive.
-        this.group = EventLoops.create(options.eventLoopThreads(), "nvmeof-initiator", options.busyPoll(),
+        this.group = EventLoops.createForClients(options.eventLoopThreads(), "nvmeof-initiator", options.busyPoll(),
                 options.eventLoopPlacement());
     }
 

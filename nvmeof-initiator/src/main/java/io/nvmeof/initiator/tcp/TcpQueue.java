@@ -12,12 +12,12 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.nvmeof.initiator.IoCallback;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.NvmeofTimeoutException;
 import io.nvmeof.initiator.transport.SlotQueue;
 import io.nvmeof.netty.Allocators;
+import io.nvmeof.netty.EventLoops;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.tcp.TermReqPdu;
 import java.time.Duration;
@@ -105,7 +105,7 @@ public final class TcpQueue extends SlotQueue<Request> {
         long timeoutMs = Math.max(1, connectTimeout.toMillis());
         Bootstrap b = new Bootstrap()
                 .group(group)
-                .channel(NioSocketChannel.class)
+                .channel(EventLoops.clientChannelType())
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.ALLOCATOR, Allocators.dataPath())
                 .option(ChannelOption.SO_KEEPALIVE, true)
