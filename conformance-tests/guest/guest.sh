@@ -6,6 +6,9 @@
 #
 #   guest.sh [--timeout SECS] [--share DIR]... [--rdma] [--nvme SIZE] [--mem SIZE] [--smp N] -- COMMAND [ARG...]
 #   guest.sh --prepare          fetch and unpack the kernel, build the initramfs (cached), then exit
+#   guest.sh --kernel trixie ...  boot Debian 13's kernel (6.12: NVMe in-band authentication and NVMe/TCP TLS, which
+#                                 Debian 12's 6.1 is built without) instead of the machine's own release's; its
+#                                 package list is fetched into the cache, the machine's apt setup is left alone
 #
 # --nvme SIZE gives the guest an emulated NVMe PCIe disk of SIZE (QEMU's nvme device, serial NVMEOFDISK0) over a
 # sparse image that lives as long as the run: a real block device for the target's block backend.
@@ -23,6 +26,7 @@ rdma=0
 prepare_only=0
 shares=()
 nvme_size=""
+suite=""
 
 die() { echo "guest.sh: $*" >&2; exit 125; }
 
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --mem) mem="$2"; shift 2 ;;
     --smp) smp="$2"; shift 2 ;;
     --prepare) prepare_only=1; shift ;;
+    --kernel) suite="$2"; shift 2 ;;
     --) shift; break ;;
     *) break ;;
   esac
@@ -53,13 +58,32 @@ need_tools() {
 prepare() {
   need_tools
   mkdir -p "$cache"
-  local pkg
-  pkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')"
-  if [ -z "$pkg" ]; then
-    apt-get update -qq >/dev/null 2>&1 || true
-    pkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')"
+  local pkg apt_opts=()
+  if [ -n "$suite" ]; then
+    # Another Debian release's kernel: its package list in the cache, from the machine's own Debian mirror.
+    case "$suite" in *[!a-z-]*) die "--kernel takes a Debian suite name (trixie), not '$suite'" ;; esac
+    local adir="$cache/apt-$suite" mirror
+    mirror="$( (grep -rhE '^[^#]*(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null || true) \
+      | grep -oE 'https?://[^ ]+/debian/?( |$)' | head -1 | tr -d ' ')" || true
+    mirror="${mirror:-http://deb.debian.org/debian}"
+    mkdir -p "$adir/lists/partial"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror%/} $suite main" > "$adir/sources.list"
+    apt_opts=(-o "Dir::Etc::SourceList=$adir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+              -o "Dir::State::Lists=$adir/lists" -o "Dir::Cache=$adir/cache")
+    pkg="$(apt-cache "${apt_opts[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')" || true
+    if [ -z "$pkg" ]; then
+      apt-get "${apt_opts[@]}" update -qq >/dev/null 2>&1 || true
+      pkg="$(apt-cache "${apt_opts[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')" || true
+    fi
+    [ -n "$pkg" ] || die "cannot find Debian $suite's kernel package in ${mirror%/} $suite (is the mirror reachable?)"
+  else
+    pkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')" || true
+    if [ -z "$pkg" ]; then
+      apt-get update -qq >/dev/null 2>&1 || true
+      pkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')" || true
+    fi
+    [ -n "$pkg" ] || die "cannot find Debian's kernel package (apt-cache depends linux-image-amd64 gave nothing; is apt reachable?)"
   fi
-  [ -n "$pkg" ] || die "cannot find Debian's kernel package (apt-cache depends linux-image-amd64 gave nothing; is apt reachable?)"
   local kdir="$cache/$pkg"
   local stamp1; stamp1="$(cksum < "$here/stage1-init" | cut -d' ' -f1)"
   if [ -f "$kdir/.ready" ] && [ "$(cat "$kdir/.stage1" 2>/dev/null)" != "$stamp1" ]; then
@@ -69,8 +93,12 @@ prepare() {
   if [ ! -f "$kdir/.ready" ]; then
     echo "guest.sh: preparing $pkg in $kdir (once)" >&2
     rm -rf "$kdir" && mkdir -p "$kdir/deb"
-    (cd "$kdir/deb" && apt-get download -qq "$pkg" >/dev/null 2>&1) || die "apt-get download $pkg failed"
+    (cd "$kdir/deb" && apt-get "${apt_opts[@]}" download -qq "$pkg" >/dev/null 2>&1) || die "apt-get download $pkg failed"
     dpkg -x "$kdir"/deb/*.deb "$kdir/root"
+    # Releases with a merged /usr ship the modules under usr/lib.
+    if [ ! -d "$kdir/root/lib/modules" ] && [ -d "$kdir/root/usr/lib/modules" ]; then
+      mkdir -p "$kdir/root/lib" && ln -s ../usr/lib/modules "$kdir/root/lib/modules"
+    fi
     local kver
     kver="$(ls "$kdir/root/lib/modules" | head -1)"
     depmod -b "$kdir/root" "$kver"
@@ -95,10 +123,15 @@ build_initramfs() {
   for m in virtio_pci virtio_net 9pnet_virtio 9p overlay; do
     modprobe -d "$kdir/root" -S "$kver" --show-depends "$m" | awk '$1=="insmod"{print $2}' | while read -r f; do
       local base; base="$(basename "$f")"
-      if ! grep -qx "$base" "$ir/modules/order"; then
-        cp "$kdir/root/${f#/}" "$ir/modules/$base" 2>/dev/null || cp "$f" "$ir/modules/$base"
-        echo "$base" >> "$ir/modules/order"
-      fi
+      local src="$kdir/root/${f#/}"
+      [ -f "$src" ] || src="$kdir/root/usr/${f#/}"
+      [ -f "$src" ] || src="$f"
+      case "$base" in
+        *.xz) base="${base%.xz}"; grep -qx "$base" "$ir/modules/order" || xz -dc "$src" > "$ir/modules/$base" ;;
+        *.zst) base="${base%.zst}"; grep -qx "$base" "$ir/modules/order" || zstd -qdc "$src" > "$ir/modules/$base" ;;
+        *) grep -qx "$base" "$ir/modules/order" || cp "$src" "$ir/modules/$base" ;;
+      esac
+      grep -qx "$base" "$ir/modules/order" || echo "$base" >> "$ir/modules/order"
     done
   done
   cp "$here/stage1-init" "$ir/init"

@@ -51,6 +51,7 @@ jobs=(
   "our-initiator-kernel-target-rdma|our-initiator-kernel-target|--rdma|900|TRANSPORT=rdma"
   "our-initiator-our-target-rdma|our-initiator-our-target-rdma|--rdma|900|"
   "block-device-target|block-device-target|--nvme 1G|900|"
+  "kernel-host-auth|kernel-host-auth|--kernel trixie|900|"
 )
 start_all=$(date +%s)
 for spec in "${jobs[@]}"; do

@@ -84,6 +84,17 @@ public final class StateFile {
      * cost does not grow with the document) renamed over the old one; where hard links are not supported, by a copy
      * written and synced first. Either way a crash leaves the old or the new previous copy, never part of one.
      */
+    private static FileChannel ownerOnly(Path file) throws IOException {
+        Files.deleteIfExists(file);
+        try {
+            return FileChannel.open(file, java.util.Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+                    java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                            java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+        } catch (UnsupportedOperationException e) {
+            return FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE); // not POSIX
+        }
+    }
+
     private void keepPrevious() throws IOException {
         Path link = dir.resolve(NAME + ".prev.tmp");
         Files.deleteIfExists(link);
@@ -96,8 +107,8 @@ public final class StateFile {
     }
 
     private static void writeDurably(Path file, byte[] bytes) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
+        // Owner only (0600): the document holds the hosts' DH-HMAC-CHAP secrets.
+        try (FileChannel ch = ownerOnly(file)) {
             ByteBuffer b = ByteBuffer.wrap(bytes);
             while (b.hasRemaining()) {
                 ch.write(b);

@@ -23,6 +23,31 @@ class StateFileTest {
     @TempDir
     Path dir;
 
+    /**
+     * The hosts' DH-HMAC-CHAP secrets live in the state file, readable by its owner only, so that a restart keeps
+     * requiring them; the export (what GET shows) never carries them.
+     */
+    @Test
+    void theHostsSecretsAreKeptOwnerOnlyAndNeverExported() throws Exception {
+        StateFile state = new StateFile(dir.resolve("state"));
+        String host = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000009";
+        String secret = io.nvmeof.protocol.auth.DhchapSecret.of(new byte[32], null).representation();
+        TargetConfig start = TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null)
+                .withHosts(List.of(new TargetConfig.HostConfig(host, secret, null, null, null)));
+        try (NvmeTarget t = NvmeTarget.start(start)) {
+            t.live().saveChangesWith(state::save);
+            t.live().createSubsystem(new SubsystemConfig(NQN, null, null, 16, false, List.of(host), null));
+            assertTrue(Files.readString(state.path()).contains(secret), "the state file keeps the secret");
+            assertEquals(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"),
+                    Files.getPosixFilePermissions(state.path()), "the state file is the owner's only");
+            assertFalse(t.live().export().toJson().contains("DHHC-1"), "the export carries no secret");
+        }
+        TargetConfig restored = state.load();
+        try (NvmeTarget t = NvmeTarget.start(restored)) {
+            assertTrue(t.core().hostAuth().lookup(host) != null, "after a restart the host must still authenticate");
+        }
+    }
+
     @Test
     void aRestartFromTheStateRestoresEverything() throws Exception {
         StateFile state = new StateFile(dir.resolve("state"));

@@ -155,7 +155,10 @@ final class TargetCommand implements Callable<Integer> {
             cfg = cfg.withPollGroupCpus(pollGroupCpus);
         }
         if (printConfig) {
-            System.out.println(cfg.toJson());
+            if (cfg.hosts() != null && !cfg.hosts().isEmpty()) {
+                System.err.println("the hosts' DH-HMAC-CHAP secrets are left out of the printed configuration");
+            }
+            System.out.println(cfg.withHosts(null).toJson());
             return 0;
         }
         NvmeTarget target = NvmeTarget.start(cfg);

@@ -64,6 +64,11 @@ public final class Status {
     public static final int CONNECT_INVALID_PARAMETERS = 0x182;
     public static final int CONNECT_RESTART_DISCOVERY = 0x183;
     public static final int CONNECT_INVALID_HOST = 0x184;
+    /**
+     * Authentication Required (SCT 1, SC 91h): a command other than Connect and the authentication commands on a
+     * queue that has not completed DH-HMAC-CHAP. Its value is outside the ranges that depend on the command set.
+     */
+    public static final int AUTH_REQUIRED = 0x191;
     /** NVM command set specific: conflicting attributes (same value as Connect's 0x80, other command). */
     public static final int CONFLICTING_ATTRIBUTES = 0x180;
 
@@ -137,6 +142,7 @@ public final class Status {
         IO_NAMES.put(IO_INVALID_PROTECTION_INFO, "INVALID_PI");
         IO_NAMES.put(IO_WRITE_TO_READ_ONLY, "READ_ONLY");
         IO_NAMES.put(IO_ONCS_NOT_SUPPORTED, "ONCS_NOT_SUPPORTED");
+        NAMES.put(AUTH_REQUIRED, "AUTH_REQUIRED");
         NAMES.put(WRITE_FAULT, "WRITE_FAULT");
         NAMES.put(UNRECOVERED_READ_ERROR, "READ_ERROR");
         NAMES.put(COMPARE_FAILED, "COMPARE_FAILED");

@@ -123,7 +123,8 @@ public final class LiveConfiguration {
 
     /** The whole target as one configuration document, with every effective value (serials, NSIDs, UUIDs). */
     public synchronized TargetConfig export() {
-        return document.current();
+        // Never the hosts' secrets: an export is shown, copied and attached to tickets. The state file keeps them.
+        return document.current().withHosts(null);
     }
 
     /**
@@ -134,6 +135,13 @@ public final class LiveConfiguration {
      */
     public synchronized ImportResult importConfiguration(TargetConfig doc, ImportMode mode, boolean dryRun,
                                                          Consumer<NamespaceConfig> pathCheck) {
+        if (doc.hosts() != null && !doc.hosts().isEmpty()) {
+            // Refused rather than dropped: a document whose secrets were silently left out would admit hosts
+            // unauthenticated that its author meant to be checked.
+            throw new ConfigurationException(ConfigurationException.Kind.INVALID, "the document's hosts (DH-HMAC-CHAP"
+                    + " secrets) cannot be imported through the admin API yet; give them in the configuration file"
+                    + " the target starts with (--config), and import the document without them");
+        }
         return new ConfigurationImport(document, target, mode, pathCheck).run(doc, dryRun);
     }
 

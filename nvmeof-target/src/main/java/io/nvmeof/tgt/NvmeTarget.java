@@ -146,6 +146,7 @@ public final class NvmeTarget implements AutoCloseable {
                 throw new IllegalArgumentException("the configuration has " + config.subsystems().size()
                         + " subsystems; a target takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
             }
+            core.hostAuth().load(config.hosts());
             target.sparseMemory = SparseMemoryLimit.of(config.maxSparseMemory() == null ? null
                     : memorySize("maxSparseMemory", config.maxSparseMemory(), 0));
             if (config.subsystems() != null) {

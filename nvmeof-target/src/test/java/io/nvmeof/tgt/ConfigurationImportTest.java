@@ -60,6 +60,20 @@ class ConfigurationImportTest {
         return new TargetConfig(null, null, null, null, listeners, List.of(subs));
     }
 
+    /** A document with hosts' secrets is refused whole, not imported without them (which would admit those hosts unproven). */
+    @Test
+    void aDocumentWithHostsSecretsIsRefusedAndChangesNothing() {
+        TargetConfig before = live.export();
+        TargetConfig doc = before.withHosts(java.util.List.of(new TargetConfig.HostConfig(
+                "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000b",
+                io.nvmeof.protocol.auth.DhchapSecret.of(new byte[32], null).representation(), null, null, null)));
+        LiveConfiguration.ConfigurationException e = assertThrows(LiveConfiguration.ConfigurationException.class,
+                () -> live.importConfiguration(doc, ImportMode.REPLACE, false, n -> { }));
+        assertEquals(LiveConfiguration.ConfigurationException.Kind.INVALID, e.kind());
+        assertTrue(e.getMessage().contains("--config"), e.getMessage());
+        assertEquals(before, live.export());
+    }
+
     @Test
     void exportThenReplaceIsANoOp() {
         TargetConfig before = live.export();

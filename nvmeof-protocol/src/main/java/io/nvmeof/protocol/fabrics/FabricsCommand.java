@@ -25,6 +25,16 @@ public final class FabricsCommand extends Command {
     public static final int OFST = 44;
     public static final int VALUE = 48;
 
+    // Authentication Send / Receive (NVMe Base 2.0, 5.3.x): CDW10 holds SPSP0, SPSP1 and SECP; CDW11 TL or AL.
+    public static final int SPSP0 = 41;
+    public static final int SPSP1 = 42;
+    public static final int SECP = 43;
+    /** Transfer length (Authentication Send) or allocation length (Authentication Receive). */
+    public static final int AUTH_LENGTH = 44;
+    /** SECP of NVMe in-band authentication (DH-HMAC-CHAP), with SPSP0 = SPSP1 = 1 as Linux and SPDK send them. */
+    public static final int SECP_NVME_AUTH = 0xE9;
+    public static final int SPSP_NVME_AUTH = 0x01;
+
     public int fctype() { return u8(FCTYPE); }
     public FabricsCommand fctype(int v) { u8(FCTYPE, v); return this; }
 
@@ -41,6 +51,21 @@ public final class FabricsCommand extends Command {
     /** Keep Alive Timeout in milliseconds (0 disables keep alive). */
     public long kato() { return u32(KATO); }
     public FabricsCommand kato(long v) { u32(KATO, v); return this; }
+
+    public int spsp0() { return u8(SPSP0); }
+    public int spsp1() { return u8(SPSP1); }
+    public int secp() { return u8(SECP); }
+    /** TL of Authentication Send, AL of Authentication Receive. */
+    public long authLength() { return u32(AUTH_LENGTH); }
+    /** Fills CDW10 and CDW11 of an Authentication Send or Receive of NVMe in-band authentication. */
+    public FabricsCommand auth(long length) {
+        u8(40, 0);
+        u8(SPSP0, SPSP_NVME_AUTH);
+        u8(SPSP1, SPSP_NVME_AUTH);
+        u8(SECP, SECP_NVME_AUTH);
+        u32(AUTH_LENGTH, length);
+        return this;
+    }
 
     /** Property size from ATTRIB bits 2:0: 0 means 4 bytes, 1 means 8 bytes. */
     public int propertySize() { return (u8(ATTRIB) & 0x7) == 1 ? 8 : 4; }

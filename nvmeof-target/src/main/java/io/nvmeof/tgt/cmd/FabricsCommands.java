@@ -46,10 +46,18 @@ public final class FabricsCommands {
                 req.direction = Request.DIR_HOST_TO_CONTROLLER;
                 req.execute = FabricsCommands::executeConnect;
                 return Status.SUCCESS;
+            case Opcodes.FCTYPE_AUTH_SEND:
+                return AuthCommands.parse(req, true);
+            case Opcodes.FCTYPE_AUTH_RECEIVE:
+                return AuthCommands.parse(req, false);
             case Opcodes.FCTYPE_PROPERTY_GET:
             case Opcodes.FCTYPE_PROPERTY_SET:
                 if (!sq.connected()) {
                     return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
+                }
+                if (sq.awaitsAuthentication()) {
+                    // Not even the registers before DH-HMAC-CHAP: the Linux and SPDK hosts authenticate first.
+                    return Status.AUTH_REQUIRED | Status.DNR;
                 }
                 if (sq.qid() != 0) {
                     // Property access exists on the admin queue only; nvmet and SPDK answer Invalid Opcode.
@@ -167,7 +175,7 @@ public final class FabricsCommands {
             core.bindQueue(sq, c, 0, sqsize + 1, f.sqFlowControlDisabled());
             LOG.info("controller {} of {} created for host {} from {} (KATO {} ms)", c.cntlid(), subnqn, Nqn.display(hostnqn),
                     sq.transport().peer(), kato);
-            req.completeWithResult(c.cntlid());
+            req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn));
             return;
         }
         Controller c = subsystem.controller(d.cntlid());
@@ -204,7 +212,24 @@ public final class FabricsCommands {
             return;
         }
         core.bindQueue(sq, c, qid, sqsize + 1, f.sqFlowControlDisabled());
-        req.completeWithResult(c.cntlid());
+        req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn));
+    }
+
+    /** Connect response DW0 bit 17 (AUTHREQ.ATR): the host must authenticate with DH-HMAC-CHAP on this queue. */
+    public static final long AUTHREQ_ATR = 1L << 17;
+
+    /**
+     * Sets up DH-HMAC-CHAP on a newly connected queue when its host has a secret, and returns the Connect result's
+     * AUTHREQ bits. As nvmet: never on the discovery subsystem, and never where any host may connect (a secret for a
+     * host that anyone may impersonate by not naming itself would protect nothing).
+     */
+    private static long requireAuthentication(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {
+        io.nvmeof.tgt.auth.HostAuth auth = sq.core().hostAuth().lookup(hostnqn);
+        if (auth == null || subsystem.isDiscovery() || subsystem.allowAnyHost()) {
+            return 0;
+        }
+        sq.authentication(new io.nvmeof.tgt.auth.QueueAuthentication(auth, subsystem.nqn()));
+        return AUTHREQ_ATR;
     }
 
     /**

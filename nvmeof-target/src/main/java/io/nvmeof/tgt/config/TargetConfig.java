@@ -46,16 +46,24 @@ import java.util.regex.Pattern;
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonPropertyOrder({"pollGroups", "busyPollUs", "pollGroupCpus", "maxIoQueues", "maxQueueSize", "maxTransferSize",
-        "maxConnectionMemory", "maxMemory", "maxSparseMemory"})
+        "maxConnectionMemory", "maxMemory", "maxSparseMemory", "hosts"})
 public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
         List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
-        String maxConnectionMemory, String maxMemory, String maxSparseMemory, String pollGroupCpus) {
+        String maxConnectionMemory, String maxMemory, String maxSparseMemory, String pollGroupCpus,
+        List<HostConfig> hosts) {
 
     public TargetConfig {
         // 0 is the default (block at once): one spelling, so an export, an import and a comparison agree.
         if (busyPollUs != null && busyPollUs == 0) {
             busyPollUs = null;
         }
+    }
+
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
+            String maxConnectionMemory, String maxMemory, String maxSparseMemory, String pollGroupCpus) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, null);
     }
 
     public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
@@ -85,31 +93,31 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     /** This configuration with {@code us} microseconds of busy polling (0: none). */
     public TargetConfig withBusyPollUs(int us) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us,
-                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus);
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts);
     }
 
     /** This configuration with its poll groups on {@code cpus} (a cpulist; null: placed by the kernel). */
     public TargetConfig withPollGroupCpus(String cpus) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, cpus);
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, cpus, hosts);
     }
 
     /** This configuration with {@code n} poll groups (null: one per core). */
     public TargetConfig withPollGroups(Integer n) {
         return new TargetConfig(n, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
-                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus);
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts);
     }
 
     /** This configuration with the given memory limits (sizes with units; null: the default). */
     public TargetConfig withMemoryLimits(String perConnection, String total) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                busyPollUs, perConnection, total, maxSparseMemory, pollGroupCpus);
+                busyPollUs, perConnection, total, maxSparseMemory, pollGroupCpus, hosts);
     }
 
     /** This configuration with other listeners and subsystems, every global setting kept. */
     public TargetConfig withContents(List<ListenerConfig> newListeners, List<SubsystemConfig> newSubsystems) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, newListeners, newSubsystems,
-                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus);
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts);
     }
 
     public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";
@@ -117,6 +125,38 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     private static final ObjectMapper MAPPER = new ObjectMapper()
             .enable(SerializationFeature.INDENT_OUTPUT)
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+
+    /** This configuration with other host entries (their DH-HMAC-CHAP secrets); null: none. */
+    public TargetConfig withHosts(List<HostConfig> newHosts) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, newHosts);
+    }
+
+    /**
+     * A host's in-band authentication settings, target-wide as nvmetcli's {@code hosts} (a subsystem's {@code hosts}
+     * list says which hosts it admits; this says how a host proves it is the one named). Secrets are in the form
+     * {@code nvme gen-dhchap-key} prints ({@code DHHC-1:xx:...:}); an exported document never carries them.
+     *
+     * @param nqn           the host NQN
+     * @param dhchapKey     the host's secret: a host with one must authenticate (DH-HMAC-CHAP) on every queue
+     * @param dhchapCtrlKey the controller's secret, for a host that asks the controller to authenticate too
+     *                      (bidirectional); null: such a request is refused
+     * @param dhchapHash    the hash the target asks for when the host offers it: {@code sha256} (default),
+     *                      {@code sha384}, {@code sha512} ({@code hmac(sha256)} as nvmetcli writes it is taken too)
+     * @param dhchapDhGroup the DH group the target asks for: {@code null} (default: no key exchange, as nvmet's
+     *                      default), {@code ffdhe2048} ... {@code ffdhe8192}
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record HostConfig(String nqn, String dhchapKey, String dhchapCtrlKey, String dhchapHash,
+            String dhchapDhGroup) {
+        @Override
+        public String toString() {
+            // Never the secrets: a record's own toString would print them into a log line.
+            return "HostConfig[nqn=" + nqn + ", dhchapKey=" + (dhchapKey == null ? "none" : "set") + ", dhchapCtrlKey="
+                    + (dhchapCtrlKey == null ? "none" : "set") + ", dhchapHash=" + dhchapHash + ", dhchapDhGroup="
+                    + dhchapDhGroup + "]";
+        }
+    }
 
     /** @param subsystems NQNs exported on this listener; null or empty exports all. */
     @JsonInclude(JsonInclude.Include.NON_NULL)

@@ -25,6 +25,10 @@ public final class SubmissionQueue {
     private int sqhd;
     private boolean flowControlDisabled;
     private Controller controller;
+    /** DH-HMAC-CHAP on this queue, when its host must authenticate; null otherwise. Queue thread only. */
+    private io.nvmeof.tgt.auth.QueueAuthentication authentication;
+    /** An Authentication Send or Receive of this queue is running (off the poll group): one at a time. */
+    private boolean authenticationBusy;
 
     /** Bytes this queue holds against the memory limits: its reservation plus its commands' charged data. */
     private long memoryHeld;
@@ -149,6 +153,12 @@ public final class SubmissionQueue {
     public boolean connected() { return controller != null; }
     public Controller controller() { return controller; }
     public boolean flowControlDisabled() { return flowControlDisabled; }
+    public io.nvmeof.tgt.auth.QueueAuthentication authentication() { return authentication; }
+    public void authentication(io.nvmeof.tgt.auth.QueueAuthentication a) { authentication = a; }
+    /** Whether commands other than Connect and the authentication commands must wait for DH-HMAC-CHAP. */
+    public boolean awaitsAuthentication() { return authentication != null && !authentication.authenticated(); }
+    public boolean authenticationBusy() { return authenticationBusy; }
+    public void authenticationBusy(boolean busy) { authenticationBusy = busy; }
 
     void bind(Controller controller, int qid, int size, boolean disableFlowControl) {
         grow(Math.min(2 * size, maxPoolSize));

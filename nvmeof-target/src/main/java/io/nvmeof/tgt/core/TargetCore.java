@@ -47,6 +47,10 @@ public final class TargetCore {
      * namespace's work never holds up another's; threads come when work does and go after a minute without any.
      */
     private final java.util.concurrent.ThreadPoolExecutor backendWork = backendThreads();
+    /** Hosts that must authenticate (DH-HMAC-CHAP), by host NQN. */
+    private final io.nvmeof.tgt.auth.HostAuthRegistry hostAuth = new io.nvmeof.tgt.auth.HostAuthRegistry();
+    /** DH arithmetic of authentication (milliseconds each in the larger groups), never on a poll group. */
+    private final java.util.concurrent.ExecutorService authWork = authThreads();
     /** The most backend threads at once, over all lanes: beyond it a lane's turn waits for a free thread. */
     static final int BACKEND_THREADS = 64;
 
@@ -86,6 +90,27 @@ public final class TargetCore {
     private final long startNanos = System.nanoTime();
 
     public TargetLimits limits() { return limits; }
+    public io.nvmeof.tgt.auth.HostAuthRegistry hostAuth() { return hostAuth; }
+
+    /**
+     * Runs an authentication step off the poll groups. Bounded: one thread per core at most, and a queue of 1,024
+     * steps (each queue has at most one at a time); beyond that the step is refused and the caller fails the command.
+     */
+    public void executeAuthentication(Runnable step) {
+        authWork.execute(step);
+    }
+
+    private static java.util.concurrent.ExecutorService authThreads() {
+        int n = Math.max(1, Runtime.getRuntime().availableProcessors());
+        java.util.concurrent.ThreadPoolExecutor e = new java.util.concurrent.ThreadPoolExecutor(n, n, 30,
+                TimeUnit.SECONDS, new java.util.concurrent.ArrayBlockingQueue<>(1024), r -> {
+                    Thread t = new Thread(r, "nvmeof-auth");
+                    t.setDaemon(true);
+                    return t;
+                });
+        e.allowCoreThreadTimeOut(true);
+        return e;
+    }
 
     /**
      * How poll-group threads of every transport run: poll group N on its CPU when the target was given
@@ -369,6 +394,7 @@ public final class TargetCore {
         boolean late = now - lastKeepAliveCheck > KEEP_ALIVE_CHECK_NANOS + KEEP_ALIVE_STALL_NANOS;
         lastKeepAliveCheck = now;
         for (Controller c : controllers) {
+            closeOverdueAuthentications(c, now);
             if (late) {
                 // This check's own thread was stalled, and may have held hosts' traffic unread: a fresh grace period.
                 c.touch();
@@ -377,6 +403,28 @@ public final class TargetCore {
                     c.adminQueue().transport().execute(() -> expireOnQueueThread(c, now));
                 } catch (java.util.concurrent.RejectedExecutionException e) {
                     c.teardown("keep-alive timeout expired");
+                }
+            }
+        }
+    }
+
+    /** Closes the queues of {@code c} that stayed connected past the deadline without authenticating. */
+    private static void closeOverdueAuthentications(Controller c, long now) {
+        for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
+            SubmissionQueue q = qid == 0 ? c.adminQueue() : c.queue(qid);
+            io.nvmeof.tgt.auth.QueueAuthentication a = q == null ? null : q.authentication();
+            if (a != null && a.overdue(now)) {
+                try {
+                    q.transport().execute(() -> {
+                        if (q.awaitsAuthentication()) {
+                            LOG.warn("queue {} of controller {} (host {}): not authenticated within {} s; closed", q.qid(),
+                                    c.cntlid(), Nqn.display(c.hostNqn()),
+                                    TimeUnit.NANOSECONDS.toSeconds(io.nvmeof.tgt.auth.QueueAuthentication.deadlineNanos()));
+                            q.transport().close("not authenticated in time");
+                        }
+                    });
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    // closing already
                 }
             }
         }
@@ -418,8 +466,8 @@ public final class TargetCore {
         SubmissionQueue sq = req.sq();
         Command cmd = req.cmd;
         Controller c = sq.controller();
-        if (c != null) {
-            c.touch();
+        if (c != null && !sq.awaitsAuthentication()) {
+            c.touch(); // commands refused for want of authentication do not keep a controller alive
         }
         int status;
         if (cmd.fuse() != 0) {
@@ -462,6 +510,10 @@ public final class TargetCore {
             // Only Connect is valid on a queue that is not connected yet.
             req.errorLocation = Command.OPCODE;
             return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
+        }
+        if (req.sq().awaitsAuthentication()) {
+            // Before DH-HMAC-CHAP completes nothing but the Fabrics commands that carry it (nvmet: AUTH_REQUIRED).
+            return Status.AUTH_REQUIRED | Status.DNR;
         }
         if (!c.ready()) {
             return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
@@ -543,6 +595,7 @@ public final class TargetCore {
 
     /** Lets backend work already started finish (before backends close); takes no more. */
     public void stopBackendWork(long timeoutMs) {
+        authWork.shutdownNow(); // a half-done authentication is of no use once the target stops
         backendWork.shutdown();
         try {
             if (!backendWork.awaitTermination(timeoutMs, TimeUnit.MILLISECONDS)) {

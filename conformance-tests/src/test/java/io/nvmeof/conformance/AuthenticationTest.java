@@ -1,0 +1,359 @@
+package io.nvmeof.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.nvmeof.protocol.Completion;
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.auth.AuthMessages;
+import io.nvmeof.protocol.auth.AuthMessages.Challenge;
+import io.nvmeof.protocol.auth.AuthMessages.Negotiate;
+import io.nvmeof.protocol.auth.AuthMessages.Reply;
+import io.nvmeof.protocol.auth.DhExchange;
+import io.nvmeof.protocol.auth.DhGroup;
+import io.nvmeof.protocol.auth.Dhchap;
+import io.nvmeof.protocol.auth.DhchapHash;
+import io.nvmeof.protocol.auth.DhchapSecret;
+import io.nvmeof.protocol.fabrics.FabricsCommand;
+import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import java.security.SecureRandom;
+import java.util.Arrays;
+import java.util.List;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * DH-HMAC-CHAP on the target, driven by a raw host that computes its side from the specification's formulas (the
+ * Linux kernel's host does the same against this target in the guest suite): the right secret authenticates, with
+ * and without a DH group and in both directions, and every way of getting it wrong is refused with the Failure1
+ * reason Linux's nvmet sends, the queue closed, and other hosts untouched.
+ */
+class AuthenticationTest {
+    static final String SUB = "nqn.2026-12.io.nvmeof:secured";
+    /** Authenticates with the null group, SHA-256, one way. */
+    static final String PLAIN = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-0000000000a1";
+    /** Configured for ffdhe2048 and SHA-384, with a controller secret: both directions. */
+    static final String DH = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-0000000000a2";
+    /** Allowed without a secret. */
+    static final String OPEN = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-0000000000a3";
+
+    static final SecureRandom RANDOM = new SecureRandom();
+    static final DhchapSecret PLAIN_KEY = secret(32, DhchapHash.SHA256);
+    static final DhchapSecret DH_KEY = secret(48, null);
+    static final DhchapSecret DH_CTRL_KEY = secret(64, DhchapHash.SHA512);
+
+    static NvmeTarget target;
+    static int port;
+
+    static DhchapSecret secret(int bytes, DhchapHash transform) {
+        byte[] k = new byte[bytes];
+        RANDOM.nextBytes(k);
+        return DhchapSecret.of(k, transform);
+    }
+
+    @BeforeAll
+    static void start() throws Exception {
+        TargetConfig cfg = new TargetConfig(1, 4, 128, 1 << 20,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
+                List.of(new SubsystemConfig(SUB, null, null, null, false, List.of(PLAIN, DH, OPEN),
+                        List.of(new NamespaceConfig(1L, "ram", "8MiB", 512, null, null)))))
+                .withHosts(List.of(new HostConfig(PLAIN, PLAIN_KEY.representation(), null, null, null),
+                        new HostConfig(DH, DH_KEY.representation(), DH_CTRL_KEY.representation(), "hmac(sha384)",
+                                "ffdhe2048")));
+        target = NvmeTarget.start(cfg);
+        port = target.tcpPort(0);
+    }
+
+    @AfterAll
+    static void stop() {
+        target.close();
+    }
+
+    // ------------------------------------------------------------------------------------------------ the host side
+
+    static byte[] authSendSqe(int length) {
+        byte[] b = RawTcpHost.sqe();
+        new FabricsCommand().<FabricsCommand>wrap(new UnsafeBuffer(b), 0).fctype(Opcodes.FCTYPE_AUTH_SEND)
+                .auth(length).opcode(Opcodes.FABRICS);
+        RawTcpHost.sgl(b).inCapsule(0, length);
+        return b;
+    }
+
+    static Completion authSend(RawTcpHost h, byte[] message) throws Exception {
+        return h.execute(authSendSqe(message.length), message);
+    }
+
+    static RawTcpHost.Reply authReceive(RawTcpHost h, int al) throws Exception {
+        byte[] b = RawTcpHost.sqe();
+        new FabricsCommand().<FabricsCommand>wrap(new UnsafeBuffer(b), 0).fctype(Opcodes.FCTYPE_AUTH_RECEIVE)
+                .auth(al).opcode(Opcodes.FABRICS);
+        RawTcpHost.sgl(b).transportBlock(al);
+        return h.executeForData(b, al);
+    }
+
+    /** The host's secrets and choices for one transaction. */
+    record HostSide(String hostNqn, DhchapSecret key, DhchapSecret ctrlKey, int[] hashes, int[] groups) {
+    }
+
+    /** Everything one transaction showed, for the tests to look into. */
+    static final class Transcript {
+        Challenge challenge;
+        byte[] replyMessage;
+        byte[] success1;
+        Completion replyCompletion;
+    }
+
+    static RawTcpHost connect(String hostNqn, int qid, int cntlid) throws Exception {
+        RawTcpHost h = new RawTcpHost(port);
+        h.initialize(0);
+        Completion c = h.connect(qid, 31, cntlid, SUB, hostNqn, 0);
+        assertEquals(Status.SUCCESS, c.status(), "Connect");
+        h.cntlid = c.dw0() & 0xFFFF;
+        return h;
+    }
+
+    /** Runs a transaction up to and including Success1 (and Success2 when both directions); returns the transcript. */
+    static Transcript authenticate(RawTcpHost h, HostSide side, int tid) throws Exception {
+        Transcript t = new Transcript();
+        assertEquals(Status.SUCCESS, authSend(h, new Negotiate(tid, 0, side.hashes(), side.groups()).encode()).status());
+        RawTcpHost.Reply ch = authReceive(h, 4096);
+        assertEquals(Status.SUCCESS, ch.cqe().status(), "AUTH_Receive (Challenge)");
+        if (AuthMessages.id(ch.data()) == AuthMessages.ID_FAILURE1) {
+            t.success1 = ch.data();
+            return t;
+        }
+        t.challenge = Challenge.decode(ch.data());
+        DhchapHash hash = DhchapHash.byId(t.challenge.hashId());
+        DhGroup group = DhGroup.byId(t.challenge.dhGroupId());
+        byte[] c1 = t.challenge.challenge();
+        byte[] dhValue = new byte[0];
+        byte[] session = null;
+        if (group != DhGroup.NULL) {
+            DhExchange mine = DhExchange.generate(group, RANDOM);
+            dhValue = mine.publicValue();
+            session = mine.sharedSecret(t.challenge.dhValue());
+            c1 = Dhchap.augmentedChallenge(hash, session, c1);
+        }
+        byte[] r1 = Dhchap.hostResponse(hash, side.key().transform(side.hostNqn()), c1, t.challenge.seqnum(), tid, 0,
+                side.hostNqn(), SUB);
+        byte[] c2 = null;
+        long s2 = 0;
+        if (side.ctrlKey() != null) {
+            c2 = new byte[hash.length()];
+            RANDOM.nextBytes(c2);
+            s2 = 0x1234_5678L;
+        }
+        t.replyMessage = new Reply(tid, r1, c2, s2, dhValue).encode();
+        t.replyCompletion = authSend(h, t.replyMessage);
+        RawTcpHost.Reply s1 = authReceive(h, 4096);
+        assertEquals(Status.SUCCESS, s1.cqe().status(), "AUTH_Receive (Success1)");
+        t.success1 = s1.data();
+        if (AuthMessages.id(t.success1) == AuthMessages.ID_SUCCESS1 && c2 != null) {
+            byte[] r2 = AuthMessages.success1Response(t.success1);
+            assertNotNull(r2, "the controller answers the host's challenge (RVALID)");
+            byte[] cc = session != null ? Dhchap.augmentedChallenge(hash, session, c2) : c2;
+            byte[] expected = Dhchap.controllerResponse(hash, side.ctrlKey().transform(SUB), cc, s2, tid, SUB,
+                    side.hostNqn());
+            assertArrayEquals(expected, r2, "the controller proves it holds the controller secret");
+            assertEquals(Status.SUCCESS, authSend(h, AuthMessages.success2(tid)).status(), "Success2");
+        }
+        return t;
+    }
+
+    static final int[] ALL_HASHES = {1, 2, 3};
+    static final int[] ALL_GROUPS = {0, 1, 2, 3, 4, 5};
+
+    static void assertServed(RawTcpHost h) throws Exception {
+        assertEquals(Status.SUCCESS, h.propertySet(ControllerRegisters.CC, ControllerRegisters.CC_ENABLE_DEFAULT).status());
+        assertEquals(Status.SUCCESS, h.execute(RawTcpHost.identifySqe(Opcodes.CNS_CONTROLLER, 0), null).status(),
+                "Identify once authenticated");
+    }
+
+    static int failureOf(byte[] message) {
+        assertEquals(AuthMessages.TYPE_COMMON, AuthMessages.type(message));
+        assertEquals(AuthMessages.ID_FAILURE1, AuthMessages.id(message), "Failure1");
+        assertEquals(AuthMessages.RESCODE_FAILED, message[6] & 0xFF);
+        return AuthMessages.failureExplanation(message);
+    }
+
+    // ------------------------------------------------------------------------------------------------ tests
+
+    @Test
+    void theRightSecretAuthenticatesAndNothingIsServedBefore() throws Exception {
+        try (RawTcpHost h = new RawTcpHost(port)) {
+            h.initialize(0);
+            Completion c = h.connect(0, 31, 0xFFFF, SUB, PLAIN, 0);
+            assertEquals(Status.SUCCESS, c.status());
+            assertEquals(1, (c.dw0() >>> 17) & 1, "Connect says authentication is required (AUTHREQ.ATR, DW0 bit 17)");
+            assertEquals(Status.AUTH_REQUIRED | Status.DNR,
+                    h.execute(RawTcpHost.identifySqe(Opcodes.CNS_CONTROLLER, 0), null).status(), "Identify before");
+            assertEquals(Status.AUTH_REQUIRED | Status.DNR, h.propertyGet(ControllerRegisters.CAP, 8).status(),
+                    "Property Get before");
+            Transcript t = authenticate(h, new HostSide(PLAIN, PLAIN_KEY, null, ALL_HASHES, ALL_GROUPS), 7);
+            assertEquals(DhchapHash.SHA256.id(), t.challenge.hashId(), "the configured hash (the default, SHA-256)");
+            assertEquals(DhGroup.NULL.id(), t.challenge.dhGroupId(), "the configured group (the default, null)");
+            assertEquals(0, t.challenge.dhValue().length);
+            assertEquals(32, t.challenge.challenge().length);
+            assertNotEquals(0, t.challenge.seqnum(), "S1 is never 0");
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(t.success1));
+            assertNull(AuthMessages.success1Response(t.success1), "no controller response when not asked for");
+            assertServed(h);
+        }
+    }
+
+    @Test
+    void aDhGroupAndBothDirectionsAuthenticateOnEveryQueue() throws Exception {
+        HostSide side = new HostSide(DH, DH_KEY, DH_CTRL_KEY, ALL_HASHES, ALL_GROUPS);
+        try (RawTcpHost admin = connect(DH, 0, 0xFFFF)) {
+            Transcript t = authenticate(admin, side, 1);
+            assertEquals(DhchapHash.SHA384.id(), t.challenge.hashId());
+            assertEquals(DhGroup.FFDHE2048.id(), t.challenge.dhGroupId());
+            assertEquals(256, t.challenge.dhValue().length, "the controller's public value, the prime's length");
+            assertServed(admin);
+            try (RawTcpHost io = connect(DH, 1, admin.cntlid)) {
+                byte[] read = RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 1, 512, false);
+                assertEquals(Status.AUTH_REQUIRED | Status.DNR, io.execute(read, null).status(),
+                        "an I/O queue authenticates on its own");
+                authenticate(io, side, 2);
+                assertEquals(Status.SUCCESS, io.execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 1, 512, false), null)
+                        .status(), "a read once the I/O queue authenticated");
+            }
+        }
+    }
+
+    @Test
+    void aWrongSecretGetsFailure1AndTheQueueCloses() throws Exception {
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            Transcript t = authenticate(h, new HostSide(PLAIN, secret(32, DhchapHash.SHA256), null, ALL_HASHES,
+                    ALL_GROUPS), 3);
+            assertEquals(AuthMessages.EXP_FAILED, failureOf(t.success1));
+            assertTrue(h.closedByTarget(), "the queue is closed after Failure1");
+        }
+        theRightSecretAuthenticatesAndNothingIsServedBefore(); // the host with the right secret is untouched
+    }
+
+    @Test
+    void aReplayedReplyIsRefused() throws Exception {
+        byte[] captured;
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            captured = authenticate(h, new HostSide(PLAIN, PLAIN_KEY, null, ALL_HASHES, ALL_GROUPS), 9).replyMessage;
+        }
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(9, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            assertEquals(Status.SUCCESS, authReceive(h, 4096).cqe().status());
+            authSend(h, captured); // an eavesdropper's copy of a good Reply, to another challenge
+            assertEquals(AuthMessages.EXP_FAILED, failureOf(authReceive(h, 4096).data()));
+            assertTrue(h.closedByTarget());
+        }
+    }
+
+    @Test
+    void aDowngradeToTheNullGroupIsRefused() throws Exception {
+        try (RawTcpHost h = connect(DH, 0, 0xFFFF)) {
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(4, 0, ALL_HASHES, new int[] {0}).encode()).status());
+            assertEquals(AuthMessages.EXP_DHGROUP_UNUSABLE, failureOf(authReceive(h, 4096).data()));
+            assertTrue(h.closedByTarget());
+        }
+    }
+
+    @Test
+    void aWrongTransactionIdOrMessageOutOfTurnIsRefused() throws Exception {
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(5, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            Challenge c = Challenge.decode(authReceive(h, 4096).data());
+            byte[] r1 = Dhchap.hostResponse(DhchapHash.SHA256, PLAIN_KEY.transform(PLAIN), c.challenge(), c.seqnum(), 6,
+                    0, PLAIN, SUB);
+            authSend(h, new Reply(6, r1, null, 0, new byte[0]).encode());
+            assertEquals(AuthMessages.EXP_INCORRECT_PAYLOAD, failureOf(authReceive(h, 4096).data()));
+            assertTrue(h.closedByTarget());
+        }
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            authSend(h, AuthMessages.success2(0)); // Success2 before anything
+            assertEquals(AuthMessages.EXP_INCORRECT_MESSAGE, failureOf(authReceive(h, 4096).data()));
+            assertTrue(h.closedByTarget());
+        }
+    }
+
+    @Test
+    void oversizedOrMalformedAuthenticationCommandsAreRefusedAndChangeNothing() throws Exception {
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            byte[] big = authSendSqe(8193);
+            RawTcpHost.sgl(big).transportBlock(8193);
+            assertEquals(Status.INVALID_FIELD | Status.DNR, h.execute(big, null).status(), "TL beyond 8 KiB");
+            byte[] badSecp = authSendSqe(72);
+            new UnsafeBuffer(badSecp).putByte(FabricsCommand.SECP, (byte) 0xEA);
+            assertEquals(Status.INVALID_FIELD | Status.DNR,
+                    h.execute(badSecp, new Negotiate(1, 0, ALL_HASHES, ALL_GROUPS).encode()).status(), "SECP");
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(1, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            assertEquals(Status.INVALID_FIELD | Status.DNR, authReceive(h, 20).cqe().status(),
+                    "AL too small for the Challenge");
+            // Nothing changed: the transaction goes on to success.
+            Challenge c = Challenge.decode(authReceive(h, 4096).data());
+            byte[] r1 = Dhchap.hostResponse(DhchapHash.SHA256, PLAIN_KEY.transform(PLAIN), c.challenge(), c.seqnum(), 1,
+                    0, PLAIN, SUB);
+            assertEquals(Status.SUCCESS, authSend(h, new Reply(1, r1, null, 0, new byte[0]).encode()).status());
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(authReceive(h, 4096).data()));
+            assertServed(h);
+        }
+    }
+
+    @Test
+    void aHostWithoutASecretConnectsAsBeforeAndCannotAuthenticate() throws Exception {
+        try (RawTcpHost h = new RawTcpHost(port)) {
+            h.initialize(0);
+            Completion c = h.connect(0, 31, 0xFFFF, SUB, OPEN, 0);
+            assertEquals(Status.SUCCESS, c.status());
+            assertEquals(0, (c.dw0() >>> 17) & 1, "no AUTHREQ for a host without a secret");
+            assertEquals(Status.INVALID_FIELD | Status.DNR,
+                    authSend(h, new Negotiate(1, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            assertServed(h);
+        }
+    }
+
+    @Test
+    void aQueueThatNeverAuthenticatesIsClosedAndRefusedCommandsDoNotKeepItAlive() throws Exception {
+        io.nvmeof.tgt.auth.QueueAuthentication.deadline(java.time.Duration.ofMillis(1500));
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            long t0 = System.nanoTime();
+            // Keep Alives every 300 ms: refused (Authentication Required) and no reason to keep the queue.
+            boolean closed = false;
+            while (!closed && System.nanoTime() - t0 < 8_000_000_000L) {
+                byte[] ka = RawTcpHost.sqe();
+                RawTcpHost.cmd(ka).opcode(Opcodes.ADMIN_KEEP_ALIVE);
+                try {
+                    assertEquals(Status.AUTH_REQUIRED | Status.DNR, h.execute(ka, null).status());
+                    Thread.sleep(300);
+                } catch (java.io.IOException e) {
+                    closed = true;
+                }
+            }
+            assertTrue(closed || h.closedByTarget(), "closed after the deadline");
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= 1400 && ms < 5000, "closed after " + ms + " ms");
+        } finally {
+            io.nvmeof.tgt.auth.QueueAuthentication.deadline(null);
+        }
+    }
+
+    @Test
+    void theExportCarriesNoSecret() {
+        String json = target.live().export().toJson();
+        assertFalse(json.contains("DHHC-1"), json);
+        assertFalse(target.core().hostAuth().lookup(DH).toString().contains("DHHC-1:0"));
+        assertFalse(Arrays.toString(new Object[] {PLAIN_KEY}).contains(PLAIN_KEY.representation()));
+    }
+}

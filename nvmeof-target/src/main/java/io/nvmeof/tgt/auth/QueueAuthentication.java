@@ -1,0 +1,294 @@
+package io.nvmeof.tgt.auth;
+
+import io.nvmeof.protocol.auth.AuthMessages;
+import io.nvmeof.protocol.auth.AuthMessages.Challenge;
+import io.nvmeof.protocol.auth.AuthMessages.Negotiate;
+import io.nvmeof.protocol.auth.AuthMessages.Reply;
+import io.nvmeof.protocol.auth.AuthProtocolException;
+import io.nvmeof.protocol.auth.DhExchange;
+import io.nvmeof.protocol.auth.DhGroup;
+import io.nvmeof.protocol.auth.Dhchap;
+import io.nvmeof.protocol.auth.DhchapHash;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The controller's side of DH-HMAC-CHAP on one queue (NVMe Base 2.0, 8.13.5; nvmet's fabrics-cmd-auth.c): the steps
+ * Negotiate (host) -> Challenge (controller) -> Reply (host) -> Success1 (controller) -> Success2 (host, only when
+ * the host asked the controller to authenticate too). A step out of order, a wrong transaction id or a response that
+ * does not match ends the transaction with Failure1, which the next Authentication Receive returns; after it the
+ * queue is closed (nvmet ends the whole controller). A Negotiate at any time starts a new transaction: a host
+ * re-authenticates that way, and a queue that had authenticated stays so until the new transaction fails.
+ *
+ * <p>One message at a time: {@link #send} and {@link #receive} are called one after the other, never at once, by
+ * whichever thread runs them (the DH arithmetic runs off the poll group).
+ */
+public final class QueueAuthentication {
+    private static final SecureRandom RANDOM = new SecureRandom();
+    /** S1, as nvmet's nvme_auth_get_seqnum: one counter for the target, random start, never 0. */
+    private static final AtomicInteger SEQNUM = new AtomicInteger(RANDOM.nextInt());
+
+    enum Step { NEGOTIATE, CHALLENGE, REPLY, SUCCESS1, SUCCESS2, FAILURE1, DONE }
+
+    private final HostAuth host;
+    private final String subNqn;
+
+    private Step step = Step.NEGOTIATE;
+    private int tid = -1;
+    private DhchapHash hash;
+    private DhGroup group;
+    private byte[] c1;
+    private long s1;
+    private DhExchange dh;
+    private byte[] sessionKey;
+    private byte[] c2;
+    private long s2;
+    private int failure;
+    private String failureReason;
+    private boolean authenticated;
+    private boolean fatal;
+
+    /**
+     * How long a queue may stay connected without authenticating: a host that never starts (or never finishes) holds
+     * a connection and a controller for nothing. nvmet allows the Connect's KATO or 120 s per step; a host runs the
+     * whole exchange at once, in milliseconds.
+     */
+    public static final long DEADLINE_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+    private static volatile long deadlineNanos = DEADLINE_NANOS;
+
+    /** Sets the deadline for queues connected from now on (tests shorten it); null restores the default. */
+    public static void deadline(java.time.Duration d) {
+        deadlineNanos = d == null ? DEADLINE_NANOS : d.toNanos();
+    }
+
+    /** The deadline in force. */
+    public static long deadlineNanos() { return deadlineNanos; }
+
+    private final long connectedNanos = System.nanoTime();
+    private final long deadline = deadlineNanos;
+
+    public QueueAuthentication(HostAuth host, String subNqn) {
+        this.host = host;
+        this.subNqn = subNqn;
+    }
+
+    /** Whether the queue is past its {@link #DEADLINE_NANOS} without having authenticated. */
+    public boolean overdue(long now) {
+        return !authenticated && now - connectedNanos > deadline;
+    }
+
+    /** Whether the host proved it holds its secret on this queue (and, when it asked, the controller proved its own). */
+    public boolean authenticated() { return authenticated; }
+
+    /** Whether the transaction failed and the queue is to be closed once the Failure1 is out. */
+    public boolean fatal() { return fatal; }
+
+    /** Why the last transaction failed, for the log (never a secret), or null. */
+    public String failureReason() { return failureReason; }
+
+    public HostAuth host() { return host; }
+
+    /** Whether the DH arithmetic of the next {@link #send} or {@link #receive} needs a thread off the poll group. */
+    public boolean heavy() {
+        return (step == Step.CHALLENGE || step == Step.REPLY) && group != null && group != DhGroup.NULL;
+    }
+
+    /** An Authentication Send's message, {@code tl} bytes. Protocol failures are not NVMe errors: they become Failure1. */
+    public void send(byte[] m) {
+        int type = AuthMessages.type(m);
+        int id = AuthMessages.id(m);
+        try {
+            if (type == AuthMessages.TYPE_COMMON && id == AuthMessages.ID_NEGOTIATE) {
+                negotiate(Negotiate.decode(m));
+                return;
+            }
+            if (type == AuthMessages.TYPE_COMMON && id == AuthMessages.ID_FAILURE2) {
+                // The host gives up (it could not verify us, or did not like the challenge).
+                fail(AuthMessages.failureExplanation(m), "the host sent Failure2: "
+                        + AuthMessages.explanation(AuthMessages.failureExplanation(m)));
+                step = Step.DONE;
+                fatal = true;
+                return;
+            }
+            if (type != AuthMessages.TYPE_DHCHAP) {
+                throw new AuthProtocolException(AuthMessages.EXP_INCORRECT_MESSAGE, "message type " + type + " id " + id);
+            }
+            boolean reply = id == AuthMessages.ID_REPLY && step == Step.REPLY;
+            boolean success2 = id == AuthMessages.ID_SUCCESS2 && step == Step.SUCCESS2;
+            if (!reply && !success2) {
+                throw new AuthProtocolException(AuthMessages.EXP_INCORRECT_MESSAGE, "message id 0x"
+                        + Integer.toHexString(id) + " while expecting " + expected());
+            }
+            if (AuthMessages.tid(m) != tid) {
+                throw new AuthProtocolException(AuthMessages.EXP_INCORRECT_PAYLOAD, "transaction id "
+                        + AuthMessages.tid(m) + " where " + tid + " was negotiated");
+            }
+            if (reply) {
+                reply(Reply.decode(m, hash.length()));
+            } else {
+                authenticated = true;
+                step = Step.DONE;
+            }
+        } catch (AuthProtocolException e) {
+            fail(e.explanation(), e.getMessage());
+        } catch (IllegalArgumentException e) {
+            fail(AuthMessages.EXP_DHGROUP_UNUSABLE, e.getMessage());
+        }
+    }
+
+    /**
+     * An Authentication Receive: the controller's next message (Challenge, Success1 or Failure1), or the Failure1 of
+     * a receive that comes out of turn.
+     */
+    public byte[] receive() {
+        try {
+            if (step == Step.CHALLENGE) {
+                return challenge();
+            }
+            if (step == Step.SUCCESS1) {
+                return success1();
+            }
+            if (step != Step.FAILURE1) {
+                fail(AuthMessages.EXP_INCORRECT_MESSAGE, "Authentication Receive while expecting " + expected());
+            }
+        } catch (IllegalArgumentException e) {
+            fail(AuthMessages.EXP_DHGROUP_UNUSABLE, e.getMessage());
+        }
+        authenticated = false;
+        fatal = true;
+        step = Step.DONE;
+        return AuthMessages.failure(AuthMessages.ID_FAILURE1, Math.max(tid, 0), failure);
+    }
+
+    /** Bytes the next {@link #receive} returns at most, for checking an Authentication Receive's AL. */
+    public int nextReceiveLength() {
+        if (step == Step.CHALLENGE) {
+            return AuthMessages.DHCHAP_HEADER + hash.length() + (group == DhGroup.NULL ? 0 : group.length());
+        }
+        if (step == Step.SUCCESS1) {
+            return AuthMessages.DHCHAP_HEADER + (c2 != null ? hash.length() : 0);
+        }
+        return AuthMessages.HEADER;
+    }
+
+    private String expected() {
+        switch (step) {
+            case NEGOTIATE: return "Negotiate";
+            case REPLY: return "Reply";
+            case SUCCESS2: return "Success2";
+            default: return "no message from the host (step " + step + ")";
+        }
+    }
+
+    private void fail(int explanation, String why) {
+        failure = explanation;
+        failureReason = AuthMessages.explanation(explanation) + ": " + why;
+        step = Step.FAILURE1;
+        sessionKey = null;
+        dh = null;
+    }
+
+    private void negotiate(Negotiate n) {
+        tid = n.tid();
+        sessionKey = null;
+        dh = null;
+        c2 = null;
+        if (n.scC() != AuthMessages.SC_C_NONE) {
+            throw new AuthProtocolException(AuthMessages.EXP_CONCAT_MISMATCH, "secure channel concatenation (SC_C "
+                    + n.scC() + ") asked for; this target does not offer it");
+        }
+        // The configured hash when the host offers it, else the first the host lists that we know (as nvmet).
+        hash = null;
+        for (int id : n.hashIds()) {
+            if (id == host.hash().id()) {
+                hash = host.hash();
+            }
+        }
+        for (int i = 0; hash == null && i < n.hashIds().length; i++) {
+            hash = DhchapHash.byId(n.hashIds()[i]);
+        }
+        if (hash == null) {
+            throw new AuthProtocolException(AuthMessages.EXP_HASH_UNUSABLE, "the host offers no hash this target has");
+        }
+        // The configured group, which the host must offer: unlike nvmet, a host that leaves it out (one that will not
+        // do the null group where the target asks for none, or the reverse) is told so now rather than later.
+        group = null;
+        for (int id : n.dhGroupIds()) {
+            if (id == host.dhGroup().id()) {
+                group = host.dhGroup();
+            }
+        }
+        if (group == null) {
+            throw new AuthProtocolException(AuthMessages.EXP_DHGROUP_UNUSABLE, "the host does not offer the DH group "
+                    + host.dhGroup().groupName() + " that host " + host.hostNqn() + " is configured for");
+        }
+        step = Step.CHALLENGE;
+    }
+
+    private byte[] challenge() {
+        c1 = new byte[hash.length()];
+        RANDOM.nextBytes(c1);
+        int s;
+        do {
+            s = SEQNUM.incrementAndGet();
+        } while (s == 0);
+        s1 = s & 0xFFFF_FFFFL;
+        byte[] value = new byte[0];
+        if (group != DhGroup.NULL) {
+            dh = DhExchange.generate(group, RANDOM);
+            value = dh.publicValue();
+        }
+        step = Step.REPLY;
+        return new Challenge(tid, hash.id(), group.id(), s1, c1, value).encode();
+    }
+
+    private void reply(Reply r) {
+        byte[] challenge = c1;
+        if (group != DhGroup.NULL) {
+            if (r.dhValue().length == 0) {
+                throw new AuthProtocolException(AuthMessages.EXP_DHGROUP_UNUSABLE, "Reply without a DH value in group "
+                        + group.groupName());
+            }
+            sessionKey = dh.sharedSecret(r.dhValue());
+            challenge = Dhchap.augmentedChallenge(hash, sessionKey, c1);
+        } else if (r.dhValue().length != 0) {
+            throw new AuthProtocolException(AuthMessages.EXP_INCORRECT_PAYLOAD, "Reply with a DH value in the null group");
+        }
+        byte[] expected = Dhchap.hostResponse(hash, host.hostKey().transform(host.hostNqn()), challenge, s1, tid,
+                AuthMessages.SC_C_NONE, host.hostNqn(), subNqn);
+        if (!MessageDigest.isEqual(expected, r.response())) {
+            throw new AuthProtocolException(AuthMessages.EXP_FAILED, "the host's response does not match its secret");
+        }
+        c1 = null; // one response per challenge: a replayed Reply finds none
+        s2 = r.seqnum();
+        c2 = r.hostChallenge() != null && s2 != 0 ? r.hostChallenge() : null;
+        if (c2 == null) {
+            authenticated = true;
+        }
+        step = Step.SUCCESS1;
+    }
+
+    private byte[] success1() {
+        byte[] response = null;
+        if (c2 != null) {
+            if (host.ctrlKey() == null) {
+                fail(AuthMessages.EXP_FAILED, "the host asked the controller to authenticate, and host "
+                        + host.hostNqn() + " has no controller secret (dhchapCtrlKey)");
+                authenticated = false;
+                fatal = true;
+                step = Step.DONE;
+                return AuthMessages.failure(AuthMessages.ID_FAILURE1, tid, failure);
+            }
+            byte[] challenge = sessionKey != null ? Dhchap.augmentedChallenge(hash, sessionKey, c2) : c2;
+            response = Dhchap.controllerResponse(hash, host.ctrlKey().transform(subNqn), challenge, s2, tid, subNqn,
+                    host.hostNqn());
+            step = Step.SUCCESS2;
+        } else {
+            step = Step.DONE;
+        }
+        sessionKey = null;
+        dh = null;
+        return AuthMessages.success1(tid, hash.length(), response);
+    }
+}
