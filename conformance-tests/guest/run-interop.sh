@@ -52,6 +52,7 @@ jobs=(
   "our-initiator-our-target-rdma|our-initiator-our-target-rdma|--rdma|900|"
   "block-device-target|block-device-target|--nvme 1G|900|"
   "kernel-host-auth|kernel-host-auth|--kernel trixie|900|"
+  "our-initiator-kernel-auth|our-initiator-kernel-auth|--kernel trixie|900|"
 )
 start_all=$(date +%s)
 for spec in "${jobs[@]}"; do

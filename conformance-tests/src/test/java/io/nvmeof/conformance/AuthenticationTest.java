@@ -349,6 +349,52 @@ class AuthenticationTest {
         }
     }
 
+    static io.nvmeof.initiator.NvmeofController initiator(String hostNqn, DhchapSecret key, DhchapSecret ctrlKey) {
+        io.nvmeof.initiator.ConnectOptions.Builder b = io.nvmeof.initiator.ConnectOptions.builder().hostNqn(hostNqn)
+                .ioQueues(2).ctrlLossTimeout(java.time.Duration.ZERO);
+        if (key != null) {
+            b.dhchapSecret(key.representation());
+        }
+        if (ctrlKey != null) {
+            b.dhchapCtrlSecret(ctrlKey.representation());
+        }
+        return io.nvmeof.initiator.NvmeofController.connect(
+                new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port, SUB), b.build());
+    }
+
+    @Test
+    void ourInitiatorAuthenticatesEveryQueueBothWaysAndMovesData() throws Exception {
+        try (io.nvmeof.initiator.NvmeofController c = initiator(DH, DH_KEY, DH_CTRL_KEY)) {
+            io.nvmeof.initiator.NamespaceHandle ns = c.namespace(1);
+            java.nio.ByteBuffer src = java.nio.ByteBuffer.allocateDirect(4096);
+            for (int i = 0; i < 4096; i++) {
+                src.put(i, (byte) (i * 7));
+            }
+            ns.write(8, 8, src).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            java.nio.ByteBuffer dst = java.nio.ByteBuffer.allocateDirect(4096);
+            ns.read(8, 8, dst).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(src, dst);
+        }
+        try (io.nvmeof.initiator.NvmeofController c = initiator(PLAIN, PLAIN_KEY, null)) {
+            assertEquals(8L << 20, c.namespace(1).blockCount() * c.namespace(1).blockSize());
+        }
+    }
+
+    @Test
+    void ourInitiatorSaysWhyWhenRefusedOrWhenTheControllerIsNotWhoItClaims() {
+        io.nvmeof.initiator.NvmeofException wrong = org.junit.jupiter.api.Assertions.assertThrows(
+                io.nvmeof.initiator.NvmeofException.class, () -> initiator(PLAIN, secret(32, null), null).close());
+        assertTrue(wrong.getMessage().contains("refused the host's authentication"), wrong.getMessage());
+        io.nvmeof.initiator.NvmeofException none = org.junit.jupiter.api.Assertions.assertThrows(
+                io.nvmeof.initiator.NvmeofException.class, () -> initiator(PLAIN, null, null).close());
+        assertTrue(none.getMessage().contains("dhchapSecret"), none.getMessage());
+        // The host holds a controller secret the target does not: the target's response cannot match it.
+        io.nvmeof.initiator.NvmeofException impostor = org.junit.jupiter.api.Assertions.assertThrows(
+                io.nvmeof.initiator.NvmeofException.class, () -> initiator(DH, DH_KEY, secret(32, null)).close());
+        assertTrue(impostor.getMessage().contains("controller's response does not match"), impostor.getMessage());
+        assertFalse(impostor.getMessage().contains("DHHC-1"), "no secret in the message");
+    }
+
     @Test
     void theExportCarriesNoSecret() {
         String json = target.live().export().toJson();

@@ -49,6 +49,15 @@ final class ConnectionOptions {
             + " round trip, at up to a core while busy); pair with target --busy-poll-us. Default: ${DEFAULT-VALUE}")
     int busyPollUs;
 
+    @Option(names = {"-S", "--dhchap-secret"}, paramLabel = "SECRET", description = "The host's DH-HMAC-CHAP secret"
+            + " (DHHC-1:xx:...:, from nvme gen-dhchap-key), for a controller that asks the host to authenticate."
+            + " Anyone who can list processes sees a command line: prefer NVMEOF_DHCHAP_SECRET")
+    String dhchapSecret;
+
+    @Option(names = {"-C", "--dhchap-ctrl-secret"}, paramLabel = "SECRET", description = "The controller's secret: the"
+            + " host asks the controller to prove it holds it (bidirectional). Or NVMEOF_DHCHAP_CTRL_SECRET")
+    String dhchapCtrlSecret;
+
     ConnectOptions.Builder builder() {
         if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
             throw new IllegalArgumentException("transport '" + transport + "' is unknown; use -t tcp or -t rdma");
@@ -79,6 +88,18 @@ final class ConnectionOptions {
         }
         if (hostNqn != null) {
             b.hostNqn(hostNqn);
+        }
+        String secret = dhchapSecret != null ? dhchapSecret : System.getenv("NVMEOF_DHCHAP_SECRET");
+        String ctrlSecret = dhchapCtrlSecret != null ? dhchapCtrlSecret : System.getenv("NVMEOF_DHCHAP_CTRL_SECRET");
+        try {
+            b.dhchapSecret(secret);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--dhchap-secret: " + e.getMessage(), e);
+        }
+        try {
+            b.dhchapCtrlSecret(ctrlSecret);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--dhchap-ctrl-secret: " + e.getMessage(), e);
         }
         return b;
     }

@@ -127,7 +127,50 @@ final class AdminCommands {
         ConnectData cd = new ConnectData().wrap(new UnsafeBuffer(data), 0);
         cd.hostId(uuidBytes(ctrl.options.hostId())).cntlid(wantCntlid).subnqn(ctrl.id.subnqn()).hostnqn(ctrl.options.hostNqn());
         String what = "Fabrics Connect (qid " + qid + ", sqsize " + sqsize + ") to " + ctrl.id;
-        return (int) execute(q, what, sqe, HostQueue.DIR_H2C, ByteBuffer.wrap(data), data.length);
+        int dw0 = (int) execute(q, what, sqe, HostQueue.DIR_H2C, ByteBuffer.wrap(data), data.length);
+        int authreq = (dw0 >>> 16) & 0x6;
+        if ((authreq & AUTHREQ_ASCR) != 0) {
+            throw new NvmeofException(what + ": the controller requires a secure channel (AUTHREQ.ASCR, TLS with"
+                    + " secure concatenation), which this initiator does not offer", ErrorKind.NVME_STATUS_DO_NOT_RETRY);
+        }
+        if ((authreq & AUTHREQ_ATR) != 0) {
+            InBandAuthentication.run(authChannel(q, qid), "queue " + qid + " of " + ctrl.id, ctrl.options,
+                    ctrl.id.subnqn(), authTransactions.getAndIncrement() & 0xFFFF);
+        }
+        return dw0;
+    }
+
+    /** Connect response DW0 bits 17 and 18, shifted down 16: authentication, secure channel required. */
+    static final int AUTHREQ_ATR = 0x2;
+    static final int AUTHREQ_ASCR = 0x4;
+    /** T_ID of the next DH-HMAC-CHAP transaction, per controller as the Linux host counts them. */
+    private final java.util.concurrent.atomic.AtomicInteger authTransactions = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** Authentication Send and Receive on {@code q}. */
+    private InBandAuthentication.Channel authChannel(HostQueue q, int qid) {
+        return new InBandAuthentication.Channel() {
+            @Override
+            public void send(byte[] message) {
+                UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+                new FabricsCommand().<FabricsCommand>wrap(sqe, 0).fctype(Opcodes.FCTYPE_AUTH_SEND).auth(message.length)
+                        .opcode(Opcodes.FABRICS);
+                execute(q, "Authentication Send on queue " + qid + " of " + ctrl.id, sqe, HostQueue.DIR_H2C,
+                        ByteBuffer.wrap(message), message.length);
+            }
+
+            @Override
+            public byte[] receive(int allocationLength) {
+                UnsafeBuffer sqe = new UnsafeBuffer(new byte[Command.LENGTH]);
+                new FabricsCommand().<FabricsCommand>wrap(sqe, 0).fctype(Opcodes.FCTYPE_AUTH_RECEIVE)
+                        .auth(allocationLength).opcode(Opcodes.FABRICS);
+                ByteBuffer buf = ByteBuffer.allocate(allocationLength);
+                execute(q, "Authentication Receive on queue " + qid + " of " + ctrl.id, sqe, HostQueue.DIR_C2H, buf,
+                        allocationLength);
+                byte[] out = new byte[allocationLength];
+                buf.get(0, out);
+                return out;
+            }
+        };
     }
 
     private static byte[] uuidBytes(UUID u) {

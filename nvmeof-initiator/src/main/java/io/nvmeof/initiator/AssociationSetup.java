@@ -52,12 +52,7 @@ final class AssociationSetup {
 
         int dw0 = ctrl.adminCommands.fabricsConnect(admin, 0, ADMIN_QUEUE_DEPTH - 1, ctrl.kato,
                 ConnectData.CNTLID_DYNAMIC);
-        ctrl.cntlid = dw0 & 0xFFFF;
-        int authreq = (dw0 >>> 16) & 0x3;
-        if (authreq != 0) {
-            throw new NvmeofException("controller " + id + " requires in-band authentication (AUTHREQ=" + authreq
-                    + "), which this initiator does not implement; allow the host without DH-HMAC-CHAP on the target");
-        }
+        ctrl.cntlid = dw0 & 0xFFFF; // DH-HMAC-CHAP, when the controller asks for it, ran inside fabricsConnect
         ctrl.cap = ctrl.adminCommands.propertyGet(ControllerRegisters.CAP, 8);
         ctrl.vs = ctrl.adminCommands.propertyGet(ControllerRegisters.VS, 4);
         enable();

@@ -47,6 +47,8 @@ public final class ConnectOptions {
     private final Duration ctrlLossTimeout;
     private final Duration fastIoFailTimeout;
     private final ControllerStateListener stateListener;
+    private final io.nvmeof.protocol.auth.DhchapSecret dhchapSecret;
+    private final io.nvmeof.protocol.auth.DhchapSecret dhchapCtrlSecret;
 
     private ConnectOptions(Builder b) {
         this.hostId = b.hostId != null ? b.hostId : PROCESS_HOST_ID;
@@ -67,6 +69,12 @@ public final class ConnectOptions {
         this.ctrlLossTimeout = b.ctrlLossTimeout;
         this.fastIoFailTimeout = b.fastIoFailTimeout;
         this.stateListener = b.stateListener;
+        this.dhchapSecret = b.dhchapSecret;
+        this.dhchapCtrlSecret = b.dhchapCtrlSecret;
+        if (dhchapCtrlSecret != null && dhchapSecret == null) {
+            throw new IllegalArgumentException("dhchapCtrlSecret needs dhchapSecret: the controller proves itself only"
+                    + " to a host that authenticates (nvme connect --dhchap-ctrl-secret needs --dhchap-secret too)");
+        }
         String why = hostNqn.isEmpty() ? null : Nqn.validate(hostNqn);
         if (why != null) {
             throw new IllegalArgumentException("invalid host NQN '" + hostNqn + "': " + why);
@@ -101,6 +109,8 @@ public final class ConnectOptions {
         b.ctrlLossTimeout = ctrlLossTimeout;
         b.fastIoFailTimeout = fastIoFailTimeout;
         b.stateListener = stateListener;
+        b.dhchapSecret = dhchapSecret;
+        b.dhchapCtrlSecret = dhchapCtrlSecret;
         return b;
     }
 
@@ -144,6 +154,10 @@ public final class ConnectOptions {
     public Duration fastIoFailTimeout() { return fastIoFailTimeout; }
     /** Told of every state change (connected, reconnecting, failed, closed); null when none. */
     public ControllerStateListener stateListener() { return stateListener; }
+    /** The host's DH-HMAC-CHAP secret, or null. */
+    public io.nvmeof.protocol.auth.DhchapSecret dhchapSecret() { return dhchapSecret; }
+    /** The controller's secret: with it the host asks the controller to authenticate too; null otherwise. */
+    public io.nvmeof.protocol.auth.DhchapSecret dhchapCtrlSecret() { return dhchapCtrlSecret; }
 
     @Override
     public String toString() {
@@ -151,7 +165,8 @@ public final class ConnectOptions {
                 + queueDepth + ", kato=" + keepAliveTimeoutMs + ", hdgst=" + headerDigest + ", ddgst=" + dataDigest
                 + ", commandTimeout=" + commandTimeout + ", connectTimeout=" + connectTimeout + ", cmEventTimeout=" + cmEventTimeout + ", eventLoopThreads="
                 + eventLoopThreads + ", busyPoll=" + busyPoll + ", maxInlineData=" + maxInlineData + ", reconnectDelay=" + reconnectDelay
-                + ", ctrlLossTimeout=" + ctrlLossTimeout + ", fastIoFailTimeout=" + fastIoFailTimeout + "]";
+                + ", ctrlLossTimeout=" + ctrlLossTimeout + ", fastIoFailTimeout=" + fastIoFailTimeout
+                + ", dhchap=" + (dhchapSecret == null ? "none" : dhchapCtrlSecret == null ? "host" : "bidirectional") + "]";
     }
 
     public static final class Builder {
@@ -173,6 +188,8 @@ public final class ConnectOptions {
         private Duration ctrlLossTimeout = DEFAULT_CTRL_LOSS_TIMEOUT;
         private Duration fastIoFailTimeout = OFF;
         private ControllerStateListener stateListener;
+        private io.nvmeof.protocol.auth.DhchapSecret dhchapSecret;
+        private io.nvmeof.protocol.auth.DhchapSecret dhchapCtrlSecret;
 
         private Builder() {
         }
@@ -239,6 +256,25 @@ public final class ConnectOptions {
         public Builder fastIoFailTimeout(Duration v) { this.fastIoFailTimeout = java.util.Objects.requireNonNull(v, "fastIoFailTimeout"); return this; }
         /** Told of every state change, on the controller's housekeeping thread (it may call the controller). */
         public Builder stateListener(ControllerStateListener v) { this.stateListener = v; return this; }
+
+        /**
+         * {@code nvme connect --dhchap-secret}: the host's DH-HMAC-CHAP secret in the form {@code nvme gen-dhchap-key}
+         * prints ({@code DHHC-1:xx:...:}), used when a controller asks the host to authenticate; null: none.
+         *
+         * @throws IllegalArgumentException when it is not a valid secret (the message never quotes it)
+         */
+        public Builder dhchapSecret(String v) {
+            this.dhchapSecret = v == null ? null : io.nvmeof.protocol.auth.DhchapSecret.parse(v);
+            return this;
+        }
+        /**
+         * {@code nvme connect --dhchap-ctrl-secret}: the controller's secret; with it the host asks the controller to
+         * prove it holds it (bidirectional authentication) and refuses a controller that does not.
+         */
+        public Builder dhchapCtrlSecret(String v) {
+            this.dhchapCtrlSecret = v == null ? null : io.nvmeof.protocol.auth.DhchapSecret.parse(v);
+            return this;
+        }
 
         public ConnectOptions build() {
             return new ConnectOptions(this);
