@@ -12,7 +12,6 @@ import io.nvmeof.protocol.auth.DhchapHash;
 import io.nvmeof.protocol.auth.DhchapSecret;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The host's side of DH-HMAC-CHAP on one queue, as the Linux host runs it (drivers/nvme/host/auth.c): Negotiate
@@ -30,8 +29,6 @@ final class InBandAuthentication {
     }
 
     private static final SecureRandom RANDOM = new SecureRandom();
-    /** S2, as the kernel's nvme_auth_get_seqnum: random start, never 0. */
-    private static final AtomicInteger SEQNUM = new AtomicInteger(RANDOM.nextInt());
     /** The Linux host's buffer for a controller's message. */
     static final int RECEIVE_LENGTH = 4096;
     static final int[] HASHES = {DhchapHash.SHA256.id(), DhchapHash.SHA384.id(), DhchapHash.SHA512.id()};
@@ -90,11 +87,7 @@ final class InBandAuthentication {
             if (ctrlKey != null) {
                 c2 = new byte[hash.length()];
                 RANDOM.nextBytes(c2);
-                int s;
-                do {
-                    s = SEQNUM.incrementAndGet();
-                } while (s == 0);
-                s2 = s & 0xFFFF_FFFFL;
+                s2 = Dhchap.nextSequenceNumber();
             }
             ch.send(new Reply(tid, response, c2, s2, dhValue).encode());
             byte[] s1 = ch.receive(RECEIVE_LENGTH);

@@ -18,7 +18,20 @@ public final class Dhchap {
     private static final byte[] CONTROLLER = "Controller".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] ZERO = {0};
 
+    /** One counter for the process, host and controller sides alike, as the kernel's nvme_auth_get_seqnum. */
+    private static final java.util.concurrent.atomic.AtomicInteger SEQNUM =
+            new java.util.concurrent.atomic.AtomicInteger(new java.security.SecureRandom().nextInt());
+
     private Dhchap() {
+    }
+
+    /** The next sequence number (S1 or S2): random start, incremented, never 0 (which means "none" in a Reply). */
+    public static long nextSequenceNumber() {
+        int s;
+        do {
+            s = SEQNUM.incrementAndGet();
+        } while (s == 0);
+        return s & 0xFFFF_FFFFL;
     }
 
     /** The host's response R1 to the controller's challenge (already augmented when a DH group is in use). */

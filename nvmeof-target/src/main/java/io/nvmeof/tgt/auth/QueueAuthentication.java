@@ -11,7 +11,6 @@ import io.nvmeof.protocol.auth.Dhchap;
 import io.nvmeof.protocol.auth.DhchapHash;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The controller's side of DH-HMAC-CHAP on one queue (NVMe Base 2.0, 8.13.5; nvmet's fabrics-cmd-auth.c): the steps
@@ -26,8 +25,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class QueueAuthentication {
     private static final SecureRandom RANDOM = new SecureRandom();
-    /** S1, as nvmet's nvme_auth_get_seqnum: one counter for the target, random start, never 0. */
-    private static final AtomicInteger SEQNUM = new AtomicInteger(RANDOM.nextInt());
 
     enum Step { NEGOTIATE, CHALLENGE, REPLY, SUCCESS1, SUCCESS2, FAILURE1, DONE }
 
@@ -229,11 +226,7 @@ public final class QueueAuthentication {
     private byte[] challenge() {
         c1 = new byte[hash.length()];
         RANDOM.nextBytes(c1);
-        int s;
-        do {
-            s = SEQNUM.incrementAndGet();
-        } while (s == 0);
-        s1 = s & 0xFFFF_FFFFL;
+        s1 = Dhchap.nextSequenceNumber();
         byte[] value = new byte[0];
         if (group != DhGroup.NULL) {
             dh = DhExchange.generate(group, RANDOM);
