@@ -65,6 +65,17 @@ final class Metrics {
         out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_controllers", "Connected hosts (controllers)", controllers));
         out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_io_queues", "Connected I/O queues, over every controller",
                 queues));
+        CounterSnapshot.Builder authOk = CounterSnapshot.builder().name("nvmeof_subsystem_authentication_successes")
+                .help("Queues whose host completed DH-HMAC-CHAP (each queue of a connection counts)");
+        CounterSnapshot.Builder authFailed = CounterSnapshot.builder().name("nvmeof_subsystem_authentication_failures")
+                .help("Queues whose host failed DH-HMAC-CHAP or did not authenticate in time");
+        for (LiveConfiguration.AuthenticationCounts a : live.authentications()) {
+            Labels l = Labels.of("subsystem", a.nqn());
+            authOk.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(l).value(a.successes()).build());
+            authFailed.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(l).value(a.failures()).build());
+        }
+        out.metricSnapshot(authOk.build());
+        out.metricSnapshot(authFailed.build());
         out.metricSnapshot(GaugeSnapshot.builder().name("nvmeof_listeners").help("Ports the target listens on")
                 .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.listeners().size()).build()).build());
         out.metricSnapshot(GaugeSnapshot.builder().name("nvmeof_data_path_failures")

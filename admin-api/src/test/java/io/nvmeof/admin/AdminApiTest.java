@@ -433,6 +433,11 @@ class AdminApiTest {
                     "buckets are cumulative in the exposition: " + prom.body());
             assertTrue(prom.body().contains("nvmeof_subsystem_controllers{subsystem=\"" + NQN + "\"} 1"), prom.body());
             assertTrue(prom.body().contains("nvmeof_subsystem_io_queues{subsystem=\"" + NQN + "\"} 1"), prom.body());
+            // No host of this subsystem has a secret: the counters are there, at zero.
+            assertTrue(prom.body().contains("nvmeof_subsystem_authentication_successes_total{subsystem=\"" + NQN + "\"} 0"),
+                    prom.body());
+            assertTrue(prom.body().contains("nvmeof_subsystem_authentication_failures_total{subsystem=\"" + NQN + "\"} 0"),
+                    prom.body());
             problem(call("GET", "/metrics", null, null), 401, "Bearer");
 
             JsonNode ctrls = json(call("GET", "/api/v1/controllers", null));

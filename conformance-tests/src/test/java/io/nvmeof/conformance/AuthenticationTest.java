@@ -237,13 +237,18 @@ class AuthenticationTest {
 
     @Test
     void aWrongSecretGetsFailure1AndTheQueueCloses() throws Exception {
+        io.nvmeof.tgt.core.Subsystem sub = target.core().subsystem(SUB);
+        long failures = sub.authenticationFailures();
+        long successes = sub.authenticationSuccesses();
         try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
             Transcript t = authenticate(h, new HostSide(PLAIN, secret(32, DhchapHash.SHA256), null, ALL_HASHES,
                     ALL_GROUPS), 3);
             assertEquals(AuthMessages.EXP_FAILED, failureOf(t.success1));
             assertTrue(h.closedByTarget(), "the queue is closed after Failure1");
         }
+        assertEquals(failures + 1, sub.authenticationFailures(), "the failure is counted (/metrics)");
         theRightSecretAuthenticatesAndNothingIsServedBefore(); // the host with the right secret is untouched
+        assertEquals(successes + 1, sub.authenticationSuccesses(), "the success is counted");
     }
 
     @Test

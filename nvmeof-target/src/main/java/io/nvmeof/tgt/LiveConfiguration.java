@@ -91,6 +91,22 @@ public final class LiveConfiguration {
                                TargetConfig config) {
     }
 
+    /** A subsystem's DH-HMAC-CHAP outcomes, per queue, since the target started. */
+    public record AuthenticationCounts(String nqn, long successes, long failures) {
+    }
+
+    /** Every subsystem's authentication outcomes (for /metrics). */
+    public List<AuthenticationCounts> authentications() {
+        List<AuthenticationCounts> out = new ArrayList<>();
+        for (String nqn : subsystemNames()) {
+            Subsystem sub = target.core().subsystem(nqn);
+            if (sub != null) {
+                out.add(new AuthenticationCounts(nqn, sub.authenticationSuccesses(), sub.authenticationFailures()));
+            }
+        }
+        return out;
+    }
+
     /** A subsystem's namespaces' I/O statistics. */
     public record SubsystemStatistics(String nqn, List<io.nvmeof.tgt.core.NamespaceStatistics> namespaces) {
     }

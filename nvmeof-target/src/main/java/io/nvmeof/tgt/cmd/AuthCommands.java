@@ -92,6 +92,7 @@ public final class AuthCommands {
     private static void offPollGroup(Request req, java.util.function.Supplier<byte[]> step) {
         SubmissionQueue sq = req.sq();
         QueueAuthentication auth = sq.authentication();
+        boolean wasAuthenticated = auth.authenticated();
         sq.authenticationBusy(true);
         Runnable work = () -> {
             byte[] out;
@@ -103,7 +104,7 @@ public final class AuthCommands {
             }
             byte[] message = out;
             try {
-                sq.transport().execute(() -> finish(req, auth, message));
+                sq.transport().execute(() -> finish(req, auth, message, wasAuthenticated));
             } catch (RejectedExecutionException e) {
                 LOG.debug("queue {} closed during an authentication step", sq.qid());
             }
@@ -116,9 +117,13 @@ public final class AuthCommands {
         }
     }
 
-    private static void finish(Request req, QueueAuthentication auth, byte[] message) {
+    private static void finish(Request req, QueueAuthentication auth, byte[] message, boolean wasAuthenticated) {
         SubmissionQueue sq = req.sq();
         sq.authenticationBusy(false);
+        io.nvmeof.tgt.core.Controller c = sq.controller();
+        if (c != null && (auth.fatal() || (auth.authenticated() && !wasAuthenticated))) {
+            c.subsystem().countAuthentication(!auth.fatal());
+        }
         if (message != null) {
             UnsafeBuffer out = req.dataView();
             out.setMemory(0, req.transferLength, (byte) 0);

@@ -49,6 +49,17 @@ public final class Subsystem {
     public int maxNamespaces() { return maxNamespaces; }
     public boolean allowAnyHost() { return allowAnyHost; }
     public void allowAnyHost(boolean v) { allowAnyHost = v; }
+    private final java.util.concurrent.atomic.AtomicLong authenticationSuccesses = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong authenticationFailures = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Queues whose host completed DH-HMAC-CHAP here (each queue of an association counts). */
+    public long authenticationSuccesses() { return authenticationSuccesses.get(); }
+    /** Queues whose host failed DH-HMAC-CHAP here, or did not authenticate in time. */
+    public long authenticationFailures() { return authenticationFailures.get(); }
+    public void countAuthentication(boolean success) {
+        (success ? authenticationSuccesses : authenticationFailures).incrementAndGet();
+    }
+
     public Set<String> allowedHosts() { return allowedHosts; }
 
     public boolean hostAllowed(String hostNqn) {

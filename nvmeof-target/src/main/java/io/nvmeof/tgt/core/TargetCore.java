@@ -420,6 +420,7 @@ public final class TargetCore {
                             LOG.warn("queue {} of controller {} (host {}): not authenticated within {} s; closed", q.qid(),
                                     c.cntlid(), Nqn.display(c.hostNqn()),
                                     TimeUnit.NANOSECONDS.toSeconds(io.nvmeof.tgt.auth.QueueAuthentication.deadlineNanos()));
+                            c.subsystem().countAuthentication(false);
                             q.transport().close("not authenticated in time");
                         }
                     });
