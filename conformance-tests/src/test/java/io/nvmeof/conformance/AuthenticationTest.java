@@ -177,6 +177,15 @@ class AuthenticationTest {
     static final int[] ALL_HASHES = {1, 2, 3};
     static final int[] ALL_GROUPS = {0, 1, 2, 3, 4, 5};
 
+    /** The host with the right secret authenticates on a fresh connection and is served. */
+    static void rightSecretStillServed() throws Exception {
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            Transcript t = authenticate(h, new HostSide(PLAIN, PLAIN_KEY, null, ALL_HASHES, ALL_GROUPS), 11);
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(t.success1));
+            assertServed(h);
+        }
+    }
+
     static void assertServed(RawTcpHost h) throws Exception {
         assertEquals(Status.SUCCESS, h.propertySet(ControllerRegisters.CC, ControllerRegisters.CC_ENABLE_DEFAULT).status());
         assertEquals(Status.SUCCESS, h.execute(RawTcpHost.identifySqe(Opcodes.CNS_CONTROLLER, 0), null).status(),
