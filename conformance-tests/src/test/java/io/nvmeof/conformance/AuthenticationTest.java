@@ -409,6 +409,110 @@ class AuthenticationTest {
         assertFalse(impostor.getMessage().contains("DHHC-1"), "no secret in the message");
     }
 
+    /**
+     * Review finding 1: an Authentication Send whose data comes by R2T was parsed while no step ran, so a Receive sent
+     * before its data could run beside it; a failing step then completed the Receive with whatever the pooled buffer
+     * held (another host's data). One authentication command at a time: the second is refused, and a Receive returns
+     * a whole message in a zeroed buffer or an error, never stale bytes.
+     */
+    @Test
+    void aSecondAuthenticationCommandWhileOneIsPendingIsRefusedAndNothingStaleIsReturned() throws Exception {
+        try (RawTcpHost h = connect(DH, 0, 0xFFFF)) {
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(1, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            byte[] bad = new Negotiate(1, 0, new int[] {0xFF}, ALL_GROUPS).encode();
+            byte[] sqe = authSendSqe(bad.length);
+            RawTcpHost.sgl(sqe).transportBlock(bad.length); // the data by R2T, not in the capsule
+            RawTcpHost.cmd(sqe).cid(1000);
+            h.send(h.capsule(sqe, null));
+            byte[] r2t = h.readPdu();
+            assertEquals(io.nvmeof.protocol.tcp.PduHeader.TYPE_R2T, r2t[0]);
+            int ttag = new io.nvmeof.protocol.tcp.R2TPdu().<io.nvmeof.protocol.tcp.R2TPdu>wrap(new UnsafeBuffer(r2t), 0)
+                    .ttag();
+            byte[] rsqe = RawTcpHost.sqe();
+            new FabricsCommand().<FabricsCommand>wrap(new UnsafeBuffer(rsqe), 0).fctype(Opcodes.FCTYPE_AUTH_RECEIVE)
+                    .auth(8192).opcode(Opcodes.FABRICS);
+            RawTcpHost.sgl(rsqe).transportBlock(8192);
+            RawTcpHost.cmd(rsqe).cid(1001);
+            h.send(h.capsule(rsqe, null));
+            h.send(h.h2cData(1000, ttag, 0, bad, true));
+            byte[] data = new byte[8192];
+            int receiveStatus = -1;
+            int responses = 0;
+            while (responses < 2) {
+                byte[] p = h.readPdu();
+                if (p[0] == io.nvmeof.protocol.tcp.PduHeader.TYPE_C2H_DATA) {
+                    io.nvmeof.protocol.tcp.DataPdu d = new io.nvmeof.protocol.tcp.DataPdu().wrap(new UnsafeBuffer(p), 0);
+                    System.arraycopy(p, d.pdo(), data, (int) d.datao(), (int) d.datal());
+                } else if (p[0] == io.nvmeof.protocol.tcp.PduHeader.TYPE_CAPSULE_RESP) {
+                    Completion c = new Completion().wrap(new UnsafeBuffer(Arrays.copyOfRange(p, 8, 24)), 0);
+                    if (c.cid() == 1001) {
+                        receiveStatus = c.status();
+                    }
+                    responses++;
+                }
+            }
+            assertEquals(Status.COMMAND_SEQUENCE_ERROR | Status.DNR, receiveStatus,
+                    "a Receive while a Send waits for its data is refused");
+            for (byte b : data) {
+                assertEquals(0, b, "no data comes back with a refused Receive");
+            }
+        }
+    }
+
+    /** Review finding 6: a failed re-authentication leaves the queue unauthenticated at once, Failure1 fetched or not. */
+    @Test
+    void aFailedReauthenticationStopsServiceAtOnce() throws Exception {
+        try (RawTcpHost h = connect(PLAIN, 0, 0xFFFF)) {
+            authenticate(h, new HostSide(PLAIN, PLAIN_KEY, null, ALL_HASHES, ALL_GROUPS), 1);
+            assertServed(h);
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(2, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            Challenge c = Challenge.decode(authReceive(h, 4096).data());
+            authSend(h, new Reply(2, new byte[32], null, 0, new byte[0]).encode()); // a wrong response
+            int status;
+            try {
+                status = h.execute(RawTcpHost.identifySqe(Opcodes.CNS_CONTROLLER, 0), null).status();
+            } catch (java.io.IOException closed) {
+                status = -1; // closed: not served either
+            }
+            assertNotEquals(Status.SUCCESS, status, "Identify after a failed re-authentication");
+            assertNotNull(c);
+        }
+    }
+
+    /**
+     * Review finding 3: a failed transaction cannot be restarted on the same queue (each restart costs the target a
+     * DH key pair): after a failure every Send keeps the failure, and the next Receive returns Failure1.
+     */
+    @Test
+    void aFailedTransactionCannotBeRestartedOnTheSameQueue() throws Exception {
+        try (RawTcpHost h = connect(DH, 0, 0xFFFF)) {
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(1, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            Challenge.decode(authReceive(h, 4096).data());
+            byte[] value = DhExchange.generate(DhGroup.FFDHE2048, RANDOM).publicValue();
+            authSend(h, new Reply(1, new byte[48], null, 0, value).encode()); // a wrong response
+            assertEquals(Status.SUCCESS, authSend(h, new Negotiate(2, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            assertEquals(AuthMessages.EXP_FAILED, failureOf(authReceive(h, 4096).data()), "no fresh challenge");
+            assertTrue(h.closedByTarget());
+        }
+    }
+
+    /** Review finding 4: a host that holds a controller secret refuses a controller that never asks it to authenticate. */
+    @Test
+    void ourInitiatorWithAControllerSecretRefusesAControllerThatDoesNotAuthenticate() {
+        io.nvmeof.initiator.NvmeofException e = org.junit.jupiter.api.Assertions.assertThrows(
+                io.nvmeof.initiator.NvmeofException.class, () -> initiator(OPEN, DH_KEY, DH_CTRL_KEY).close());
+        assertTrue(e.getMessage().contains("did not ask"), e.getMessage());
+    }
+
+    /** Review finding 2: the import's answer (a dry run of an empty document too) carries no secret. */
+    @Test
+    void theImportsAnswerCarriesNoSecret() {
+        TargetConfig empty = new TargetConfig(null, null, null, null, null, null);
+        String json = target.live().importConfiguration(empty, io.nvmeof.tgt.LiveConfiguration.ImportMode.MERGE, true, n -> { })
+                .config().toJson();
+        assertFalse(json.contains("DHHC-1"), json);
+    }
+
     @Test
     void theExportCarriesNoSecret() {
         String json = target.live().export().toJson();

@@ -132,10 +132,17 @@ final class TargetCommand implements Callable<Integer> {
         StateFile state = noAdmin ? null : new StateFile(stateDirectory(stateDir));
         if (state != null && state.exists()) {
             // What the admin API made live last time wins over the command line: that is what restarting restores.
+            TargetConfig given = cfg;
             cfg = state.load();
             System.err.println("restored the configuration saved by the admin API in " + state.path()
                     + (sources > 0 ? " (the configuration given on the command line is ignored)" : "")
                     + "; remove that file to start from the command line's configuration");
+            if (sources > 0 && given.hosts() != null) {
+                // Secrets are given in the configuration file alone (the admin API cannot set them): a changed or
+                // rotated secret must take effect, not be dropped in favour of the saved one.
+                cfg = cfg.withHosts(given.hosts());
+                System.err.println("the hosts' DH-HMAC-CHAP secrets are taken from the command line's configuration");
+            }
         }
         // How the poll groups run is this start's choice, so it applies over a configuration and a restored state.
         if (pollGroups != null) {

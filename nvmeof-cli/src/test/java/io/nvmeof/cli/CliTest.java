@@ -2,6 +2,7 @@ package io.nvmeof.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -141,6 +142,29 @@ class CliTest {
                 "--print-config");
         assertTrue(started[1].contains("dropped security setting ports[0].addr.treq=required"), started[1]);
         assertEquals(4420, new ObjectMapper().readTree(started[0]).at("/listeners/0/port").asInt(), started[0]);
+    }
+
+    /**
+     * The hosts' secrets come from the configuration file even when a state file is restored (review finding 5: a new
+     * or rotated secret was dropped in favour of the saved document), and are never printed.
+     */
+    @Test
+    void hostSecretsFromTheConfigurationWinOverTheStateFileAndAreNeverPrinted() throws Exception {
+        Path state = dir.resolve("state-secrets");
+        Files.createDirectories(state);
+        Files.writeString(state.resolve("config.json"), "{\"listeners\":[{\"transport\":\"tcp\",\"address\":"
+                + "\"127.0.0.1\",\"port\":4420}],\"subsystems\":[]}");
+        String secret = io.nvmeof.protocol.auth.DhchapSecret.of(new byte[32], null).representation();
+        Path cfg = dir.resolve("with-secrets.json");
+        Files.writeString(cfg, "{\"listeners\":[{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":4420}],"
+                + "\"hosts\":[{\"nqn\":\"nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000c\","
+                + "\"dhchapKey\":\"" + secret + "\"}],\"subsystems\":[]}");
+        String[] r = run(0, "target", "--state-dir", state.toString(), "--config", cfg.toString(), "--print-config");
+        assertTrue(r[1].contains("secrets are taken from the command line's configuration"), r[1]);
+        assertTrue(r[1].contains("left out of the printed configuration"), r[1]);
+        assertFalse(r[0].contains("DHHC-1") || r[1].contains("DHHC-1"), "no secret printed");
+        String bad = run(1, "read", "-n", "nqn.x:y", "-c", "1", "-S", "DHHC-1:01:notbase64!!:")[1];
+        assertTrue(bad.contains("--dhchap-secret") && !bad.contains("notbase64"), bad);
     }
 
     /** --busy-poll-us on both commands: the target's goes into its configuration, the bench's into its queues. */

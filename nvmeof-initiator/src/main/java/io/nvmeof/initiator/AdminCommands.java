@@ -133,6 +133,14 @@ final class AdminCommands {
             throw new NvmeofException(what + ": the controller requires a secure channel (AUTHREQ.ASCR, TLS with"
                     + " secure concatenation), which this initiator does not offer", ErrorKind.NVME_STATUS_DO_NOT_RETRY);
         }
+        if ((authreq & AUTHREQ_ATR) == 0 && ctrl.options.dhchapCtrlSecret() != null) {
+            // A host that holds the controller's secret wants proof; a controller that never asks to authenticate
+            // gives none (an impostor would simply not ask). The Linux host lets this pass; here it is refused.
+            throw new NvmeofException(what + ": the controller did not ask for DH-HMAC-CHAP, so it cannot prove the"
+                    + " controller secret this host was given (dhchapCtrlSecret); refusing it. Check that the target"
+                    + " has a secret for host " + ctrl.options.hostNqn() + ", or connect without the controller secret",
+                    ErrorKind.NVME_STATUS_DO_NOT_RETRY);
+        }
         if ((authreq & AUTHREQ_ATR) != 0) {
             InBandAuthentication.run(authChannel(q, qid), "queue " + qid + " of " + ctrl.id, ctrl.options,
                     ctrl.id.subnqn(), authTransactions.getAndIncrement() & 0xFFFF);

@@ -75,6 +75,10 @@ public final class ConnectOptions {
             throw new IllegalArgumentException("dhchapCtrlSecret needs dhchapSecret: the controller proves itself only"
                     + " to a host that authenticates (nvme connect --dhchap-ctrl-secret needs --dhchap-secret too)");
         }
+        if (dhchapCtrlSecret != null && dhchapCtrlSecret.sameAs(dhchapSecret)) {
+            throw new IllegalArgumentException("dhchapCtrlSecret is the same secret as dhchapSecret: the controller's"
+                    + " proof would then show nothing the host does not know; use a secret of its own");
+        }
         String why = hostNqn.isEmpty() ? null : Nqn.validate(hostNqn);
         if (why != null) {
             throw new IllegalArgumentException("invalid host NQN '" + hostNqn + "': " + why);

@@ -158,7 +158,9 @@ public final class LiveConfiguration {
                     + " secrets) cannot be imported through the admin API yet; give them in the configuration file"
                     + " the target starts with (--config), and import the document without them");
         }
-        return new ConfigurationImport(document, target, mode, pathCheck).run(doc, dryRun);
+        ImportResult r = new ConfigurationImport(document, target, mode, pathCheck).run(doc, dryRun);
+        // The answer shows the resulting document: never with the hosts' secrets (export() leaves them out too).
+        return new ImportResult(r.mode(), r.dryRun(), r.changes(), r.notApplied(), r.config().withHosts(null));
     }
 
     // ------------------------------------------------------------------------------------------ listeners

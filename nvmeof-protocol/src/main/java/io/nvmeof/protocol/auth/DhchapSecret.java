@@ -48,6 +48,9 @@ public final class DhchapSecret {
         }
         int hashId;
         try {
+            if (Character.digit(rest.charAt(0), 16) < 0 || Character.digit(rest.charAt(1), 16) < 0) {
+                throw new NumberFormatException(); // "+1" parses as a number; it is no transformation field
+            }
             hashId = Integer.parseInt(rest.substring(0, 2), 16);
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("the transformation field of a DH-HMAC-CHAP secret is two hex digits, 00 to 03");

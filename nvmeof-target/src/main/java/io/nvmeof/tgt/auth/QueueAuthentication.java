@@ -43,8 +43,17 @@ public final class QueueAuthentication {
     private long s2;
     private int failure;
     private String failureReason;
-    private boolean authenticated;
-    private boolean fatal;
+    /** Read by the queue's thread for every command: written under this object's lock, published volatile. */
+    private volatile boolean authenticated;
+    private volatile boolean fatal;
+    /** Transactions started on this queue before it authenticated; more than {@link #MAX_UNPROVEN_TRANSACTIONS} fail. */
+    private int unprovenTransactions;
+
+    /**
+     * Negotiates a queue may start before it authenticates: each costs the target a DH key pair, and a host that knows
+     * its secret needs one (the Linux host starts exactly one per queue).
+     */
+    static final int MAX_UNPROVEN_TRANSACTIONS = 2;
 
     /**
      * How long a queue may stay connected without authenticating: a host that never starts (or never finishes) holds
@@ -71,7 +80,7 @@ public final class QueueAuthentication {
     }
 
     /** Whether the queue is past its {@link #DEADLINE_NANOS} without having authenticated. */
-    public boolean overdue(long now) {
+    public boolean overdue(long now) { // authenticated is volatile
         return !authenticated && now - connectedNanos > deadline;
     }
 
@@ -82,21 +91,28 @@ public final class QueueAuthentication {
     public boolean fatal() { return fatal; }
 
     /** Why the last transaction failed, for the log (never a secret), or null. */
-    public String failureReason() { return failureReason; }
+    public synchronized String failureReason() { return failureReason; }
 
     public HostAuth host() { return host; }
 
     /** Whether the DH arithmetic of the next {@link #send} or {@link #receive} needs a thread off the poll group. */
-    public boolean heavy() {
+    public synchronized boolean heavy() {
         return (step == Step.CHALLENGE || step == Step.REPLY) && group != null && group != DhGroup.NULL;
     }
 
     /** An Authentication Send's message, {@code tl} bytes. Protocol failures are not NVMe errors: they become Failure1. */
-    public void send(byte[] m) {
+    public synchronized void send(byte[] m) {
         int type = AuthMessages.type(m);
         int id = AuthMessages.id(m);
+        if (step == Step.FAILURE1 || step == Step.DONE && fatal) {
+            return; // failed: nothing restarts it on this queue; the next Receive returns the Failure1, then it closes
+        }
         try {
             if (type == AuthMessages.TYPE_COMMON && id == AuthMessages.ID_NEGOTIATE) {
+                if (!authenticated && ++unprovenTransactions > MAX_UNPROVEN_TRANSACTIONS) {
+                    throw new AuthProtocolException(AuthMessages.EXP_FAILED, "more than " + MAX_UNPROVEN_TRANSACTIONS
+                            + " transactions started on a queue that has not authenticated");
+                }
                 negotiate(Negotiate.decode(m));
                 return;
             }
@@ -131,6 +147,8 @@ public final class QueueAuthentication {
             fail(e.explanation(), e.getMessage());
         } catch (IllegalArgumentException e) {
             fail(AuthMessages.EXP_DHGROUP_UNUSABLE, e.getMessage());
+        } catch (RuntimeException e) {
+            fail(AuthMessages.EXP_FAILED, "internal error: " + e);
         }
     }
 
@@ -138,7 +156,7 @@ public final class QueueAuthentication {
      * An Authentication Receive: the controller's next message (Challenge, Success1 or Failure1), or the Failure1 of
      * a receive that comes out of turn.
      */
-    public byte[] receive() {
+    public synchronized byte[] receive() {
         try {
             if (step == Step.CHALLENGE) {
                 return challenge();
@@ -147,10 +165,13 @@ public final class QueueAuthentication {
                 return success1();
             }
             if (step != Step.FAILURE1) {
-                fail(AuthMessages.EXP_INCORRECT_MESSAGE, "Authentication Receive while expecting " + expected());
+                // nvmet answers a Receive out of turn with FAILED.
+                fail(AuthMessages.EXP_FAILED, "Authentication Receive while expecting " + expected());
             }
         } catch (IllegalArgumentException e) {
             fail(AuthMessages.EXP_DHGROUP_UNUSABLE, e.getMessage());
+        } catch (RuntimeException e) {
+            fail(AuthMessages.EXP_FAILED, "internal error: " + e);
         }
         authenticated = false;
         fatal = true;
@@ -159,7 +180,7 @@ public final class QueueAuthentication {
     }
 
     /** Bytes the next {@link #receive} returns at most, for checking an Authentication Receive's AL. */
-    public int nextReceiveLength() {
+    public synchronized int nextReceiveLength() {
         if (step == Step.CHALLENGE) {
             return AuthMessages.DHCHAP_HEADER + hash.length() + (group == DhGroup.NULL ? 0 : group.length());
         }
@@ -179,6 +200,7 @@ public final class QueueAuthentication {
     }
 
     private void fail(int explanation, String why) {
+        authenticated = false; // a failed re-authentication ends service at once, Failure1 fetched or not
         failure = explanation;
         failureReason = AuthMessages.explanation(explanation) + ": " + why;
         step = Step.FAILURE1;
@@ -190,36 +212,40 @@ public final class QueueAuthentication {
         tid = n.tid();
         sessionKey = null;
         dh = null;
+        c1 = null;
         c2 = null;
         if (n.scC() != AuthMessages.SC_C_NONE) {
             throw new AuthProtocolException(AuthMessages.EXP_CONCAT_MISMATCH, "secure channel concatenation (SC_C "
                     + n.scC() + ") asked for; this target does not offer it");
         }
-        // The configured hash when the host offers it, else the first the host lists that we know (as nvmet).
-        hash = null;
+        // The configured hash when the host offers it, else the first the host lists that we know (as nvmet). Chosen
+        // in locals: the fields change only once the whole Negotiate is accepted.
+        DhchapHash chosenHash = null;
         for (int id : n.hashIds()) {
             if (id == host.hash().id()) {
-                hash = host.hash();
+                chosenHash = host.hash();
             }
         }
-        for (int i = 0; hash == null && i < n.hashIds().length; i++) {
-            hash = DhchapHash.byId(n.hashIds()[i]);
+        for (int i = 0; chosenHash == null && i < n.hashIds().length; i++) {
+            chosenHash = DhchapHash.byId(n.hashIds()[i]);
         }
-        if (hash == null) {
+        if (chosenHash == null) {
             throw new AuthProtocolException(AuthMessages.EXP_HASH_UNUSABLE, "the host offers no hash this target has");
         }
         // The configured group, which the host must offer: unlike nvmet, a host that leaves it out (one that will not
         // do the null group where the target asks for none, or the reverse) is told so now rather than later.
-        group = null;
+        DhGroup chosenGroup = null;
         for (int id : n.dhGroupIds()) {
             if (id == host.dhGroup().id()) {
-                group = host.dhGroup();
+                chosenGroup = host.dhGroup();
             }
         }
-        if (group == null) {
+        if (chosenGroup == null) {
             throw new AuthProtocolException(AuthMessages.EXP_DHGROUP_UNUSABLE, "the host does not offer the DH group "
                     + host.dhGroup().groupName() + " that host " + host.hostNqn() + " is configured for");
         }
+        hash = chosenHash;
+        group = chosenGroup;
         step = Step.CHALLENGE;
     }
 

@@ -58,8 +58,11 @@ public final class AuthCommands {
             return Status.INVALID_FIELD | Status.DNR;
         }
         if (sq.authenticationBusy()) {
+            // One at a time, from parse to completion: a Send waiting for its data (R2T) holds the queue's turn too.
             return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
         }
+        sq.authenticationBusy(true);
+        req.holdsAuthentication = true; // let go when the command completes, whichever way
         req.transferLength = (int) length;
         req.direction = send ? Request.DIR_HOST_TO_CONTROLLER : Request.DIR_CONTROLLER_TO_HOST;
         req.execute = send ? AuthCommands::executeSend : AuthCommands::executeReceive;
@@ -93,18 +96,20 @@ public final class AuthCommands {
         SubmissionQueue sq = req.sq();
         QueueAuthentication auth = sq.authentication();
         boolean wasAuthenticated = auth.authenticated();
-        sq.authenticationBusy(true);
         Runnable work = () -> {
             byte[] out;
+            boolean threw = false;
             try {
                 out = step.get();
             } catch (RuntimeException e) {
                 LOG.error("authentication step on queue {} failed", sq.qid(), e);
                 out = null;
+                threw = true;
             }
             byte[] message = out;
+            boolean failedInside = threw;
             try {
-                sq.transport().execute(() -> finish(req, auth, message, wasAuthenticated));
+                sq.transport().execute(() -> finish(req, auth, message, wasAuthenticated, failedInside));
             } catch (RejectedExecutionException e) {
                 LOG.debug("queue {} closed during an authentication step", sq.qid());
             }
@@ -112,21 +117,37 @@ public final class AuthCommands {
         try {
             sq.core().executeAuthentication(work);
         } catch (RejectedExecutionException e) {
-            sq.authenticationBusy(false);
             req.complete(Status.INTERNAL); // the host may retry: too many authentications at once
         }
     }
 
-    private static void finish(Request req, QueueAuthentication auth, byte[] message, boolean wasAuthenticated) {
+    private static void finish(Request req, QueueAuthentication auth, byte[] message, boolean wasAuthenticated,
+                               boolean failedInside) {
+        if (!req.inUse || !req.holdsAuthentication) {
+            return; // the queue closed while the step ran: the request is gone, and so is its host
+        }
+        if (failedInside) {
+            if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {
+                req.dataView().setMemory(0, req.transferLength, (byte) 0);
+            }
+            req.closeQueueAfterResponse = true;
+            req.complete(Status.INTERNAL);
+            return;
+        }
         SubmissionQueue sq = req.sq();
-        sq.authenticationBusy(false);
         io.nvmeof.tgt.core.Controller c = sq.controller();
         if (c != null && (auth.fatal() || (auth.authenticated() && !wasAuthenticated))) {
             c.subsystem().countAuthentication(!auth.fatal());
         }
-        if (message != null) {
+        if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {
+            // The buffer is pooled: every byte the host gets is written here, the message or zeros.
             UnsafeBuffer out = req.dataView();
             out.setMemory(0, req.transferLength, (byte) 0);
+            if (message == null) {
+                req.closeQueueAfterResponse = true;
+                req.complete(Status.INTERNAL); // a step that failed inside: the host gets nothing of the buffer
+                return;
+            }
             out.putBytes(0, message, 0, Math.min(message.length, req.transferLength));
         }
         if (auth.fatal()) {

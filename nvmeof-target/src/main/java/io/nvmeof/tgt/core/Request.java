@@ -152,7 +152,14 @@ public final class Request {
         ringDone = null;
         ringShare = null;
         connectHeldSince = 0;
+        holdsAuthentication = false;
     }
+
+    /**
+     * This is its queue's one authentication command (parsed, not yet answered): its queue takes no other until it
+     * completes, whichever way (TargetCore.complete lets go).
+     */
+    public boolean holdsAuthentication;
 
     /** Length in SGL1: the 24-bit field of a keyed descriptor, else the 32-bit one. */
     public long sglLength() {

@@ -610,6 +610,10 @@ public final class TargetCore {
     /** Fills the CQE and hands the request to the transport (Linux {@code nvmet_req_complete}). */
     public void complete(Request req) {
         SubmissionQueue sq = req.sq();
+        if (req.holdsAuthentication) {
+            req.holdsAuthentication = false;
+            sq.authenticationBusy(false);
+        }
         int status = req.status;
         if (status != Status.SUCCESS) {
             Controller c = sq.controller();
