@@ -23,17 +23,6 @@ public final class HostAuthRegistry {
         return hosts.get(hostNqn);
     }
 
-    public boolean isEmpty() { return hosts.isEmpty(); }
-
-    /** Replaces {@code hostNqn}'s settings (queues that authenticated before keep their association). */
-    public void put(HostAuth auth) {
-        hosts.put(auth.hostNqn(), auth);
-    }
-
-    public void remove(String hostNqn) {
-        hosts.remove(hostNqn);
-    }
-
     /**
      * Checks every entry (NQN, secrets, hash, group) and only then takes them all; a bad entry changes nothing.
      *

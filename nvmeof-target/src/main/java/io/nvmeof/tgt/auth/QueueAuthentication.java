@@ -20,8 +20,8 @@ import java.security.SecureRandom;
  * queue is closed (nvmet ends the whole controller). A Negotiate at any time starts a new transaction: a host
  * re-authenticates that way, and a queue that had authenticated stays so until the new transaction fails.
  *
- * <p>One message at a time: {@link #send} and {@link #receive} are called one after the other, never at once, by
- * whichever thread runs them (the DH arithmetic runs off the poll group).
+ * <p>One message at a time: the queue lets one authentication command run at once, and {@link #send} and
+ * {@link #receive} are synchronized besides; they run off the poll group (the DH arithmetic).
  */
 public final class QueueAuthentication {
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -94,11 +94,6 @@ public final class QueueAuthentication {
     public synchronized String failureReason() { return failureReason; }
 
     public HostAuth host() { return host; }
-
-    /** Whether the DH arithmetic of the next {@link #send} or {@link #receive} needs a thread off the poll group. */
-    public synchronized boolean heavy() {
-        return (step == Step.CHALLENGE || step == Step.REPLY) && group != null && group != DhGroup.NULL;
-    }
 
     /** An Authentication Send's message, {@code tl} bytes. Protocol failures are not NVMe errors: they become Failure1. */
     public synchronized void send(byte[] m) {
