@@ -519,11 +519,10 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
 
     @Override
     public void close() {
-        if (state == CLOSED) {
+        boolean wasOpen = state == OPEN;
+        if (!markClosed()) {
             return;
         }
-        boolean wasOpen = state == OPEN;
-        state = CLOSED;
         if (failure == null) {
             failure = "closed by host";
         }
@@ -531,7 +530,7 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
             if (wasOpen) {
                 stopQueuePair();
             }
-            failAll(IoCallback.ERR_CLOSED);
+            failAll(closedCode());
         }) && poller.isStopped()) {
             // The poller is gone: nothing else touches the slots.
             if (wasOpen) {

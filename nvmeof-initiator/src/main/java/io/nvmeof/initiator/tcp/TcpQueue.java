@@ -179,22 +179,24 @@ public final class TcpQueue extends SlotQueue<Request> {
     public boolean headerDigest() { return pdus.hdgst; }
     public boolean dataDigest() { return pdus.ddgst; }
 
-    /** Closes the connection; every outstanding and waiting request completes with {@link IoCallback#ERR_CLOSED}. */
+    /**
+     * Closes the connection; every outstanding and waiting request completes with {@link IoCallback#ERR_CLOSED}, or,
+     * when the connection was lost before, goes back to the controller as the ones in flight did.
+     */
     @Override
     public void close() {
-        if (state == CLOSED) {
+        if (!markClosed()) {
             return;
         }
-        state = CLOSED;
         if (failure == null) {
             failure = "closed by host";
         }
         if (channel == null) {
-            failPending(IoCallback.ERR_CLOSED);
+            failPending(closedCode());
             return;
         }
         channel.close();
-        if (!runOnIoThread(() -> failAll(IoCallback.ERR_CLOSED))) {
+        if (!runOnIoThread(() -> failAll(closedCode()))) {
             // The event loop is gone, so nothing else touches the slots any more.
             ioThreadStopped();
         }

@@ -88,6 +88,9 @@ public interface HostQueue {
      */
     void abort(String reason);
 
-    /** Closes the queue; everything outstanding or waiting completes with {@link IoCallback#ERR_CLOSED}. */
+    /**
+     * Closes the queue; everything outstanding or waiting completes with {@link IoCallback#ERR_CLOSED}, except on a
+     * queue that failed first (its connection lost), where it goes on as after the failure ({@link #abort}).
+     */
     void close();
 }

@@ -68,6 +68,13 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     private volatile RequestSink requeue;
     private volatile RoomSignal room;
     private volatile boolean ioThreadGone;
+    /**
+     * The queue's connection was lost before it was closed: the controller releases a failed queue as it tears the
+     * association down, which is not the host closing it. Requests that reach the queue after that (picked while it
+     * was open, handed over late) go where the ones in flight went, to be sent again after the reconnect; failing
+     * them as closed by the host told the caller not to retry on a controller that was about to come back.
+     */
+    private volatile boolean lostBeforeClose;
 
     // Counters written by the I/O thread only; read racily for statistics.
     private long commands;
@@ -268,7 +275,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
      */
     private void refuse(PendingRequest p) {
         RequestSink sink = requeue;
-        if (state == FAILED && sink != null && sink.offer(p)) {
+        if ((state == FAILED || lostBeforeClose) && sink != null && sink.offer(p)) {
             return;
         }
         deliverLater(p.callback(), p.context(), p.listener(), closedCode());
@@ -436,7 +443,21 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     }
 
     protected final int closedCode() {
-        return state == CLOSED ? IoCallback.ERR_CLOSED : IoCallback.ERR_TRANSPORT;
+        return state == CLOSED && !lostBeforeClose ? IoCallback.ERR_CLOSED : IoCallback.ERR_TRANSPORT;
+    }
+
+    /**
+     * Transport's {@link #close()}: marks the queue closed, remembering whether its connection was lost first (see
+     * {@link #closedCode()}); false when it was closed already.
+     */
+    protected final boolean markClosed() {
+        int s = state;
+        if (s == CLOSED) {
+            return false;
+        }
+        lostBeforeClose = s == FAILED;
+        state = CLOSED;
+        return true;
     }
 
     /** True when requests wait for a slot. */

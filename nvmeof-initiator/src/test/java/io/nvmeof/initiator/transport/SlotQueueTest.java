@@ -148,8 +148,10 @@ class SlotQueueTest {
 
         @Override
         public void close() {
-            state = CLOSED;
-            if (!runOnIoThread(() -> failAll(IoCallback.ERR_CLOSED))) {
+            if (!markClosed()) {
+                return;
+            }
+            if (!runOnIoThread(() -> failAll(closedCode()))) {
                 ioThreadStopped();
             }
         }
@@ -284,10 +286,29 @@ class SlotQueueTest {
         assertEquals(2, handedBack.size());
         assertEquals(2, new Command().<Command>wrap(new UnsafeBuffer(handedBack.get(1).sqe()), 0).cdw10(),
                 "the late one is handed back whole");
-        q.close();
-        submit(q, 3, log);
+        q.close(); // the controller releases the failed queue once its association is torn down
+        submit(q, 3, log); // picked while the queue was open, submitted after the teardown
         q.runTasks();
-        assertEquals(List.of("3:" + IoCallback.ERR_CLOSED), log, "a queue closed by the host still refuses");
+        assertEquals(List.of(), log, "a request racing the teardown of a lost connection is not failed as closed by"
+                + " this host (CLOSED_BY_CALLER): the controller holds it for the reconnect");
+        assertEquals(3, handedBack.size());
+    }
+
+    /** Only a queue the host closed while it was open fails its requests as closed by the host. */
+    @Test
+    void aQueueClosedWhileOpenFailsItsRequestsAsClosed() {
+        FakeQueue q = new FakeQueue(2);
+        List<String> log = new ArrayList<>();
+        List<PendingRequest> handedBack = new ArrayList<>();
+        q.requeueTo(handedBack::add);
+        submit(q, 1, log);
+        q.runIoThread();
+        q.close();
+        q.runTasks();
+        submit(q, 2, log);
+        q.runTasks();
+        assertEquals(List.of("1:" + IoCallback.ERR_CLOSED, "2:" + IoCallback.ERR_CLOSED), log);
+        assertEquals(List.of(), handedBack, "nothing is sent again once the host closed the queue");
     }
 
     /** A namespace reference a test retires by hand, as the controller's scan retires a handle. */

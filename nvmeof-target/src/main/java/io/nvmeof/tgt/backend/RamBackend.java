@@ -45,6 +45,21 @@ public final class RamBackend implements BlockBackend {
      */
     private static final int WRITER = 8;
 
+    /**
+     * Writers take turns per 64 KiB stripe (a multiple of every block size, so no block spans two): two writes of the
+     * same block from two poll groups at once, each a plain memory copy, otherwise left it half of each, both
+     * acknowledged, for good; NVMe promises that one block is written atomically (AWUN 0). The stripes share a fixed
+     * table of lock words (hashed by stripe number, one per cache line, so poll groups writing elsewhere do not share a
+     * line); an unrelated stripe that hashes alike only waits for one copy. Uncontended, a write pays one
+     * compare-and-set per stripe it touches. Reads take no turn: one beside a write may see a mix while the write is in
+     * flight, which NVMe allows (and the integrity checker counts).
+     */
+    static final int STRIPE_SHIFT = 16;
+    private static final int STRIPE_SIZE = 1 << STRIPE_SHIFT;
+    private static final int STRIPE_LOCKS = 1024;
+    /** Ints between two lock words: 64 bytes, a cache line. */
+    private static final int LOCK_SPACING = 16;
+
     /** Source of zeroes for reads of never-written chunks and for zeroing ranges. */
     private static final ByteBuffer ZEROES = ByteBuffer.allocateDirect(CHUNK_SIZE).asReadOnlyBuffer();
 
@@ -59,6 +74,8 @@ public final class RamBackend implements BlockBackend {
     /** Where a sparse namespace's size is counted until {@link #close}; null when not counted. */
     private final SparseMemoryLimit limit;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The stripes' lock words ({@link #STRIPE_SHIFT}): 0 free, 1 taken. */
+    private final AtomicIntegerArray stripeLocks = new AtomicIntegerArray(STRIPE_LOCKS * LOCK_SPACING);
 
     /** A namespace of {@code sizeBytes} with its memory committed up front. */
     public RamBackend(long sizeBytes) {
@@ -234,6 +251,42 @@ public final class RamBackend implements BlockBackend {
         dst.position(pos);
     }
 
+    /** Takes the turn of the stripe holding {@code offset} among writers; returns what {@link #unlockStripe} takes. */
+    private int lockStripe(long offset) {
+        int slot = (int) ((offset >>> STRIPE_SHIFT) & (STRIPE_LOCKS - 1)) * LOCK_SPACING;
+        int spins = 0;
+        while (!stripeLocks.compareAndSet(slot, 0, 1)) {
+            // Held for one copy of at most a stripe; yield only if its holder seems descheduled.
+            if (++spins % 1024 == 0) {
+                Thread.yield();
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+        return slot;
+    }
+
+    private void unlockStripe(int slot) {
+        stripeLocks.setRelease(slot, 0);
+    }
+
+    /** Copies {@code n} bytes of {@code src} into chunk {@code c} at {@code within}, a stripe at a time in turn. */
+    private void copyInTurn(ByteBuffer c, int within, ByteBuffer src, int pos, int n, long offset) {
+        while (n > 0) {
+            int piece = Math.min(n, STRIPE_SIZE - (within & (STRIPE_SIZE - 1)));
+            int turn = lockStripe(offset);
+            try {
+                c.put(within, src, pos, piece);
+            } finally {
+                unlockStripe(turn);
+            }
+            offset += piece;
+            within += piece;
+            pos += piece;
+            n -= piece;
+        }
+    }
+
     @Override
     public void write(long offset, ByteBuffer src) {
         int pos = src.position();
@@ -245,7 +298,7 @@ public final class RamBackend implements BlockBackend {
             ByteBuffer c = beginWrite(index);
             try {
                 if (c != null) { // null: closed (the namespace was removed; its data is gone)
-                    c.put(within, src, pos, n);
+                    copyInTurn(c, within, src, pos, n, offset);
                 }
             } finally {
                 endWrite(index);
@@ -351,11 +404,27 @@ public final class RamBackend implements BlockBackend {
             if (!(release && n == CHUNK_SIZE && release(index))) {
                 ByteBuffer c = chunkForRead(index);
                 if (c != null) {
-                    c.put(within, ZEROES, 0, n);
+                    zeroInPlace(c, offset, within, n);
                 }
             }
             offset += n;
             length -= n;
+        }
+    }
+
+    /** Zeroes {@code n} bytes at {@code within} of chunk {@code c} a stripe at a time, in turn with the writers. */
+    private void zeroInPlace(ByteBuffer c, long offset, int within, int n) {
+        while (n > 0) {
+            int piece = Math.min(n, STRIPE_SIZE - (within & (STRIPE_SIZE - 1)));
+            int turn = lockStripe(offset);
+            try {
+                c.put(within, ZEROES, 0, piece);
+            } finally {
+                unlockStripe(turn);
+            }
+            offset += piece;
+            within += piece;
+            n -= piece;
         }
     }
 
