@@ -8,7 +8,10 @@
 #   guest.sh --prepare          fetch and unpack the kernel, build the initramfs (cached), then exit
 #   guest.sh --kernel trixie ...  boot Debian 13's kernel (6.12: NVMe in-band authentication and NVMe/TCP TLS, which
 #                                 Debian 12's 6.1 is built without) instead of the machine's own release's; its
-#                                 package list is fetched into the cache, the machine's apt setup is left alone
+#                                 package list is fetched into the cache, the machine's apt setup is left alone.
+#                                 With it comes that release's userland for NVMe/TCP TLS (nvme-cli, tlshd from
+#                                 ktls-utils, keyutils), made once with debootstrap in the cache; the job finds it
+#                                 at $GUEST_USERLAND and runs those tools with chroot
 #
 # --nvme SIZE gives the guest an emulated NVMe PCIe disk of SIZE (QEMU's nvme device, serial NVMEOFDISK0) over a
 # sparse image that lives as long as the run: a real block device for the target's block backend.
@@ -111,6 +114,25 @@ prepare() {
   fi
   KDIR="$kdir"
   KVER="$(cat "$kdir/kver")"
+  USERLAND=""
+  if [ -n "$suite" ]; then
+    prepare_userland "$suite" "${mirror%/}"
+  fi
+}
+
+# Another release's tools for the guest (TLS: nvme-cli with --tls, tlshd), in a minimal root made once.
+prepare_userland() {
+  local suite="$1" mirror="$2" dir="$cache/userland-$1"
+  if [ ! -f "$dir/.ready" ]; then
+    local db; db="$(command -v debootstrap || echo /usr/sbin/debootstrap)"
+    [ -x "$db" ] || die "missing host tool: debootstrap (apt-get install -y debootstrap)"
+    echo "guest.sh: making Debian $suite's userland for the guest in $dir (once)" >&2
+    rm -rf "$dir"
+    "$db" --variant=minbase --include=nvme-cli,ktls-utils,keyutils,kmod "$suite" "$dir" "$mirror" \
+      > "$cache/userland-$suite.log" 2>&1 || die "debootstrap $suite failed: see $cache/userland-$suite.log"
+    touch "$dir/.ready"
+  fi
+  USERLAND="$dir"
 }
 
 build_initramfs() {
@@ -156,6 +178,7 @@ console="$logs/console-$stamp.log"
 {
   echo "#!/bin/sh"
   echo "cd $(printf %q "$PWD")"
+  [ -z "$USERLAND" ] || echo "export GUEST_USERLAND=$(printf %q "$USERLAND")"
   printf 'exec'
   printf ' %q' "$@"
   echo

@@ -53,6 +53,8 @@ jobs=(
   "block-device-target|block-device-target|--nvme 1G|900|"
   "kernel-host-auth|kernel-host-auth|--kernel trixie|900|"
   "our-initiator-kernel-auth|our-initiator-kernel-auth|--kernel trixie|900|"
+  "kernel-host-tls|kernel-host-tls|--kernel trixie|900|"
+  "our-initiator-kernel-tls|our-initiator-kernel-tls|--kernel trixie|900|"
 )
 start_all=$(date +%s)
 for spec in "${jobs[@]}"; do

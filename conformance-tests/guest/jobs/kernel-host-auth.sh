@@ -35,20 +35,11 @@ cat > /tmp/target.json <<JSON
     "namespaces": [ { "nsid": 1, "backend": "ram", "size": "64MiB", "blockSize": 512 } ] } ]
 }
 JSON
-java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
-  -jar "$JAR" target --config /tmp/target.json --state-dir /tmp/nvmeof-state-auth > "$RESULTS/our-target-auth.log" 2>&1 &
-TARGET_PID=$!
-up=0
-for i in $(seq 1 120); do
-  if grep -q "target started" "$RESULTS/our-target-auth.log"; then up=1; break; fi
-  kill -0 $TARGET_PID 2>/dev/null || break
-  sleep 1
-done
-if [ $up = 0 ]; then
+if ! our_target_up /tmp/target.json "$RESULTS/our-target-auth.log" /tmp/nvmeof-state-auth; then
   fail "our target did not start: $(tail -3 "$RESULTS/our-target-auth.log" | tr '\n' ' ')"
   finish; exit 1
 fi
-pass "our target started with two hosts that must authenticate (${i}s)"
+pass "our target started with two hosts that must authenticate (${TARGET_UP_S}s)"
 
 connect() { # HOSTNQN, then nvme connect's secret options
   local host=$1; shift

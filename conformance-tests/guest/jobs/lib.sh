@@ -196,3 +196,34 @@ j = json.load(open('$out.json'))['jobs'][0]
 assert j['read']['iops'] + j['write']['iops'] > 0, 'no I/O'"
   done
 }
+
+# ---- TLS (guest.sh --kernel trixie): another release's nvme-cli and tlshd, run with chroot ----
+# userland_up: mounts what its tools need, writes tlshd's configuration (keys from the kernel's .nvme keyring) and
+# starts tlshd, which does the kernel's TLS handshakes. U runs a command in it.
+userland_up() {
+  UL="${GUEST_USERLAND:?GUEST_USERLAND: run this job with guest.sh --kernel trixie}"
+  mount -t proc proc "$UL/proc" && mount --bind /sys "$UL/sys" && mount --bind /dev "$UL/dev" || return 1
+  mkdir -p "$UL/etc/tlshd"
+  printf '[debug]\nloglevel=0\n[authenticate]\nkeyrings=.nvme\n[authenticate.client]\n[authenticate.server]\n' \
+    > "$UL/etc/tlshd.conf"
+  chroot "$UL" /usr/sbin/tlshd -c /etc/tlshd.conf -s > "$RESULTS/$JOB-tlshd.log" 2>&1 &
+  TLSHD_PID=$!
+  sleep 1
+  kill -0 $TLSHD_PID 2>/dev/null
+}
+U() { chroot "$UL" "$@"; }
+
+# our_target_up CONFIG LOG STATE_DIR: starts our target from the checkout's nvmeof.jar ($JAR) in the background
+# (TARGET_PID) and waits up to 120 s for it to say it started (TARGET_UP_S: how long it took).
+our_target_up() {
+  java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+    -jar "$JAR" target --config "$1" --state-dir "$3" > "$2" 2>&1 &
+  TARGET_PID=$!
+  local i
+  for i in $(seq 1 120); do
+    if grep -q "target started" "$2"; then TARGET_UP_S=$i; return 0; fi
+    kill -0 $TARGET_PID 2>/dev/null || return 1
+    sleep 1
+  done
+  return 1
+}

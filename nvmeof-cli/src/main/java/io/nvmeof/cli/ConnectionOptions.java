@@ -58,6 +58,20 @@ final class ConnectionOptions {
             + " host asks the controller to prove it holds it (bidirectional). Or NVMEOF_DHCHAP_CTRL_SECRET")
     String dhchapCtrlSecret;
 
+    @Option(names = "--tls", description = "NVMe/TCP over TLS 1.3 with a PSK (as nvme connect --tls); needs"
+            + " --tls-key or NVMEOF_TLS_KEY")
+    boolean tls;
+
+    @Option(names = {"--tls-key", "--tls_key"}, paramLabel = "KEY", description = "The host's configured TLS PSK"
+            + " (NVMeTLSkey-1:xx:...:, from nvme gen-tls-key); the PSK for the subsystem is derived from it. Implies"
+            + " --tls. Anyone who can list processes sees a command line: prefer NVMEOF_TLS_KEY")
+    String tlsKey;
+
+    @Option(names = "--tls-key-derivation", paramLabel = "HOW", description = "How the target derives TLS PSKs:"
+            + " standard (the specification, nvme-cli 2.16 and later) or legacy (nvme-cli 2.15 and earlier, e.g. a"
+            + " Linux target whose keys Debian 13's nvme-cli inserted). Default: standard")
+    String tlsKeyDerivation;
+
     ConnectOptions.Builder builder() {
         if (!"tcp".equals(transport) && !"rdma".equals(transport)) {
             throw new IllegalArgumentException("transport '" + transport + "' is unknown; use -t tcp or -t rdma");
@@ -101,7 +115,34 @@ final class ConnectionOptions {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--dhchap-ctrl-secret: " + e.getMessage(), e);
         }
+        tlsOptions(b);
         return b;
+    }
+
+    private void tlsOptions(ConnectOptions.Builder b) {
+        String key = tlsKey != null ? tlsKey : tls || tlsKeyDerivation != null ? System.getenv("NVMEOF_TLS_KEY") : null;
+        if (key == null) {
+            if (tls || tlsKeyDerivation != null) {
+                throw new IllegalArgumentException("--tls needs the host's TLS key: --tls-key KEY or NVMEOF_TLS_KEY"
+                        + " (generate one with nvme gen-tls-key and give the target the same)");
+            }
+            return;
+        }
+        if (!"tcp".equals(transport)) {
+            throw new IllegalArgumentException("--tls is for NVMe/TCP (-t tcp); NVMe/RDMA has no TLS");
+        }
+        try {
+            b.tlsKey(key);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--tls-key: " + e.getMessage(), e);
+        }
+        if (tlsKeyDerivation != null) {
+            try {
+                b.tlsKeyDerivation(tlsKeyDerivation);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--tls-key-derivation: " + e.getMessage(), e);
+            }
+        }
     }
 
     NvmeofController connect(String subnqn, ConnectOptions options) {

@@ -49,6 +49,7 @@ public final class ConnectOptions {
     private final ControllerStateListener stateListener;
     private final io.nvmeof.protocol.auth.DhchapSecret dhchapSecret;
     private final io.nvmeof.protocol.auth.DhchapSecret dhchapCtrlSecret;
+    private final io.nvmeof.protocol.tls.ConfiguredPsk tlsKey;
 
     private ConnectOptions(Builder b) {
         this.hostId = b.hostId != null ? b.hostId : PROCESS_HOST_ID;
@@ -71,6 +72,8 @@ public final class ConnectOptions {
         this.stateListener = b.stateListener;
         this.dhchapSecret = b.dhchapSecret;
         this.dhchapCtrlSecret = b.dhchapCtrlSecret;
+        this.tlsKey = b.tlsKey == null ? null
+                : b.tlsKeyDerivation == null ? b.tlsKey : b.tlsKey.derivedAs(b.tlsKeyDerivation);
         if (dhchapCtrlSecret != null && dhchapSecret == null) {
             throw new IllegalArgumentException("dhchapCtrlSecret needs dhchapSecret: the controller proves itself only"
                     + " to a host that authenticates (nvme connect --dhchap-ctrl-secret needs --dhchap-secret too)");
@@ -115,6 +118,7 @@ public final class ConnectOptions {
         b.stateListener = stateListener;
         b.dhchapSecret = dhchapSecret;
         b.dhchapCtrlSecret = dhchapCtrlSecret;
+        b.tlsKey = tlsKey;
         return b;
     }
 
@@ -162,6 +166,8 @@ public final class ConnectOptions {
     public io.nvmeof.protocol.auth.DhchapSecret dhchapSecret() { return dhchapSecret; }
     /** The controller's secret: with it the host asks the controller to authenticate too; null otherwise. */
     public io.nvmeof.protocol.auth.DhchapSecret dhchapCtrlSecret() { return dhchapCtrlSecret; }
+    /** The configured TLS PSK: NVMe/TCP connections then use TLS 1.3 with the PSK derived from it; null: no TLS. */
+    public io.nvmeof.protocol.tls.ConfiguredPsk tlsKey() { return tlsKey; }
 
     @Override
     public String toString() {
@@ -170,7 +176,8 @@ public final class ConnectOptions {
                 + ", commandTimeout=" + commandTimeout + ", connectTimeout=" + connectTimeout + ", cmEventTimeout=" + cmEventTimeout + ", eventLoopThreads="
                 + eventLoopThreads + ", busyPoll=" + busyPoll + ", maxInlineData=" + maxInlineData + ", reconnectDelay=" + reconnectDelay
                 + ", ctrlLossTimeout=" + ctrlLossTimeout + ", fastIoFailTimeout=" + fastIoFailTimeout
-                + ", dhchap=" + (dhchapSecret == null ? "none" : dhchapCtrlSecret == null ? "host" : "bidirectional") + "]";
+                + ", dhchap=" + (dhchapSecret == null ? "none" : dhchapCtrlSecret == null ? "host" : "bidirectional")
+                + ", tls=" + (tlsKey == null ? "none" : "psk, " + tlsKey.derivation().label()) + "]";
     }
 
     public static final class Builder {
@@ -194,6 +201,8 @@ public final class ConnectOptions {
         private ControllerStateListener stateListener;
         private io.nvmeof.protocol.auth.DhchapSecret dhchapSecret;
         private io.nvmeof.protocol.auth.DhchapSecret dhchapCtrlSecret;
+        private io.nvmeof.protocol.tls.ConfiguredPsk tlsKey;
+        private io.nvmeof.protocol.tls.TlsPskDerivation tlsKeyDerivation;
 
         private Builder() {
         }
@@ -277,6 +286,29 @@ public final class ConnectOptions {
          */
         public Builder dhchapCtrlSecret(String v) {
             this.dhchapCtrlSecret = v == null ? null : io.nvmeof.protocol.auth.DhchapSecret.parse(v);
+            return this;
+        }
+
+        /**
+         * {@code nvme connect --tls --tls_key}: the configured TLS PSK in the interchange format {@code nvme
+         * gen-tls-key} prints ({@code NVMeTLSkey-1:xx:...:}). NVMe/TCP connections then start with a TLS 1.3
+         * handshake whose PSK is derived from it for this host and the subsystem (identity version 0, {@code
+         * NVMe0Rxx <hostnqn> <subnqn>}, as Linux's host offers); null: plain TCP.
+         *
+         * @throws IllegalArgumentException when it is not a valid key (the message never quotes it)
+         */
+        public Builder tlsKey(String v) {
+            this.tlsKey = v == null ? null : io.nvmeof.protocol.tls.ConfiguredPsk.parse(v);
+            return this;
+        }
+
+        /**
+         * How the target's side derives TLS PSKs from the configured one: {@code standard} (default; the
+         * specification, nvme-cli 2.16 and later) or {@code legacy} (nvme-cli 2.15 and earlier, or {@code --compat}),
+         * which a Linux target whose keys were inserted by such an nvme-cli needs.
+         */
+        public Builder tlsKeyDerivation(String v) {
+            this.tlsKeyDerivation = io.nvmeof.protocol.tls.TlsPskDerivation.parse(v);
             return this;
         }
 

@@ -4,10 +4,20 @@ import io.nvmeof.protocol.fabrics.Nqn;
 
 /**
  * One record of the discovery log page (LID 70h), decoded. {@code trtype}: 1 RDMA, 3 TCP; {@code adrfam}: 1 IPv4,
- * 2 IPv6; {@code subtype}: 1 referral, 2 NVM subsystem, 3 current discovery subsystem.
+ * 2 IPv6; {@code subtype}: 1 referral, 2 NVM subsystem, 3 current discovery subsystem; {@code treq} bits 1:0: secure
+ * channel not specified (0), required (1), not required (2); {@code tcpSectype} (TCP's TSAS byte 0): 0 none, 2 TLS 1.3.
  */
 public record DiscoveryEntry(int trtype, int adrfam, int subtype, int treq, int portid, int cntlid, int asqsz,
-                             String trsvcid, String subnqn, String traddr) {
+                             String trsvcid, String subnqn, String traddr, int tcpSectype) {
+    public DiscoveryEntry(int trtype, int adrfam, int subtype, int treq, int portid, int cntlid, int asqsz,
+                          String trsvcid, String subnqn, String traddr) {
+        this(trtype, adrfam, subtype, treq, portid, cntlid, asqsz, trsvcid, subnqn, traddr, 0);
+    }
+
+    /** Whether the port requires a secure channel (TLS): TREQ says required. */
+    public boolean tlsRequired() {
+        return (treq & 3) == 1;
+    }
 
     /**
      * This entry as a {@link TransportId} (TCP only), for connecting to it.

@@ -53,7 +53,8 @@ final class DiscoveryLogReader {
             for (int i = 0; i < numrec; i++) {
                 e.wrap(log, DiscoveryLogHeader.entryOffset(i));
                 entries.add(new DiscoveryEntry(e.trtype(), e.adrfam(), e.subtype(), e.treq(), e.portid(), e.cntlid(),
-                        e.asqsz(), e.trsvcid(), e.subnqn(), e.traddr()));
+                        e.asqsz(), e.trsvcid(), e.subnqn(), e.traddr(),
+                        e.trtype() == DiscoveryLogEntry.TRTYPE_TCP ? e.tsas(0) : 0));
             }
             return entries;
         }

@@ -136,6 +136,10 @@ public final class NvmeofController implements AutoCloseable {
         if ("tcp".equalsIgnoreCase(id.trtype())) {
             transport = new TcpHostTransport(id, options);
         } else if ("rdma".equalsIgnoreCase(id.trtype())) {
+            if (options.tlsKey() != null) {
+                throw new IllegalArgumentException("TLS is for NVMe/TCP; NVMe/RDMA has none (leave out tlsKey, or"
+                        + " connect over tcp)");
+            }
             transport = RdmaHostTransport.create(id, options);
         } else {
             throw new NvmeofException("transport type '" + id.trtype() + "' is not supported by this initiator; use"

@@ -57,6 +57,13 @@ final class ConfigurationChecks {
             throw invalid("address is required (an IP address of this machine, e.g. 127.0.0.1 or 0.0.0.0)");
         }
         try {
+            if (io.nvmeof.tgt.core.TlsMode.parse(l.tls()) != io.nvmeof.tgt.core.TlsMode.NONE && !"tcp".equals(transport)) {
+                throw invalid("tls is for NVMe/TCP listeners; an RDMA listener has none (give tls only with tcp)");
+            }
+        } catch (IllegalArgumentException e) {
+            throw invalid(e.getMessage());
+        }
+        try {
             java.net.InetAddress.getByName(l.address());
         } catch (java.net.UnknownHostException e) {
             throw invalid("address '" + l.address() + "' cannot be resolved");
@@ -68,7 +75,7 @@ final class ConfigurationChecks {
         if (l.id() != null && (l.id() < 1 || l.id() > 65535)) {
             throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + l.id());
         }
-        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems());
+        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems(), l.tls());
     }
 
     /** A document's namespace of subsystem {@code nqn} (NSID filled in): its NSID, size and UUID. */

@@ -36,7 +36,7 @@ final class ConfigurationDocument {
             int id = l.id() != null ? l.id() : portId;
             listeners.put(id, new ListenerConfig(id, l.transport() != null ? l.transport() : "tcp",
                     l.address() != null ? l.address() : "127.0.0.1", boundPort(target, id, l), l.inlineDataSize(),
-                    l.maxH2CData(), l.subsystems()));
+                    l.maxH2CData(), l.subsystems(), l.tls()));
             portId++;
         }
         if (started.subsystems() != null) {

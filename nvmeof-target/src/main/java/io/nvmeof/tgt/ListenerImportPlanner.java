@@ -128,7 +128,7 @@ final class ListenerImportPlanner {
             int id = n.id() != null ? n.id() : freeId(taken);
             taken.add(id);
             addListenerStep(new ListenerConfig(id, n.transport(), n.address(), n.port(), n.inlineDataSize(),
-                    n.maxH2CData(), n.subsystems()));
+                    n.maxH2CData(), n.subsystems(), n.tls()));
         }
     }
 
@@ -197,7 +197,7 @@ final class ListenerImportPlanner {
         };
         plan.steps.add(add);
         plan.listenersAdded.add(() -> new ListenerConfig(l.id(), l.transport(), l.address(), add.bound, l.inlineDataSize(),
-                l.maxH2CData(), l.subsystems()));
+                l.maxH2CData(), l.subsystems(), l.tls()));
     }
 
     /**

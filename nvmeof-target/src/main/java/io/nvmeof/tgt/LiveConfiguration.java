@@ -197,7 +197,7 @@ public final class LiveConfiguration {
             }
         }
         ListenerConfig want = new ListenerConfig(id, transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(),
-                l.subsystems());
+                l.subsystems(), l.tls());
         int bound;
         try {
             bound = target.addListener(want, id);
@@ -205,7 +205,7 @@ public final class LiveConfiguration {
             throw conflict(e.getMessage());
         }
         ListenerConfig d = new ListenerConfig(id, transport, l.address(), bound, l.inlineDataSize(), l.maxH2CData(),
-                l.subsystems());
+                l.subsystems(), l.tls());
         try {
             document.save(document.with(id, d)); // after binding: the document records the port it got (port 0: any)
         } catch (ConfigurationException e) {

@@ -18,6 +18,7 @@ import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Subsystem;
 import io.nvmeof.tgt.core.TargetCore;
 import io.nvmeof.tgt.core.TargetLimits;
+import io.nvmeof.tgt.core.TlsMode;
 import io.nvmeof.tgt.tcp.TcpOptions;
 import io.nvmeof.tgt.tcp.TcpTransport;
 import java.io.IOException;
@@ -147,6 +148,7 @@ public final class NvmeTarget implements AutoCloseable {
                         + " subsystems; a target takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
             }
             core.hostAuth().load(config.hosts());
+            core.tlsKeys().load(config.hosts());
             target.sparseMemory = SparseMemoryLimit.of(config.maxSparseMemory() == null ? null
                     : memorySize("maxSparseMemory", config.maxSparseMemory(), 0));
             if (config.subsystems() != null) {
@@ -467,7 +469,7 @@ public final class NvmeTarget implements AutoCloseable {
         }
         TcpOptions d = TcpOptions.defaults();
         TcpOptions options = new TcpOptions(l.inlineDataSize() != null ? l.inlineDataSize() : d.inlineDataSize(),
-                l.maxH2CData() != null ? l.maxH2CData() : d.maxH2CData());
+                l.maxH2CData() != null ? l.maxH2CData() : d.maxH2CData()).withTls(TlsMode.parse(l.tls()));
         TcpTransport t = new TcpTransport(core, pollGroups);
         t.listen(portId, l.address() != null ? l.address() : "127.0.0.1", l.port() != null ? l.port() : 4420, options,
                 l.subsystems() != null ? new HashSet<>(l.subsystems()) : new HashSet<>());

@@ -6,6 +6,10 @@ import io.nvmeof.initiator.TransportId;
 import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.initiator.transport.HostTransport;
 import io.nvmeof.netty.EventLoops;
+import io.nvmeof.netty.tls.ExternalPsk;
+import io.nvmeof.protocol.tls.ConfiguredPsk;
+import io.nvmeof.protocol.tls.PskIdentity;
+import io.nvmeof.protocol.tls.TlsPskHash;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -32,8 +36,23 @@ public final class TcpHostTransport implements HostTransport {
         TcpQueue q = new TcpQueue(id.traddr(), id.trsvcid(), qid, slots, options.headerDigest(), options.dataDigest(),
                 options.commandTimeout(), qid == 0 ? TcpQueue.FABRICS_IN_CAPSULE : inlineLimit,
                 maxTransfer + TcpQueue.PDU_OVERHEAD);
-        q.connect(group, options.connectTimeout());
+        q.connect(group, options.connectTimeout(), tlsPsk());
         return q;
+    }
+
+    /** The TLS PSK every queue offers, derived for this host and subsystem; null without TLS. */
+    private ExternalPsk tlsPsk() {
+        ConfiguredPsk key = options.tlsKey();
+        if (key == null) {
+            return null;
+        }
+        PskIdentity identity = key.identity(options.hostNqn(), id.subnqn(), 0);
+        byte[] psk = key.tlsPsk(identity);
+        try {
+            return new ExternalPsk(identity.bytes(), psk, identity.hash() == TlsPskHash.SHA384);
+        } finally {
+            java.util.Arrays.fill(psk, (byte) 0);
+        }
     }
 
     @Override

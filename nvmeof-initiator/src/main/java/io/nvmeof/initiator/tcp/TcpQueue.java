@@ -18,6 +18,8 @@ import io.nvmeof.initiator.NvmeofTimeoutException;
 import io.nvmeof.initiator.transport.SlotQueue;
 import io.nvmeof.netty.Allocators;
 import io.nvmeof.netty.EventLoops;
+import io.nvmeof.netty.tls.ExternalPsk;
+import io.nvmeof.netty.tls.TlsPskHandler;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.tcp.TermReqPdu;
 import java.time.Duration;
@@ -102,7 +104,16 @@ public final class TcpQueue extends SlotQueue<Request> {
 
     /** TCP connect, then ICReq/ICResp. Blocks the caller (never call from an event loop). */
     public void connect(EventLoopGroup group, Duration connectTimeout) {
+        connect(group, connectTimeout, null);
+    }
+
+    /**
+     * TCP connect, a TLS 1.3 handshake with {@code tls} when given, then ICReq/ICResp. Blocks the caller (never call
+     * from an event loop).
+     */
+    public void connect(EventLoopGroup group, Duration connectTimeout, ExternalPsk tls) {
         long timeoutMs = Math.max(1, connectTimeout.toMillis());
+        TlsPskHandler tlsHandler = tls == null ? null : TlsPskHandler.client(tls);
         Bootstrap b = new Bootstrap()
                 .group(group)
                 .channel(EventLoops.clientChannelType())
@@ -116,6 +127,9 @@ public final class TcpQueue extends SlotQueue<Request> {
                         // Set here, before any inbound event can run, so error paths always see the channel.
                         channel = ch;
                         loop = ch.eventLoop();
+                        if (tlsHandler != null) {
+                            ch.pipeline().addLast("tls", tlsHandler);
+                        }
                         ch.pipeline().addLast("nvme-tcp-framer", new PduDecoder(TcpQueue.this));
                         ch.pipeline().addLast("nvme-tcp-queue", new Handler());
                     }
@@ -132,6 +146,9 @@ public final class TcpQueue extends SlotQueue<Request> {
         }
         channel = cf.channel();
         loop = channel.eventLoop();
+        if (tlsHandler != null) {
+            awaitTlsHandshake(tlsHandler, timeoutMs);
+        }
 
         channel.writeAndFlush(pdus.icReq());
         try {
@@ -153,6 +170,22 @@ public final class TcpQueue extends SlotQueue<Request> {
         scanTask = loop.scheduleAtFixedRate(this::scanTimeouts, period, period, TimeUnit.NANOSECONDS);
         LOG.debug("{}: connected, hdgst={} ddgst={} cpda-align={} maxh2cdata={}", label, pdus.hdgst, pdus.ddgst, pdus.cpdaAlign,
                 pdus.maxh2cdata);
+    }
+
+    /** Waits for the connection's TLS handshake; a refusal says what to check. */
+    private void awaitTlsHandshake(TlsPskHandler tls, long timeoutMs) {
+        io.netty.util.concurrent.Future<ExternalPsk> h = tls.handshakeFuture();
+        if (!h.awaitUninterruptibly(timeoutMs)) {
+            close();
+            throw new NvmeofTimeoutException("TLS handshake with " + label + " did not complete within " + timeoutMs
+                    + " ms; does the port take TLS (nvmet addr_tsas tls1.3, or tls on our listener)?");
+        }
+        if (!h.isSuccess()) {
+            close();
+            throw new NvmeofException("TLS handshake with " + label + " failed: " + h.cause().getMessage()
+                    + "; check that the target has this host's TLS key for the subsystem, derived the same way"
+                    + " (tlsKeyDerivation standard or legacy), and that the port takes TLS", h.cause());
+        }
     }
 
     /**

@@ -1,10 +1,9 @@
 package io.nvmeof.protocol.auth;
 
+import io.nvmeof.protocol.KeyInterchange;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Arrays;
-import java.util.Base64;
-import java.util.zip.CRC32;
 
 /**
  * A DH-HMAC-CHAP secret in the representation {@code nvme gen-dhchap-key} prints and nvmet's configfs takes:
@@ -34,63 +33,16 @@ public final class DhchapSecret {
      * @throws IllegalArgumentException saying what is wrong, never quoting the secret
      */
     public static DhchapSecret parse(String text) {
-        if (text == null) {
-            throw new IllegalArgumentException("no DH-HMAC-CHAP secret given");
-        }
-        String t = text.trim();
-        if (!t.startsWith(PREFIX)) {
-            throw new IllegalArgumentException("a DH-HMAC-CHAP secret starts with '" + PREFIX
-                    + "' (as 'nvme gen-dhchap-key' prints it)");
-        }
-        String rest = t.substring(PREFIX.length());
-        if (rest.length() < 4 || rest.charAt(2) != ':') {
-            throw new IllegalArgumentException("a DH-HMAC-CHAP secret has the form DHHC-1:xx:<base64>: with xx 00 to 03");
-        }
-        int hashId;
-        try {
-            if (Character.digit(rest.charAt(0), 16) < 0 || Character.digit(rest.charAt(1), 16) < 0) {
-                throw new NumberFormatException(); // "+1" parses as a number; it is no transformation field
-            }
-            hashId = Integer.parseInt(rest.substring(0, 2), 16);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("the transformation field of a DH-HMAC-CHAP secret is two hex digits, 00 to 03");
-        }
-        DhchapHash hash = null;
-        if (hashId != 0) {
-            hash = DhchapHash.byId(hashId);
-            if (hash == null) {
-                throw new IllegalArgumentException("DH-HMAC-CHAP secret transformation " + rest.substring(0, 2)
-                        + " is unknown; 00 (none), 01 (SHA-256), 02 (SHA-384) or 03 (SHA-512)");
-            }
-        }
-        String b64 = rest.substring(3);
-        if (b64.endsWith(":")) {
-            b64 = b64.substring(0, b64.length() - 1);
-        }
-        byte[] raw;
-        try {
-            raw = Base64.getDecoder().decode(b64);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("the key of a DH-HMAC-CHAP secret is not valid base64");
-        }
-        int keyLength = raw.length - 4;
-        if (keyLength != 32 && keyLength != 48 && keyLength != 64) {
-            Arrays.fill(raw, (byte) 0);
-            throw new IllegalArgumentException("a DH-HMAC-CHAP key is 32, 48 or 64 bytes (with its 4-byte CRC), not "
-                    + Math.max(0, keyLength));
-        }
-        // The key's length need not be its transformation hash's: Linux takes a 48-byte key with 01, so does this.
-        byte[] key = Arrays.copyOf(raw, keyLength);
-        long crc = crc32(key);
-        long given = (raw[keyLength] & 0xFFL) | (raw[keyLength + 1] & 0xFFL) << 8 | (raw[keyLength + 2] & 0xFFL) << 16
-                | (raw[keyLength + 3] & 0xFFL) << 24;
-        Arrays.fill(raw, (byte) 0);
-        if (crc != given) {
-            Arrays.fill(key, (byte) 0);
-            throw new IllegalArgumentException("the DH-HMAC-CHAP secret's CRC does not match its key: it was mistyped"
-                    + " or cut; copy it again from 'nvme gen-dhchap-key'");
-        }
-        return new DhchapSecret(hash, key, PREFIX + rest.substring(0, 3) + b64 + ":");
+        KeyInterchange.Decoded d = KeyInterchange.decode(text, PREFIX, "DH-HMAC-CHAP secret", "nvme gen-dhchap-key",
+                (field, length) -> field > 3
+                        ? "DH-HMAC-CHAP secret transformation " + String.format("%02x", field)
+                                + " is unknown; 00 (none), 01 (SHA-256), 02 (SHA-384) or 03 (SHA-512)"
+                        // The key's length need not be its transformation hash's: Linux takes a 48-byte key with 01.
+                        : length != 32 && length != 48 && length != 64
+                                ? "a DH-HMAC-CHAP key is 32, 48 or 64 bytes (with its 4-byte CRC), not " + length
+                                : null);
+        DhchapHash hash = d.field() == 0 ? null : DhchapHash.byId(d.field());
+        return new DhchapSecret(hash, d.key(), KeyInterchange.encode(PREFIX, d.field(), d.key()));
     }
 
     /** A secret from raw key bytes (as {@code nvme gen-dhchap-key --secret}); {@code transformHash} may be null. */
@@ -98,21 +50,8 @@ public final class DhchapSecret {
         if (key.length != 32 && key.length != 48 && key.length != 64) {
             throw new IllegalArgumentException("a DH-HMAC-CHAP key is 32, 48 or 64 bytes, not " + key.length);
         }
-        byte[] raw = Arrays.copyOf(key, key.length + 4);
-        long crc = crc32(key);
-        for (int i = 0; i < 4; i++) {
-            raw[key.length + i] = (byte) (crc >>> (8 * i));
-        }
-        String text = PREFIX + String.format("%02x", transformHash == null ? 0 : transformHash.id()) + ":"
-                + Base64.getEncoder().encodeToString(raw) + ":";
-        Arrays.fill(raw, (byte) 0);
-        return new DhchapSecret(transformHash, key.clone(), text);
-    }
-
-    private static long crc32(byte[] key) {
-        CRC32 c = new CRC32();
-        c.update(key);
-        return c.getValue();
+        return new DhchapSecret(transformHash, key.clone(),
+                KeyInterchange.encode(PREFIX, transformHash == null ? 0 : transformHash.id(), key));
     }
 
     /** The hash the key is transformed with before use, or null when it is used as it is. */

@@ -33,13 +33,17 @@ public final class DiscoveryLogEntry extends Flyweight {
     public static final int SUBTYPE_CURRENT_DISCOVERY = 3;
 
     /** TREQ bits 1:0: secure channel not specified (0), required (1), not required (2); bit 2: SQ flow control disable supported. */
+    public static final int TREQ_REQUIRED = 1;
     public static final int TREQ_NOT_REQUIRED = 2;
     public static final int TREQ_DISABLE_SQFLOW = 4;
 
     /** The dynamic controller ID. */
     public static final int CNTLID_DYNAMIC = 0xFFFF;
 
-    // TCP TSAS: SECTYPE byte 0 (0 = none).
+    /** TCP TSAS byte 0, SECTYPE: no security, or TLS 1.3 (1 was TLS 1.2, which NVMe/TCP no longer uses). */
+    public static final int TCP_SECTYPE_NONE = 0;
+    public static final int TCP_SECTYPE_TLS13 = 2;
+
     // RDMA TSAS: QPTYPE byte 0 (1 reliable connected), PRTYPE byte 1 (1 not specified), CMS byte 2 (1 RDMA_CM),
     // PKEY bytes 9:8.
     public static final int RDMA_QPTYPE_RC = 1;

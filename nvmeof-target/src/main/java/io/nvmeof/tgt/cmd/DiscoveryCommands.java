@@ -95,13 +95,16 @@ public final class DiscoveryCommands {
                     .trtype(l.trtype())
                     .adrfam(l.adrfam())
                     .subtype(s.isDiscovery() ? DiscoveryLogEntry.SUBTYPE_CURRENT_DISCOVERY : DiscoveryLogEntry.SUBTYPE_NVM)
-                    .treq(DiscoveryLogEntry.TREQ_NOT_REQUIRED | DiscoveryLogEntry.TREQ_DISABLE_SQFLOW)
+                    .treq(l.tls().treq() | DiscoveryLogEntry.TREQ_DISABLE_SQFLOW)
                     .portid(l.portId())
                     .cntlid(DiscoveryLogEntry.CNTLID_DYNAMIC)
                     .asqsz(io.nvmeof.tgt.core.TargetLimits.ADMIN_QUEUE_SIZE)
                     .trsvcid(l.trsvcid())
                     .subnqn(s.nqn())
                     .traddr(l.traddr());
+            if (l.trtype() == DiscoveryLogEntry.TRTYPE_TCP) {
+                e.tsas(0, l.tls().sectype());
+            }
             if (l.trtype() == DiscoveryLogEntry.TRTYPE_RDMA) {
                 e.tsas(0, DiscoveryLogEntry.RDMA_QPTYPE_RC).tsas(1, DiscoveryLogEntry.RDMA_PRTYPE_NOT_SPECIFIED)
                         .tsas(2, DiscoveryLogEntry.RDMA_CMS_RDMA_CM);

@@ -132,6 +132,11 @@ public final class FabricsCommands {
                     "host " + Nqn.display(hostnqn) + " is not allowed to use " + subnqn);
             return;
         }
+        String tlsRefusal = tlsRefusal(core, sq.transport().tlsIdentity(), hostnqn, subnqn);
+        if (tlsRefusal != null) {
+            fail(req, Status.CONNECT_INVALID_HOST | Status.DNR, invalidDataField(ConnectData.HOSTNQN), tlsRefusal);
+            return;
+        }
         int qid = f.qid();
         int sqsize = f.sqsize();
         byte[] hostId = new byte[16];
@@ -173,8 +178,9 @@ public final class FabricsCommands {
                 return;
             }
             core.bindQueue(sq, c, 0, sqsize + 1, f.sqFlowControlDisabled());
-            LOG.info("controller {} of {} created for host {} from {} (KATO {} ms)", c.cntlid(), subnqn, Nqn.display(hostnqn),
-                    sq.transport().peer(), kato);
+            LOG.info("controller {} of {} created for host {} from {} (KATO {} ms{})", c.cntlid(), subnqn,
+                    Nqn.display(hostnqn), sq.transport().peer(), kato,
+                    sq.transport().tlsIdentity() != null ? ", TLS" : "");
             req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn));
             return;
         }
@@ -223,6 +229,28 @@ public final class FabricsCommands {
      * AUTHREQ bits. As nvmet: never on the discovery subsystem, and never where any host may connect (a secret for a
      * host that anyone may impersonate by not naming itself would protect nothing).
      */
+    /**
+     * Why a Connect may not go on over this connection's TLS (or lack of it), or null. A PSK is the host's for one
+     * subsystem: over TLS, the Connect must name the host and subsystem the handshake's identity named (else one
+     * subsystem's key would open another's namespaces, or let one host speak as another); a host that has a TLS key
+     * must use it, so plain TCP is refused for it even where the listener allows both.
+     */
+    private static String tlsRefusal(TargetCore core, io.nvmeof.protocol.tls.PskIdentity tls, String hostnqn,
+            String subnqn) {
+        if (tls != null) {
+            if (!tls.hostNqn().equals(hostnqn) || !tls.subsystemNqn().equals(subnqn)) {
+                return "Connect names host " + Nqn.display(hostnqn) + " and subsystem " + Nqn.display(subnqn)
+                        + " but the connection's TLS PSK identity is for host " + Nqn.display(tls.hostNqn())
+                        + " and subsystem " + Nqn.display(tls.subsystemNqn());
+            }
+            return null;
+        }
+        if (core.tlsKeys().has(hostnqn)) {
+            return "host " + Nqn.display(hostnqn) + " has a TLS key: it must connect over TLS (nvme connect --tls)";
+        }
+        return null;
+    }
+
     private static long requireAuthentication(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {
         io.nvmeof.tgt.auth.HostAuth auth = sq.core().hostAuth().lookup(hostnqn);
         if (auth == null || subsystem.isDiscovery() || subsystem.allowAnyHost()) {

@@ -145,23 +145,43 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
      *                      {@code sha384}, {@code sha512} ({@code hmac(sha256)} as nvmetcli writes it is taken too)
      * @param dhchapDhGroup the DH group the target asks for: {@code null} (default: no key exchange, as nvmet's
      *                      default), {@code ffdhe2048} ... {@code ffdhe8192}
+     * @param tlsKey        the host's configured TLS PSK in the interchange format {@code nvme gen-tls-key} prints
+     *                      ({@code NVMeTLSkey-1:xx:...:}): a host with one must connect over TLS (NVMe/TCP), with the
+     *                      PSK derived from it for its host NQN and the subsystem's NQN
+     * @param tlsKeyDerivation how the host's nvme-cli derives TLS PSKs: {@code standard} (default; the NVMe/TCP
+     *                      specification, nvme-cli 2.16 and later) or {@code legacy} (nvme-cli 2.15 and earlier,
+     *                      such as Debian 13's, or a later one given {@code --compat})
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record HostConfig(String nqn, String dhchapKey, String dhchapCtrlKey, String dhchapHash,
-            String dhchapDhGroup) {
+            String dhchapDhGroup, String tlsKey, String tlsKeyDerivation) {
+        public HostConfig(String nqn, String dhchapKey, String dhchapCtrlKey, String dhchapHash, String dhchapDhGroup) {
+            this(nqn, dhchapKey, dhchapCtrlKey, dhchapHash, dhchapDhGroup, null, null);
+        }
+
         @Override
         public String toString() {
             // Never the secrets: a record's own toString would print them into a log line.
             return "HostConfig[nqn=" + nqn + ", dhchapKey=" + (dhchapKey == null ? "none" : "set") + ", dhchapCtrlKey="
                     + (dhchapCtrlKey == null ? "none" : "set") + ", dhchapHash=" + dhchapHash + ", dhchapDhGroup="
-                    + dhchapDhGroup + "]";
+                    + dhchapDhGroup + ", tlsKey=" + (tlsKey == null ? "none" : "set") + ", tlsKeyDerivation="
+                    + tlsKeyDerivation + "]";
         }
     }
 
-    /** @param subsystems NQNs exported on this listener; null or empty exports all. */
+    /**
+     * @param subsystems NQNs exported on this listener; null or empty exports all.
+     * @param tls        NVMe/TCP only: {@code none} (default: plain TCP), {@code required} (TLS 1.3 with a PSK; the
+     *                   discovery log says so) or {@code allowed} (either; a connection that starts with a TLS
+     *                   ClientHello gets TLS), as nvmet's {@code addr_tsas} and {@code addr_treq}
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record ListenerConfig(Integer id, String transport, String address, Integer port, Integer inlineDataSize,
-            Integer maxH2CData, List<String> subsystems) {
+            Integer maxH2CData, List<String> subsystems, String tls) {
+        public ListenerConfig(Integer id, String transport, String address, Integer port, Integer inlineDataSize,
+                Integer maxH2CData, List<String> subsystems) {
+            this(id, transport, address, port, inlineDataSize, maxH2CData, subsystems, null);
+        }
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)

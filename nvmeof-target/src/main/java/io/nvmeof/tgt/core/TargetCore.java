@@ -49,6 +49,7 @@ public final class TargetCore {
     private final java.util.concurrent.ThreadPoolExecutor backendWork = backendThreads();
     /** Hosts that must authenticate (DH-HMAC-CHAP), by host NQN. */
     private final io.nvmeof.tgt.auth.HostAuthRegistry hostAuth = new io.nvmeof.tgt.auth.HostAuthRegistry();
+    private final io.nvmeof.tgt.auth.TlsKeys tlsKeys = new io.nvmeof.tgt.auth.TlsKeys();
     /** DH arithmetic of authentication (milliseconds each in the larger groups), never on a poll group. */
     private final java.util.concurrent.ExecutorService authWork = authThreads();
     /** The most backend threads at once, over all lanes: beyond it a lane's turn waits for a free thread. */
@@ -91,6 +92,7 @@ public final class TargetCore {
 
     public TargetLimits limits() { return limits; }
     public io.nvmeof.tgt.auth.HostAuthRegistry hostAuth() { return hostAuth; }
+    public io.nvmeof.tgt.auth.TlsKeys tlsKeys() { return tlsKeys; }
 
     /**
      * Runs an authentication step off the poll groups. Bounded: one thread per core at most, and a queue of 1,024

@@ -250,6 +250,14 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     }
 
     @Override
+    public io.nvmeof.protocol.tls.PskIdentity tlsIdentity() {
+        io.nvmeof.netty.tls.TlsPskHandler tls = (io.nvmeof.netty.tls.TlsPskHandler) ctx.pipeline()
+                .get(TcpTransport.TLS_HANDLER);
+        io.nvmeof.netty.tls.ExternalPsk psk = tls == null ? null : tls.agreedPsk();
+        return psk == null ? null : io.nvmeof.protocol.tls.PskIdentity.parse(psk.identity());
+    }
+
+    @Override
     public boolean keyedSgls() {
         return false;
     }

@@ -1,5 +1,7 @@
 package io.nvmeof.tgt.tcp;
 
+import io.nvmeof.netty.tls.TlsPskHandler;
+import io.nvmeof.tgt.core.TlsMode;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -47,6 +49,9 @@ public final class TcpTransport implements AutoCloseable {
     private final io.netty.channel.group.ChannelGroup connections =
             new io.netty.channel.group.DefaultChannelGroup("nvme-tcp-connections", io.netty.util.concurrent.GlobalEventExecutor.INSTANCE);
 
+    /** The pipeline name of a connection's TLS handler, in front of its queue. */
+    static final String TLS_HANDLER = "tls";
+
     public TcpTransport(TargetCore core, EventLoopGroup group) {
         this.core = core;
         this.group = group;
@@ -58,6 +63,13 @@ public final class TcpTransport implements AutoCloseable {
      * @param subsystems NQNs to export here; empty exports every subsystem
      */
     public ListenerInfo listen(int portId, String address, int port, TcpOptions options, Set<String> subsystems) throws IOException {
+        if (options.tls() != TlsMode.NONE) {
+            long warm = TlsPskHandler.warmUp();
+            if (warm > 0) {
+                LOG.info("TLS ready in {} ms (BouncyCastle's TLS 1.3 loaded and run once)",
+                        TimeUnit.NANOSECONDS.toMillis(warm));
+            }
+        }
         acceptLoop = EventLoops.create(1, "nvme-tcp-accept", Duration.ZERO);
         ServerBootstrap b = new ServerBootstrap()
                 .group(acceptLoop, group)
@@ -74,6 +86,11 @@ public final class TcpTransport implements AutoCloseable {
                         connections.add(ch);
                         TcpQueue q = new TcpQueue(core, options);
                         q.listener(info);
+                        switch (options.tls()) {
+                            case REQUIRED -> ch.pipeline().addLast(TLS_HANDLER, TlsPskHandler.server(core.tlsKeys()));
+                            case ALLOWED -> ch.pipeline().addLast("tls-detect", new TlsDetector(core.tlsKeys()));
+                            default -> { }
+                        }
                         ch.pipeline().addLast("nvme-tcp", q);
                     }
                 });
@@ -88,10 +105,11 @@ public final class TcpTransport implements AutoCloseable {
         InetAddress addr = InetAddress.getByName(address);
         info = new ListenerInfo(portId, DiscoveryLogEntry.TRTYPE_TCP,
                 addr instanceof Inet6Address ? DiscoveryLogEntry.ADRFAM_IPV6 : DiscoveryLogEntry.ADRFAM_IPV4,
-                address, Integer.toString(bound.getPort()), subsystems);
+                address, Integer.toString(bound.getPort()), subsystems, options.tls());
         core.addListener(info);
-        LOG.info("NVMe/TCP listening on {}:{} (in-capsule data {} B, MAXH2CDATA {} B)", address, bound.getPort(),
-                options.inlineDataSize(), options.maxH2CData());
+        LOG.info("NVMe/TCP listening on {}:{} (in-capsule data {} B, MAXH2CDATA {} B{})", address, bound.getPort(),
+                options.inlineDataSize(), options.maxH2CData(),
+                options.tls() == TlsMode.NONE ? "" : ", TLS " + options.tls().label());
         return info;
     }
 

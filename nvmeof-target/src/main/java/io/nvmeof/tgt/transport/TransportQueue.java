@@ -91,4 +91,12 @@ public interface TransportQueue {
     default io.nvmeof.tgt.core.ListenerInfo listener() {
         return null;
     }
+
+    /**
+     * The TLS PSK identity this connection's handshake agreed on (NVMe/TCP with TLS), or null for a connection without
+     * TLS. Only on this queue's thread.
+     */
+    default io.nvmeof.protocol.tls.PskIdentity tlsIdentity() {
+        return null;
+    }
 }

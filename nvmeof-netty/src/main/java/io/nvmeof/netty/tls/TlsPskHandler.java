@@ -1,0 +1,318 @@
+package io.nvmeof.netty.tls;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.List;
+import org.bouncycastle.tls.AlertDescription;
+import org.bouncycastle.tls.TlsClientProtocol;
+import org.bouncycastle.tls.TlsProtocol;
+import org.bouncycastle.tls.TlsServerProtocol;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * TLS 1.3 with an external PSK in a Netty pipeline, in front of a handler that reads and writes plain bytes (the
+ * NVMe/TCP queue): received records are decrypted and passed on as {@link ByteBuf}s, buffers written are encrypted.
+ * BouncyCastle's TLS protocol runs in its non-blocking mode, on the channel's event loop (the JDK's TLS has no
+ * external PSKs). Writes made before the handshake completes wait for it; the handshake's outcome is
+ * {@link #handshakeFuture()}. A handshake that fails ends the connection after the alert went out, logged once.
+ *
+ * <p>Every byte goes through a copy here (BouncyCastle's records are byte arrays): a connection with TLS does not
+ * send from a namespace's memory, which the transports do without it.
+ */
+public final class TlsPskHandler extends ChannelDuplexHandler {
+    private static final Logger LOG = LoggerFactory.getLogger(TlsPskHandler.class);
+    /** One TLS record's plaintext at most, with room for its header and tag. */
+    private static final int COPY = 16 * 1024 + 256;
+
+    private final TlsProtocol protocol;
+    private final ExternalPskLookup lookup;
+    private final ExternalPsk clientPsk;
+    private final byte[] copy = new byte[COPY];
+    private final ArrayDeque<Object[]> waitingWrites = new ArrayDeque<>();
+    private ChannelHandlerContext ctx;
+    private Promise<ExternalPsk> handshake;
+    private boolean started;
+    private boolean completed;
+    private boolean announced;
+    private boolean failed;
+    /** Set by the peer object during the handshake (event loop). */
+    ExternalPsk selected;
+    String refusal;
+    private String alert;
+
+    private TlsPskHandler(TlsProtocol protocol, ExternalPskLookup lookup, ExternalPsk clientPsk) {
+        this.protocol = protocol;
+        this.lookup = lookup;
+        this.clientPsk = clientPsk;
+    }
+
+    private static final java.util.concurrent.atomic.AtomicBoolean WARM = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * Runs one handshake and a record each way in memory, once per process, and returns how long it took (0 when it
+     * ran before). A listener with TLS calls it before it takes connections: the first handshake of a process loads
+     * and compiles BouncyCastle's TLS and crypto, which took longer than the Linux host's 10 s handshake timeout in a
+     * slow (emulated) machine; the hosts' handshakes should not pay for it.
+     */
+    public static long warmUp() {
+        if (!WARM.compareAndSet(false, true)) {
+            return 0;
+        }
+        long t0 = System.nanoTime();
+        try {
+            ExternalPsk psk = new ExternalPsk("warm-up".getBytes(StandardCharsets.US_ASCII), new byte[32], false);
+            TlsServerProtocol server = new TlsServerProtocol();
+            TlsClientProtocol client = new TlsClientProtocol();
+            TlsPskHandler sh = new TlsPskHandler(server, offered -> psk, null);
+            TlsPskHandler ch = new TlsPskHandler(client, null, psk);
+            server.accept(new PskTlsPeers.Server(PskTlsPeers.CRYPTO, offered -> psk, sh));
+            client.connect(new PskTlsPeers.Client(PskTlsPeers.CRYPTO, psk, ch));
+            byte[] buf = new byte[COPY * 2];
+            for (int round = 0; round < 8 && (client.isHandshaking() || server.isHandshaking()); round++) {
+                shuttle(client, server, buf);
+                shuttle(server, client, buf);
+            }
+            client.writeApplicationData(buf, 0, 4096);
+            shuttle(client, server, buf);
+            server.writeApplicationData(buf, 0, 4096);
+            shuttle(server, client, buf);
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("TLS warm-up: {}", e.toString()); // only a warm-up: the first real handshake pays instead
+        }
+        return System.nanoTime() - t0;
+    }
+
+    private static void shuttle(TlsProtocol from, TlsProtocol to, byte[] buf) throws IOException {
+        int n;
+        while ((n = from.readOutput(buf, 0, buf.length)) > 0) {
+            to.offerInput(buf, 0, n);
+        }
+    }
+
+    /** The server end: keys found through {@code lookup} by the identities the client offers. */
+    public static TlsPskHandler server(ExternalPskLookup lookup) {
+        return new TlsPskHandler(new TlsServerProtocol(), lookup, null);
+    }
+
+    /** The client end, offering {@code psk}. */
+    public static TlsPskHandler client(ExternalPsk psk) {
+        return new TlsPskHandler(new TlsClientProtocol(), null, psk);
+    }
+
+    /** Completes with the PSK agreed once the handshake is done, or fails saying why it did not. */
+    public Future<ExternalPsk> handshakeFuture() {
+        return handshake;
+    }
+
+    /** The PSK agreed; null until the handshake completed. */
+    public ExternalPsk agreedPsk() {
+        return completed ? selected : null;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.handshake = ctx.executor().newPromise();
+        if (ctx.channel().isActive()) {
+            start();
+        }
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        start();
+        super.channelActive(ctx);
+    }
+
+    private void start() {
+        if (started) {
+            return;
+        }
+        started = true;
+        try {
+            if (protocol instanceof TlsServerProtocol s) {
+                s.accept(new PskTlsPeers.Server(PskTlsPeers.CRYPTO, lookup, this));
+            } else {
+                ((TlsClientProtocol) protocol).connect(new PskTlsPeers.Client(PskTlsPeers.CRYPTO, clientPsk, this));
+            }
+        } catch (IOException e) {
+            fail(e);
+            return;
+        }
+        drainOutput(ctx.voidPromise());
+        ctx.flush();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof ByteBuf in)) {
+            ctx.fireChannelRead(msg);
+            return;
+        }
+        try {
+            while (in.isReadable() && !failed) {
+                int n = Math.min(in.readableBytes(), copy.length);
+                in.readBytes(copy, 0, n);
+                protocol.offerInput(copy, 0, n);
+            }
+        } catch (IOException e) {
+            fail(e);
+            return;
+        } finally {
+            ReferenceCountUtil.release(in);
+        }
+        drainOutput(ctx.voidPromise());
+        ctx.flush();
+        if (completed && !announced) {
+            announced = true;
+            handshake.trySuccess(selected);
+            writeWaiting();
+        }
+        int available = protocol.getAvailableInputBytes();
+        if (available > 0) {
+            ByteBuf plain = ctx.alloc().directBuffer(available);
+            protocol.readInput(plain.internalNioBuffer(0, available), available);
+            plain.writerIndex(available);
+            ctx.fireChannelRead(plain);
+        }
+        if (protocol.isClosed() && ctx.channel().isOpen()) {
+            ctx.close(); // the peer's close_notify
+        }
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (!(msg instanceof ByteBuf b)) {
+            ReferenceCountUtil.release(msg);
+            promise.tryFailure(new IllegalArgumentException("only bytes go through TLS, not " + msg.getClass()));
+            return;
+        }
+        if (!announced) {
+            waitingWrites.add(new Object[] {b, promise});
+            return;
+        }
+        encrypt(b, promise);
+    }
+
+    private void encrypt(ByteBuf b, ChannelPromise promise) {
+        try {
+            while (b.isReadable()) {
+                int n = Math.min(b.readableBytes(), copy.length);
+                b.readBytes(copy, 0, n);
+                protocol.writeApplicationData(copy, 0, n);
+            }
+        } catch (IOException e) {
+            promise.tryFailure(e);
+            fail(e);
+            return;
+        } finally {
+            ReferenceCountUtil.release(b);
+        }
+        drainOutput(promise);
+    }
+
+    private void writeWaiting() {
+        Object[] w;
+        while ((w = waitingWrites.poll()) != null) {
+            encrypt((ByteBuf) w[0], (ChannelPromise) w[1]);
+        }
+        ctx.flush();
+    }
+
+    /** What the protocol has to send: handshake messages, records, alerts. */
+    private void drainOutput(ChannelPromise promise) {
+        int n = protocol.getAvailableOutputBytes();
+        if (n == 0) {
+            promise.trySuccess();
+            return;
+        }
+        ByteBuf out = ctx.alloc().directBuffer(n);
+        protocol.readOutput(out.internalNioBuffer(0, n), n);
+        out.writerIndex(n);
+        ctx.write(out, promise);
+    }
+
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) throws Exception {
+        if (started && !failed && !protocol.isClosed()) {
+            try {
+                protocol.close(); // close_notify
+                drainOutput(ctx.voidPromise());
+                ctx.flush();
+            } catch (IOException e) {
+                // closing anyway
+            }
+        }
+        ctx.close(promise);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        failWaiting(new IOException("connection closed"));
+        handshake.tryFailure(new IOException(refusal != null ? refusal
+                : alert != null ? alert : "the connection closed during the TLS handshake"));
+        super.channelInactive(ctx);
+    }
+
+    private void failWaiting(Throwable why) {
+        Object[] w;
+        while ((w = waitingWrites.poll()) != null) {
+            ReferenceCountUtil.release(w[0]);
+            ((ChannelPromise) w[1]).tryFailure(why);
+        }
+    }
+
+    /** The handshake or a record failed: the alert goes out, then the connection ends. Logged once. */
+    private void fail(IOException e) {
+        if (failed) {
+            return;
+        }
+        failed = true;
+        String why = refusal != null ? refusal : alert != null ? alert : e.getMessage();
+        if (!completed) {
+            LOG.warn("TLS handshake with {} failed: {}", ctx.channel().remoteAddress(), why);
+        } else {
+            LOG.warn("TLS connection with {} failed: {}", ctx.channel().remoteAddress(), why);
+        }
+        handshake.tryFailure(new IOException(why, e));
+        failWaiting(e);
+        drainOutput(ctx.voidPromise());
+        ctx.flush();
+        ctx.close();
+    }
+
+    /** From the peer object, inside the protocol (event loop). */
+    void handshakeComplete() {
+        completed = true;
+    }
+
+    void alert(boolean raised, short description, String message) {
+        if (description == AlertDescription.close_notify) {
+            return;
+        }
+        alert = (raised ? "sent alert " : "peer sent alert ") + AlertDescription.getText(description)
+                + (message != null ? " (" + message + ")" : "");
+    }
+
+    /** The identities offered, for a log line: printable ASCII only, each cut short. */
+    static String describe(List<byte[]> identities) {
+        StringBuilder sb = new StringBuilder();
+        for (byte[] id : identities) {
+            if (sb.length() > 0) {
+                sb.append(", ");
+            }
+            String s = new String(id, 0, Math.min(id.length, 300), StandardCharsets.US_ASCII);
+            sb.append('\'').append(s.replaceAll("[^\\x20-\\x7e]", "?")).append('\'');
+        }
+        return sb.toString();
+    }
+}
