@@ -4,9 +4,11 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.admin.migration.KeyFiles;
 import io.nvmeof.admin.migration.Migration;
 import io.nvmeof.tgt.LiveConfiguration;
 import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
@@ -103,6 +105,21 @@ final class ConfigurationRoutes {
             String host = validated(rc).getPathParameters().get("host").getString();
             change(rc, 204, () -> live.removeHost(nqn(rc), host), d -> "stop allowing host " + host + " on " + d.nqn());
         });
+        on(rb, "listHostAuthentications", rc -> reply(rc, 200, live::hostAuthentications));
+        on(rb, "getHostAuthentication", rc -> reply(rc, 200, () -> live.hostAuthentication(hostNqn(rc))));
+        on(rb, "setHostAuthentication", rc -> {
+            HostKeys k = body(rc, HostKeys.class);
+            HostConfig given = new HostConfig(hostNqn(rc), k.dhchapKey(), k.dhchapCtrlKey(), k.dhchapHash(),
+                    k.dhchapDhGroup());
+            // The audit line and the answer say what is set, never a secret.
+            change(rc, 200, () -> live.setHostAuthentication(given), d -> "set the DH-HMAC-CHAP settings of host "
+                    + d.nqn() + " (" + d.dhchapHash() + ", group " + d.dhchapDhGroup()
+                    + (d.dhchapCtrlKeySet() ? ", both ways" : "") + ")");
+        });
+        on(rb, "removeHostAuthentication", rc -> change(rc, 204, () -> {
+            live.removeHostAuthentication(hostNqn(rc));
+            return null;
+        }, none -> "remove the DH-HMAC-CHAP settings of host " + hostNqn(rc)));
         on(rb, "listStatistics", rc -> reply(rc, 200, live::statistics));
         on(rb, "getSubsystemStatistics", rc -> reply(rc, 200, () -> live.statistics(nqn(rc))));
         on(rb, "listListeners", rc -> reply(rc, 200, live::listeners));
@@ -129,6 +146,14 @@ final class ConfigurationRoutes {
         });
     }
 
+    /** A PUT /hosts/{hostnqn} body: the host's whole DH-HMAC-CHAP setting (what it leaves out takes its default). */
+    record HostKeys(String dhchapKey, String dhchapCtrlKey, String dhchapHash, String dhchapDhGroup) {
+        @Override
+        public String toString() {
+            return "HostKeys[secrets not shown]"; // a record's own toString would print them into a log line
+        }
+    }
+
     /**
      * The import's answer: the target's result, what the foreign document had that could not be mapped, and the
      * security settings among those that were dropped because the administrator said to ({@code dropSecurity}).
@@ -138,9 +163,9 @@ final class ConfigurationRoutes {
     }
 
     /**
-     * A foreign document with security settings this target does not have (TLS, DH-HMAC-CHAP, per-host namespace
-     * visibility, read-only namespaces): imported, hosts would silently get less protection, so it is refused unless
-     * the administrator accepts that with {@code dropSecurity=true}.
+     * A foreign document with security settings this target does not have (TLS, per-host namespace visibility,
+     * read-only namespaces; DH-HMAC-CHAP keys are carried over): imported, hosts would silently get less protection,
+     * so it is refused unless the administrator accepts that with {@code dropSecurity=true}.
      */
     static final class SecurityNotCarried extends RuntimeException {
         private static final long serialVersionUID = 1L;
@@ -178,7 +203,7 @@ final class ConfigurationRoutes {
                 doc = new Migration.Imported(parseNative(text), List.of());
             } else {
                 try {
-                    doc = Migration.importFrom(format, text);
+                    doc = Migration.importFrom(format, text, this::readKeyFile);
                 } catch (IllegalArgumentException e) {
                     throw new PathPolicy.ApiRefusal("the " + format.name().toLowerCase(java.util.Locale.ROOT)
                             + " document is not valid: " + e.getMessage());
@@ -195,6 +220,19 @@ final class ConfigurationRoutes {
                     doc.securityLost(), r.config());
         }, answer -> answer.dryRun() ? List.of("dry run, nothing changed (" + answer.changes().size()
                 + " changes would be made)") : answer.changes());
+    }
+
+    /**
+     * An SPDK keyring key's file, read only where the directory policy lets the API read files (as a namespace's);
+     * a refusal names the key and the path, never the file's content.
+     */
+    private String readKeyFile(String name, String path) {
+        try {
+            paths.check(path);
+        } catch (PathPolicy.ApiRefusal e) {
+            throw new IllegalArgumentException("keyring_file_add_key(" + name + "): " + e.getMessage(), e);
+        }
+        return KeyFiles.read(name, path);
     }
 
     private static boolean flag(ValidatedRequest v, String name) {
@@ -284,6 +322,10 @@ final class ConfigurationRoutes {
 
     private static String nqn(RoutingContext rc) {
         return validated(rc).getPathParameters().get("nqn").getString();
+    }
+
+    private static String hostNqn(RoutingContext rc) {
+        return validated(rc).getPathParameters().get("hostnqn").getString();
     }
 
     private static long nsid(RoutingContext rc) {

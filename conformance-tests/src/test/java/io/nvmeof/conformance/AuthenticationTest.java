@@ -50,6 +50,8 @@ class AuthenticationTest {
     static final String DH = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-0000000000a2";
     /** Allowed without a secret. */
     static final String OPEN = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-0000000000a3";
+    /** Allowed; its secret is set, rotated and removed while the target runs (admin API). */
+    static final String ROTATED = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-0000000000a4";
 
     static final SecureRandom RANDOM = new SecureRandom();
     static final DhchapSecret PLAIN_KEY = secret(32, DhchapHash.SHA256);
@@ -69,7 +71,7 @@ class AuthenticationTest {
     static void start() throws Exception {
         TargetConfig cfg = new TargetConfig(1, 4, 128, 1 << 20,
                 List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 128 * 1024, null)),
-                List.of(new SubsystemConfig(SUB, null, null, null, false, List.of(PLAIN, DH, OPEN),
+                List.of(new SubsystemConfig(SUB, null, null, null, false, List.of(PLAIN, DH, OPEN, ROTATED),
                         List.of(new NamespaceConfig(1L, "ram", "8MiB", 512, null, null)))))
                 .withHosts(List.of(new HostConfig(PLAIN, PLAIN_KEY.representation(), null, null, null),
                         new HostConfig(DH, DH_KEY.representation(), DH_CTRL_KEY.representation(), "hmac(sha384)",
@@ -502,6 +504,76 @@ class AuthenticationTest {
         io.nvmeof.initiator.NvmeofException e = org.junit.jupiter.api.Assertions.assertThrows(
                 io.nvmeof.initiator.NvmeofException.class, () -> initiator(OPEN, DH_KEY, DH_CTRL_KEY).close());
         assertTrue(e.getMessage().contains("did not ask"), e.getMessage());
+    }
+
+    /** An Identify on a queue that is served (authenticated, or never asked to). */
+    static int identify(RawTcpHost h) throws Exception {
+        return h.execute(RawTcpHost.identifySqe(Opcodes.CNS_CONTROLLER, 0), null).status();
+    }
+
+    static HostSide rotatedSide(DhchapSecret key) {
+        return new HostSide(ROTATED, key, null, ALL_HASHES, ALL_GROUPS);
+    }
+
+    /**
+     * Key rotation as nvmet and SPDK do it (issue 34): a queue that authenticated keeps serving, a transaction in
+     * progress finishes with the key it began with, and every new Connect and re-authentication uses the new key.
+     */
+    @Test
+    void aRotatedKeyAppliesFromTheNextTransactionAndAuthenticatedQueuesKeepServing() throws Exception {
+        DhchapSecret oldKey = secret(32, null);
+        DhchapSecret newKey = secret(48, DhchapHash.SHA384);
+        io.nvmeof.tgt.LiveConfiguration live = target.live();
+        live.setHostAuthentication(new HostConfig(ROTATED, oldKey.representation(), null, null, null));
+        try (RawTcpHost authenticated = connect(ROTATED, 0, 0xFFFF); RawTcpHost midway = connect(ROTATED, 0, 0xFFFF)) {
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(authenticate(authenticated, rotatedSide(oldKey), 1)
+                    .success1));
+            assertServed(authenticated);
+            assertEquals(Status.SUCCESS, authSend(midway, new Negotiate(2, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            Challenge c = Challenge.decode(authReceive(midway, 4096).data());
+
+            live.setHostAuthentication(new HostConfig(ROTATED, newKey.representation(), null, null, null));
+
+            byte[] r1 = Dhchap.hostResponse(DhchapHash.SHA256, oldKey.transform(ROTATED), c.challenge(), c.seqnum(), 2,
+                    0, ROTATED, SUB);
+            assertEquals(Status.SUCCESS, authSend(midway, new Reply(2, r1, null, 0, new byte[0]).encode()).status());
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(authReceive(midway, 4096).data()),
+                    "the transaction begun before the rotation finishes with the old key");
+            assertServed(midway);
+            assertEquals(Status.SUCCESS, identify(authenticated), "an authenticated queue keeps serving");
+
+            try (RawTcpHost stale = connect(ROTATED, 0, 0xFFFF)) {
+                assertEquals(AuthMessages.EXP_FAILED, failureOf(authenticate(stale, rotatedSide(oldKey), 3).success1),
+                        "a new connection with the old key");
+            }
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(authenticate(authenticated, rotatedSide(newKey), 4)
+                    .success1), "a re-authentication takes the new key");
+            assertEquals(Status.SUCCESS, identify(authenticated));
+            try (RawTcpHost fresh = connect(ROTATED, 0, 0xFFFF)) {
+                authenticate(fresh, rotatedSide(newKey), 5);
+                assertServed(fresh);
+            }
+
+            // Removed: the host's next Connect needs no secret; its authenticated queues keep serving, and a
+            // re-authentication fails, since it has no secret here any more.
+            live.removeHostAuthentication(ROTATED);
+            assertEquals(Status.SUCCESS, identify(midway), "an authenticated queue keeps serving after the removal");
+            try (RawTcpHost open = new RawTcpHost(port)) {
+                open.initialize(0);
+                Completion connected = open.connect(0, 31, 0xFFFF, SUB, ROTATED, 0);
+                assertEquals(0, (connected.dw0() >>> 17) & 1, "no AUTHREQ once the settings are removed");
+            }
+            assertEquals(Status.SUCCESS, authSend(authenticated, new Negotiate(6, 0, ALL_HASHES, ALL_GROUPS).encode())
+                    .status());
+            assertEquals(AuthMessages.EXP_FAILED, failureOf(authReceive(authenticated, 4096).data()));
+            assertTrue(authenticated.closedByTarget());
+        } finally {
+            try {
+                live.removeHostAuthentication(ROTATED);
+            } catch (io.nvmeof.tgt.LiveConfiguration.ConfigurationException alreadyRemoved) {
+                // removed by the test itself
+            }
+        }
     }
 
     /** Review finding 2: the import's answer (a dry run of an empty document too) carries no secret. */

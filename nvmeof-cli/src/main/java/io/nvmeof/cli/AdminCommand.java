@@ -500,7 +500,7 @@ final class AdminCommand {
         boolean dryRun;
 
         @Option(names = "--drop-security", description = "Import an nvmetcli or SPDK file even when it has security"
-                + " settings this target does not have (TLS, DH-HMAC-CHAP keys, per-host namespace visibility, read-only"
+                + " settings this target does not have (TLS and its keys, per-host namespace visibility, read-only"
                 + " namespaces): hosts then connect without them; each dropped setting is listed")
         boolean dropSecurity;
 

@@ -95,7 +95,7 @@ final class TargetCommand implements Callable<Integer> {
     Path importSpdk;
 
     @Option(names = "--drop-security", description = "Import an nvmetcli or SPDK configuration even when it has security"
-            + " settings this target does not have (TLS, DH-HMAC-CHAP keys, per-host namespace visibility, read-only"
+            + " settings this target does not have (TLS and its keys, per-host namespace visibility, read-only"
             + " namespaces): hosts then connect without them; each dropped setting is listed")
     boolean dropSecurity;
 
@@ -138,10 +138,11 @@ final class TargetCommand implements Callable<Integer> {
                     + (sources > 0 ? " (the configuration given on the command line is ignored)" : "")
                     + "; remove that file to start from the command line's configuration");
             if (sources > 0 && given.hosts() != null) {
-                // Secrets are given in the configuration file alone (the admin API cannot set them): a changed or
-                // rotated secret must take effect, not be dropped in favour of the saved one.
-                cfg = cfg.withHosts(given.hosts());
-                System.err.println("the hosts' DH-HMAC-CHAP secrets are taken from the command line's configuration");
+                // A secret changed or rotated in the configuration file must take effect, not be dropped in favour of
+                // the saved one; the hosts the file does not name keep what the admin API set for them.
+                cfg = cfg.withHosts(hostsOf(cfg.hosts(), given.hosts()));
+                System.err.println("the hosts' DH-HMAC-CHAP secrets the command line's configuration gives are taken"
+                        + " from it; the other hosts keep theirs from the state file");
             }
         }
         // How the poll groups run is this start's choice, so it applies over a configuration and a restored state.
@@ -194,6 +195,22 @@ final class TargetCommand implements Callable<Integer> {
         System.err.println("target running; Ctrl-C stops it");
         stopped.await();
         return 0;
+    }
+
+    /**
+     * {@code given} (the configuration file's host entries, checked at start as they are) and the saved entries of the
+     * hosts it does not name.
+     */
+    static List<TargetConfig.HostConfig> hostsOf(List<TargetConfig.HostConfig> saved,
+                                                 List<TargetConfig.HostConfig> given) {
+        java.util.Set<String> named = new java.util.HashSet<>();
+        given.forEach(h -> named.add(h != null ? h.nqn() : null));
+        List<TargetConfig.HostConfig> hosts = new java.util.ArrayList<>();
+        if (saved != null) {
+            saved.stream().filter(h -> h == null || !named.contains(h.nqn())).forEach(hosts::add);
+        }
+        hosts.addAll(given);
+        return hosts;
     }
 
     /**

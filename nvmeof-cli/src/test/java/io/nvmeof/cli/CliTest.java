@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -160,11 +161,26 @@ class CliTest {
                 + "\"hosts\":[{\"nqn\":\"nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000c\","
                 + "\"dhchapKey\":\"" + secret + "\"}],\"subsystems\":[]}");
         String[] r = run(0, "target", "--state-dir", state.toString(), "--config", cfg.toString(), "--print-config");
-        assertTrue(r[1].contains("secrets are taken from the command line's configuration"), r[1]);
+        assertTrue(r[1].contains("secrets the command line's configuration gives are taken from it"), r[1]);
         assertTrue(r[1].contains("left out of the printed configuration"), r[1]);
         assertFalse(r[0].contains("DHHC-1") || r[1].contains("DHHC-1"), "no secret printed");
         String bad = run(1, "read", "-n", "nqn.x:y", "-c", "1", "-S", "DHHC-1:01:notbase64!!:")[1];
         assertTrue(bad.contains("--dhchap-secret") && !bad.contains("notbase64"), bad);
+    }
+
+    /**
+     * With a state file that has hosts' secrets (set over the admin API) and a --config that names some hosts, the
+     * file's entries win for the hosts it names and the others keep theirs: before, the whole list was replaced, and
+     * a host whose key only the admin API had set connected without authenticating after a restart.
+     */
+    @Test
+    void hostSecretsFromTheConfigurationReplaceOnlyTheHostsItNames() {
+        TargetConfig.HostConfig savedA = new TargetConfig.HostConfig("nqn.2026-12.io.nvmeof:a", "saved-a", null, null, null);
+        TargetConfig.HostConfig savedB = new TargetConfig.HostConfig("nqn.2026-12.io.nvmeof:b", "saved-b", null, null, null);
+        TargetConfig.HostConfig givenB = new TargetConfig.HostConfig("nqn.2026-12.io.nvmeof:b", "given-b", null, null, null);
+        TargetConfig.HostConfig givenC = new TargetConfig.HostConfig("nqn.2026-12.io.nvmeof:c", "given-c", null, null, null);
+        assertEquals(List.of(savedA, givenB, givenC), TargetCommand.hostsOf(List.of(savedA, savedB), List.of(givenB, givenC)));
+        assertEquals(List.of(givenB), TargetCommand.hostsOf(null, List.of(givenB)));
     }
 
     /** --busy-poll-us on both commands: the target's goes into its configuration, the bench's into its queues. */

@@ -2,7 +2,10 @@ package io.nvmeof.tgt;
 
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.auth.HostAuth;
+import io.nvmeof.tgt.auth.HostAuthRegistry;
 import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
@@ -45,6 +48,35 @@ final class ConfigurationChecks {
         if (s.maxNamespaces() != null && (s.maxNamespaces() < 1 || s.maxNamespaces() > 1024)) {
             throw invalid("maxNamespaces must be 1 to 1024, got " + s.maxNamespaces());
         }
+    }
+
+    /**
+     * A host's DH-HMAC-CHAP settings given over the API or in an import, checked as a start checks them, and its NQN as
+     * strictly as every name an administrator creates ({@link Nqn#validateFormat}). The secret is required: these
+     * paths set or rotate one, and removing a host's settings is a request of its own.
+     *
+     * @throws ConfigurationException INVALID naming the host and the field, never the secret
+     */
+    static HostAuth checkHostEntry(HostConfig h) {
+        if (h == null || h.nqn() == null) {
+            throw invalid("a host's nqn is required");
+        }
+        String why = Nqn.validateFormat(h.nqn());
+        if (why != null) {
+            throw invalid("host NQN " + Nqn.display(h.nqn()) + ": " + why);
+        }
+        HostAuth auth;
+        try {
+            auth = HostAuthRegistry.parse(h);
+        } catch (IllegalArgumentException e) {
+            throw invalid(e.getMessage());
+        }
+        if (auth == null) {
+            throw invalid("host " + Nqn.display(h.nqn()) + ": dhchapKey is missing; setting a host's DH-HMAC-CHAP"
+                    + " settings needs its secret (as 'nvme gen-dhchap-key' prints it), and a host's settings are"
+                    + " removed on their own (DELETE /api/v1/hosts/{hostnqn})");
+        }
+        return auth;
     }
 
     /** {@code l} with its defaults filled in (transport tcp, port 4420), checked; the id stays as given. */

@@ -2,7 +2,9 @@ package io.nvmeof.tgt;
 
 import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.LiveConfiguration.Store;
+import io.nvmeof.tgt.auth.HostAuth;
 import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
@@ -26,6 +28,8 @@ final class ConfigurationDocument {
     final Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>();
     /** Listeners by port ID, with the port each is bound to. */
     final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
+    /** The hosts' DH-HMAC-CHAP entries by host NQN, secrets included: saved, never exported. */
+    final Map<String, HostConfig> hosts = new LinkedHashMap<>();
     private volatile Store store;
 
     /** The document of a target just started from {@code started}, with the ports its listeners got. */
@@ -38,6 +42,9 @@ final class ConfigurationDocument {
                     l.address() != null ? l.address() : "127.0.0.1", boundPort(target, id, l), l.inlineDataSize(),
                     l.maxH2CData(), l.subsystems(), l.tls()));
             portId++;
+        }
+        if (started.hosts() != null) {
+            started.hosts().forEach(h -> hosts.put(h.nqn(), h));
         }
         if (started.subsystems() != null) {
             for (SubsystemConfig s : started.subsystems()) {
@@ -68,29 +75,38 @@ final class ConfigurationDocument {
 
     /** The document with these subsystems and listeners. */
     TargetConfig of(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls) {
-        return base.withContents(List.copyOf(ls.values()), List.copyOf(subs.values()));
+        return of(subs, ls, hosts);
+    }
+
+    /** The document with these subsystems, listeners and host entries (none: no {@code hosts} at all). */
+    TargetConfig of(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls, Map<String, HostConfig> hs) {
+        return base.withContents(List.copyOf(ls.values()), List.copyOf(subs.values()))
+                .withHosts(hs.isEmpty() ? null : List.copyOf(hs.values()));
+    }
+
+    /** The document with {@code entry} as host {@code hostNqn}'s DH-HMAC-CHAP settings (null: without any). */
+    TargetConfig withHost(String hostNqn, HostConfig entry) {
+        return of(subsystems, listeners, withEntry(new LinkedHashMap<>(hosts), hostNqn, entry));
     }
 
     /** The document with {@code entry} as the subsystem {@code nqn} (null: without it). */
     TargetConfig with(String nqn, SubsystemConfig entry) {
-        Map<String, SubsystemConfig> next = new LinkedHashMap<>(subsystems);
-        if (entry == null) {
-            next.remove(nqn);
-        } else {
-            next.put(nqn, entry);
-        }
-        return of(next, listeners);
+        return of(withEntry(new LinkedHashMap<>(subsystems), nqn, entry), listeners);
     }
 
     /** The document with {@code entry} as listener {@code id} (null: without it). */
     TargetConfig with(int id, ListenerConfig entry) {
-        Map<Integer, ListenerConfig> next = new java.util.TreeMap<>(listeners);
+        return of(subsystems, withEntry(new java.util.TreeMap<>(listeners), id, entry));
+    }
+
+    /** {@code copy} (of one of the document's maps) with {@code entry} at {@code key}; a null entry removes it. */
+    private static <K, V> Map<K, V> withEntry(Map<K, V> copy, K key, V entry) {
         if (entry == null) {
-            next.remove(id);
+            copy.remove(key);
         } else {
-            next.put(id, entry);
+            copy.put(key, entry);
         }
-        return of(subsystems, next);
+        return copy;
     }
 
     /**
@@ -111,6 +127,16 @@ final class ConfigurationDocument {
                     + " configuration could not be saved (" + why + "); the target runs as before. Make the state"
                     + " directory writable (free space, permissions), then send the request again");
         }
+    }
+
+    /**
+     * The document entry for a host's checked settings: the secrets in their canonical form (as {@code nvme
+     * gen-dhchap-key} prints them, without the spaces or line ends they may have come with), hash and group as given.
+     */
+    static HostConfig entry(HostConfig given, HostAuth auth) {
+        return new HostConfig(auth.hostNqn(), auth.hostKey().representation(),
+                auth.ctrlKey() != null ? auth.ctrlKey().representation() : null, given.dhchapHash(),
+                given.dhchapDhGroup());
     }
 
     /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */

@@ -9,6 +9,7 @@ import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.LiveConfiguration.ImportMode;
 import io.nvmeof.tgt.LiveConfiguration.ImportResult;
 import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
@@ -31,12 +32,13 @@ import java.util.function.Consumer;
  * <em>prepares</em> what can fail (opening a backend, binding a port) without hosts seeing anything; if any
  * preparation fails, the ones done are undone in reverse and the target is as it was. Then the document the import
  * leaves is saved ({@link ConfigurationDocument#save}); if it cannot be, the preparations are undone too. Only then are
- * the steps <em>committed</em>, which cannot fail: namespaces appear and disappear (with their events), subsystems and
- * listeners come and go. A field left out of the document keeps its live value; in {@link ImportMode#REPLACE} whatever the
- * document does not name is removed, in {@link ImportMode#MERGE} it stays, and a clash is refused.
+ * the steps <em>committed</em>, which cannot fail: hosts' DH-HMAC-CHAP settings are set, namespaces appear and
+ * disappear (with their events), subsystems and listeners come and go. A field left out of the document keeps its live
+ * value; in {@link ImportMode#REPLACE} whatever the document does not name is removed (but hosts' DH-HMAC-CHAP
+ * settings: {@link HostImportPlanner}), in {@link ImportMode#MERGE} it stays, and a clash is refused.
  *
  * <p>This class runs the import (prepare, save, commit, or undo); the steps are planned by {@link
- * SubsystemImportPlanner} and {@link ListenerImportPlanner} into an {@link ImportPlan}.
+ * HostImportPlanner}, {@link SubsystemImportPlanner} and {@link ListenerImportPlanner} into an {@link ImportPlan}.
  */
 final class ConfigurationImport {
     private final ConfigurationDocument document;
@@ -45,6 +47,7 @@ final class ConfigurationImport {
     private final ImportPlan plan = new ImportPlan();
     private final SubsystemImportPlanner subsystemPlanner;
     private final ListenerImportPlanner listenerPlanner;
+    private final HostImportPlanner hostPlanner;
 
     ConfigurationImport(ConfigurationDocument document, NvmeTarget target, ImportMode mode,
                         Consumer<NamespaceConfig> pathCheck) {
@@ -53,6 +56,7 @@ final class ConfigurationImport {
         this.mode = mode;
         this.subsystemPlanner = new SubsystemImportPlanner(target, mode, pathCheck, plan);
         this.listenerPlanner = new ListenerImportPlanner(document, target, mode, plan);
+        this.hostPlanner = new HostImportPlanner(target.core().hostAuth(), plan);
     }
 
     /** Plans, then (unless {@code dryRun}) applies; the caller holds the configuration's lock. */
@@ -70,6 +74,8 @@ final class ConfigurationImport {
         List<ImportStep> prepared = new ArrayList<>();
         Map<String, SubsystemConfig> subsystems = new LinkedHashMap<>(document.subsystems);
         Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>(document.listeners);
+        Map<String, HostConfig> hosts = new LinkedHashMap<>(document.hosts);
+        hosts.putAll(plan.hostsAfter);
         try {
             for (ImportStep s : plan.steps) {
                 s.prepare();
@@ -83,7 +89,7 @@ final class ConfigurationImport {
             plan.subsystemsAfter.forEach((nqn, entry) -> subsystems.put(nqn, entry.get()));
             plan.listenersRemoved.forEach(listeners::remove);
             plan.listenersAdded.forEach(entry -> listeners.put(entry.get().id(), entry.get()));
-            document.save(document.of(subsystems, listeners));
+            document.save(document.of(subsystems, listeners, hosts));
         } catch (Exception e) {
             for (int i = prepared.size() - 1; i >= 0; i--) {
                 prepared.get(i).undo();
@@ -107,6 +113,7 @@ final class ConfigurationImport {
         document.subsystems.putAll(subsystems);
         document.listeners.clear();
         document.listeners.putAll(listeners);
+        document.hosts.putAll(plan.hostsAfter);
         target.core().configChanged();
         return new ImportResult(mode.name().toLowerCase(Locale.ROOT), false, changes, List.copyOf(plan.notApplied),
                 document.current());
@@ -126,6 +133,7 @@ final class ConfigurationImport {
 
     private void plan(TargetConfig doc) {
         globals(doc);
+        hostPlanner.planHosts(doc.hosts() != null ? doc.hosts() : List.of()); // first: their steps commit first
         for (Subsystem sub : target.core().subsystems()) {
             if (!sub.isDiscovery()) {
                 plan.after.put(sub.nqn(), new LinkedHashMap<>());

@@ -1,5 +1,6 @@
 package io.nvmeof.tgt;
 
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import io.nvmeof.tgt.core.Namespace;
@@ -20,12 +21,15 @@ final class ImportPlan {
     final List<String> notApplied = new ArrayList<>();
     /**
      * The document after the import, as the steps leave it: subsystems removed, subsystems added or changed (their
-     * entries described once their steps are prepared, from what was opened), listeners removed and added.
+     * entries described once their steps are prepared, from what was opened), listeners removed and added, host
+     * entries set.
      */
     final Set<String> subsystemsRemoved = new HashSet<>();
     final Map<String, java.util.function.Supplier<SubsystemConfig>> subsystemsAfter = new LinkedHashMap<>();
     final Set<Integer> listenersRemoved = new HashSet<>();
     final List<java.util.function.Supplier<ListenerConfig>> listenersAdded = new ArrayList<>();
+    /** Host entries (DH-HMAC-CHAP settings) set or rotated, by host NQN, as the state file keeps them. */
+    final Map<String, HostConfig> hostsAfter = new LinkedHashMap<>();
     /** The namespaces the prepared steps opened, by subsystem and NSID. */
     final Map<String, Map<Long, Namespace>> opened = new LinkedHashMap<>();
     /**

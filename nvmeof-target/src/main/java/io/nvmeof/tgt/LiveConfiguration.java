@@ -7,7 +7,9 @@ import static io.nvmeof.tgt.ConfigurationChecks.normalizeListener;
 import static io.nvmeof.tgt.ConfigurationChecks.notFound;
 
 import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.tgt.auth.HostAuth;
 import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
@@ -27,8 +29,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The running target's configuration, changed live while hosts are connected: subsystems, their namespaces and allowed
- * hosts (as SPDK's {@code nvmf_create_subsystem}, {@code nvmf_subsystem_add_ns}, {@code nvmf_subsystem_add_host} and
- * nvmetcli do). Alongside, it keeps the configuration document ({@link TargetConfig}, the vocabulary of the file the
+ * hosts, and the hosts' DH-HMAC-CHAP settings (as SPDK's {@code nvmf_create_subsystem}, {@code nvmf_subsystem_add_ns},
+ * {@code nvmf_subsystem_add_host} and nvmetcli do). Alongside, it keeps the configuration document ({@link TargetConfig}, the vocabulary of the file the
  * target starts from) in step with every change, so the live target can be exported and restored exactly (same NQNs,
  * NSIDs, UUIDs, serials).
  *
@@ -146,18 +148,12 @@ public final class LiveConfiguration {
     /**
      * Imports a whole configuration document, atomically: everything that can fail (opening backends, binding ports)
      * is done first, invisibly to hosts, and undone if any of it fails; then the changes are made live at once and
-     * saved once. {@code pathCheck} vets the path of every namespace the import would open (the admin API's
+     * saved once. The document's {@code hosts} are set or rotated; hosts it does not name keep their DH-HMAC-CHAP
+     * settings in both modes ({@link HostImportPlanner}). {@code pathCheck} vets the path of every namespace the import would open (the admin API's
      * directory policy) and throws to refuse. A dry run only says what would change.
      */
     public synchronized ImportResult importConfiguration(TargetConfig doc, ImportMode mode, boolean dryRun,
                                                          Consumer<NamespaceConfig> pathCheck) {
-        if (doc.hosts() != null && !doc.hosts().isEmpty()) {
-            // Refused rather than dropped: a document whose secrets were silently left out would admit hosts
-            // unauthenticated that its author meant to be checked.
-            throw new ConfigurationException(ConfigurationException.Kind.INVALID, "the document's hosts (DH-HMAC-CHAP"
-                    + " secrets) cannot be imported through the admin API yet; give them in the configuration file"
-                    + " the target starts with (--config), and import the document without them");
-        }
         ImportResult r = new ConfigurationImport(document, target, mode, pathCheck).run(doc, dryRun);
         // The answer shows the resulting document: never with the hosts' secrets (export() leaves them out too).
         return new ImportResult(r.mode(), r.dryRun(), r.changes(), r.notApplied(), r.config().withHosts(null));
@@ -496,6 +492,70 @@ public final class LiveConfiguration {
         sub.endAssociationsNoLongerAllowed();
         document.subsystems.put(nqn, entry);
         return entry;
+    }
+
+    // ------------------------------------------------------------------------------------------ hosts' secrets
+
+    /**
+     * A host's DH-HMAC-CHAP settings as they may be shown: whether each secret is set, never a secret. Hash and group
+     * are the effective ones (the defaults filled in) for a host that must authenticate.
+     */
+    public record HostAuthenticationView(String nqn, boolean dhchapKeySet, boolean dhchapCtrlKeySet, String dhchapHash,
+                                         String dhchapDhGroup) {
+    }
+
+    /** Every host with DH-HMAC-CHAP settings, in the order they were set. */
+    public synchronized List<HostAuthenticationView> hostAuthentications() {
+        return document.hosts.values().stream().map(this::view).toList();
+    }
+
+    /** One host's DH-HMAC-CHAP settings (404 when it has none). */
+    public synchronized HostAuthenticationView hostAuthentication(String hostNqn) {
+        HostConfig h = document.hosts.get(hostNqn);
+        if (h == null) {
+            throw notFound("host " + Nqn.display(hostNqn) + " has no DH-HMAC-CHAP settings");
+        }
+        return view(h);
+    }
+
+    private HostAuthenticationView view(HostConfig h) {
+        HostAuth a = target.core().hostAuth().lookup(h.nqn());
+        return a != null ? new HostAuthenticationView(h.nqn(), true, a.ctrlKey() != null, a.hash().shortName(),
+                a.dhGroup().groupName())
+                : new HostAuthenticationView(h.nqn(), false, false, h.dhchapHash(), h.dhchapDhGroup());
+    }
+
+    /**
+     * Sets or replaces (rotates) one host's DH-HMAC-CHAP settings, checked as a start checks them. Every Connect and
+     * every transaction the host starts from now on uses them; queues that authenticated before keep serving, and a
+     * transaction in progress finishes with the key it began with (as nvmet and SPDK rotate keys).
+     *
+     * @throws ConfigurationException INVALID naming the field, never the secret
+     */
+    public synchronized HostAuthenticationView setHostAuthentication(HostConfig given) {
+        HostAuth auth = ConfigurationChecks.checkHostEntry(given);
+        HostConfig entry = ConfigurationDocument.entry(given, auth);
+        document.save(document.withHost(auth.hostNqn(), entry));
+        boolean rotated = target.core().hostAuth().lookup(auth.hostNqn()) != null;
+        target.core().hostAuth().put(auth);
+        document.hosts.put(auth.hostNqn(), entry);
+        LOG.info("host {}: DH-HMAC-CHAP settings {} ({})", Nqn.display(auth.hostNqn()), rotated ? "rotated" : "set",
+                auth.summary());
+        return view(entry);
+    }
+
+    /**
+     * Removes one host's DH-HMAC-CHAP settings: its next Connect needs no secret. Its queues stay connected; a
+     * re-authentication it starts on one of them fails, since it has no secret here any more.
+     */
+    public synchronized void removeHostAuthentication(String hostNqn) {
+        if (!document.hosts.containsKey(hostNqn)) {
+            throw notFound("host " + Nqn.display(hostNqn) + " has no DH-HMAC-CHAP settings");
+        }
+        document.save(document.withHost(hostNqn, null));
+        target.core().hostAuth().remove(hostNqn);
+        document.hosts.remove(hostNqn);
+        LOG.info("host {}: DH-HMAC-CHAP settings removed; it connects without authenticating", Nqn.display(hostNqn));
     }
 
     // ------------------------------------------------------------------------------------------ statistics

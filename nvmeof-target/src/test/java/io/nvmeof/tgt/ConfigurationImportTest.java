@@ -60,17 +60,44 @@ class ConfigurationImportTest {
         return new TargetConfig(null, null, null, null, listeners, List.of(subs));
     }
 
-    /** A document with hosts' secrets is refused whole, not imported without them (which would admit those hosts unproven). */
+    /**
+     * A document's hosts set or rotate their DH-HMAC-CHAP settings, saved once with the rest; hosts the document does
+     * not name keep theirs, in replace mode too (exports carry no secrets, so importing one must not strip them). A bad
+     * entry is refused and changes nothing. (Until issue 34 such a document was refused whole: nothing could carry the
+     * secrets into the running target.)
+     */
     @Test
-    void aDocumentWithHostsSecretsIsRefusedAndChangesNothing() {
+    void aDocumentsHostsSetTheirSecretsAndTheOtherHostsKeepTheirs() {
+        String kept = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000b";
+        String imported = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000c";
+        String keptKey = io.nvmeof.protocol.auth.DhchapSecret.of(new byte[32], null).representation();
+        byte[] other = new byte[32];
+        java.util.Arrays.fill(other, (byte) 1);
+        String importedKey = io.nvmeof.protocol.auth.DhchapSecret.of(other, null).representation();
+        live.setHostAuthentication(new TargetConfig.HostConfig(kept, keptKey, null, null, null));
+        List<String> saved = new ArrayList<>();
+        live.saveChangesWith(d -> saved.add(d.toJson()));
         TargetConfig before = live.export();
-        TargetConfig doc = before.withHosts(java.util.List.of(new TargetConfig.HostConfig(
-                "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000b",
-                io.nvmeof.protocol.auth.DhchapSecret.of(new byte[32], null).representation(), null, null, null)));
-        LiveConfiguration.ConfigurationException e = assertThrows(LiveConfiguration.ConfigurationException.class,
-                () -> live.importConfiguration(doc, ImportMode.REPLACE, false, n -> { }));
-        assertEquals(LiveConfiguration.ConfigurationException.Kind.INVALID, e.kind());
-        assertTrue(e.getMessage().contains("--config"), e.getMessage());
+
+        TargetConfig bad = before.withHosts(List.of(new TargetConfig.HostConfig(imported, importedKey, importedKey,
+                null, null)));
+        ConfigurationException e = assertThrows(ConfigurationException.class,
+                () -> live.importConfiguration(bad, ImportMode.REPLACE, false, n -> { }));
+        assertEquals(ConfigurationException.Kind.INVALID, e.kind());
+        assertTrue(e.getMessage().contains("hosts[0]") && e.getMessage().contains("dhchapCtrlKey"), e.getMessage());
+        assertTrue(!e.getMessage().contains("DHHC-1:00:AQEB"), e.getMessage());
+        assertEquals(List.of(), saved, "nothing saved");
+        assertNull(target.core().hostAuth().lookup(imported));
+
+        ImportResult r = live.importConfiguration(before.withHosts(List.of(new TargetConfig.HostConfig(imported,
+                importedKey, null, null, "ffdhe2048"))), ImportMode.REPLACE, false, n -> { });
+        assertEquals(List.of("set the DH-HMAC-CHAP settings of host " + imported + " (sha256, group ffdhe2048)"),
+                r.changes());
+        assertNull(r.config().hosts(), "the answer carries no secret");
+        assertEquals(1, saved.size(), "saved once");
+        assertTrue(saved.get(0).contains(keptKey) && saved.get(0).contains(importedKey), saved.get(0));
+        assertNotNull(target.core().hostAuth().lookup(kept), "the host the document does not name keeps its key");
+        assertNotNull(target.core().hostAuth().lookup(imported));
         assertEquals(before, live.export());
     }
 

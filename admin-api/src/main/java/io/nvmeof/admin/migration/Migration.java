@@ -50,7 +50,7 @@ public final class Migration {
      * @param config       our document
      * @param notMapped    one line per item of the input that has no equivalent here
      * @param securityLost the lines of {@code notMapped} that are security settings this target does not have (a
-     *                     port that requires TLS, hosts' DH-HMAC-CHAP and TLS keys, namespaces visible to some hosts
+     *                     port that requires TLS, hosts' TLS keys, namespaces visible to some hosts
      *                     only, read-only namespaces): the document imports without them only when the
      *                     administrator accepts that. No line holds a key's value.
      */
@@ -85,12 +85,20 @@ public final class Migration {
     private Migration() {
     }
 
-    /** Reads {@code json} written in {@code format} into our document. */
+    /**
+     * Reads {@code json} written in {@code format} into our document; an SPDK document's key files are read wherever
+     * they are (for the command line, whose administrator names the document).
+     */
     public static Imported importFrom(Format format, String json) {
+        return importFrom(format, json, KeyFiles::read);
+    }
+
+    /** As {@link #importFrom(Format, String)}; {@code keyFiles} reads SPDK's key files under the caller's policy. */
+    public static Imported importFrom(Format format, String json, KeyFiles.Reader keyFiles) {
         Objects.requireNonNull(format, "format");
         return switch (format) {
             case NVMETCLI -> NvmetcliFormat.read(json);
-            case SPDK -> SpdkFormat.read(json);
+            case SPDK -> SpdkFormat.read(json, keyFiles);
         };
     }
 

@@ -5,7 +5,9 @@ import static io.nvmeof.admin.migration.Migration.DISCOVERY_NQN;
 import io.nvmeof.admin.migration.Migration.Exported;
 import io.nvmeof.admin.migration.Migration.Imported;
 import io.nvmeof.admin.migration.Migration.JsonAt;
+import io.nvmeof.tgt.auth.HostAuthRegistry;
 import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
@@ -15,6 +17,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * The Linux kernel target's saved configuration: the {@code /etc/nvmet/config.json} that {@code nvmetcli save} writes
@@ -49,9 +52,11 @@ import java.util.Set;
  *     (its logical block size) or, for a file, from the filesystem (min(block size, 4096)), which a saved
  *     configuration does not record; set {@code blockSize} if hosts saw 4096-byte blocks.</li>
  * <li>A subsystem without {@code attr.allow_any_host} gets {@code allowAnyHost=false}, nvmet's default.</li>
- * <li>The top-level {@code hosts} only declare host NQNs for {@code allowed_hosts} to link to: nothing to map.</li>
+ * <li>The top-level {@code hosts} declare host NQNs for {@code allowed_hosts} to link to; a host with a
+ *     DH-HMAC-CHAP key ({@code dhchap_key}, {@code dhchap_ctrl_key}, {@code dhchap_hash}, {@code dhchap_dhgroup},
+ *     flat or as the group {@code dhchap}) becomes an entry of our {@code hosts}, so it must authenticate here too.</li>
  * <li>Security this target does not have is listed in {@link Imported#securityLost()} too: a port's
- *     {@code addr.treq} "required" or TLS {@code addr.tsas}, a host's DH-HMAC-CHAP keys.</li>
+ *     {@code addr.treq} "required" or TLS {@code addr.tsas}.</li>
  * </ul>
  * Values equal to nvmet's defaults carry no information and are skipped without a line: port {@code param}s equal to
  * {@code "-1"} (transport default) and {@code pi_enable "0"}; {@code addr.treq} "not specified"/"not required" and
@@ -97,48 +102,90 @@ public final class NvmetcliFormat {
                 notMapped.add(key + ": not part of an nvmetcli configuration; ignored");
             }
         }
-        readHosts(root.field("hosts"), notMapped);
+        List<HostConfig> hosts = readHosts(root.field("hosts"), notMapped);
         List<SubsystemConfig> subsystems = readSubsystems(root.field("subsystems"), notMapped);
         Set<String> nqns = new HashSet<>();
         subsystems.forEach(s -> nqns.add(s.nqn()));
         List<ListenerConfig> listeners = readPorts(root.field("ports"), nqns, notMapped);
-        return notMapped.imported(new TargetConfig(null, null, null, null, listeners, subsystems));
+        return notMapped.imported(new TargetConfig(null, null, null, null, listeners, subsystems)
+                .withHosts(hosts.isEmpty() ? null : hosts));
     }
 
     /**
      * The host list declares NQNs for {@code allowed_hosts}; each entry still has to be well formed. A host's
-     * DH-HMAC-CHAP keys (configfs {@code dhchap_key} and {@code dhchap_ctrl_key}, written flat or as the attribute
-     * group {@code dhchap}) are security settings this target does not have.
+     * DH-HMAC-CHAP settings (configfs {@code dhchap_key}, {@code dhchap_ctrl_key}, {@code dhchap_hash} and
+     * {@code dhchap_dhgroup}, written flat or as the attribute group {@code dhchap} with {@code key}, {@code ctrl_key},
+     * {@code hash}, {@code dhgroup}) become its {@code hosts} entry, checked as the target checks its own; a host
+     * without a key needs no entry ({@code nvmetcli save} writes the hash and group of every host).
      */
-    private static void readHosts(JsonAt hosts, ImportReport notMapped) {
+    private static List<HostConfig> readHosts(JsonAt hosts, ImportReport notMapped) {
+        List<HostConfig> entries = new ArrayList<>();
         for (JsonAt host : hosts.elements()) {
             host.requireObject();
             String nqn = host.field("nqn").nonEmptyText();
+            Map<String, JsonAt> dhchap = new TreeMap<>();
             for (String key : host.fieldNames()) {
                 JsonAt value = host.field(key);
                 if (key.equals("dhchap") && value.node().isObject()) {
-                    for (String attr : value.fieldNames()) {
-                        readHostAttribute(value.field(attr), attr, nqn, notMapped);
-                    }
+                    value.fieldNames().forEach(attr -> dhchap.put(attr, value.field(attr)));
+                } else if (key.startsWith("dhchap_")) {
+                    dhchap.put(key.substring(7), value);
                 } else if (!key.equals("nqn")) {
-                    readHostAttribute(value, key.startsWith("dhchap_") ? key.substring(7) : key, nqn, notMapped);
+                    notMapped.add(value.path() + ": host attributes other than DH-HMAC-CHAP's are not supported;"
+                            + " ignored");
                 }
             }
+            HostConfig entry = hostEntry(host, nqn, dhchap, notMapped);
+            if (entry != null) {
+                entries.add(entry);
+            }
         }
+        return entries;
     }
 
-    private static void readHostAttribute(JsonAt value, String attr, String nqn, ImportReport notMapped) {
-        boolean set = value.node().isTextual() && !value.node().textValue().isBlank();
-        if (set && attr.equals("key")) {
-            notMapped.securityLost(value.path() + " (host " + nqn + "): a DH-HMAC-CHAP key: the host must"
-                    + " authenticate itself; here it would connect without authentication (not supported)");
-        } else if (set && attr.equals("ctrl_key")) {
-            notMapped.securityLost(value.path() + " (host " + nqn + "): a DH-HMAC-CHAP controller key: the target"
-                    + " authenticates itself to the host; here it would not (not supported)");
-        } else {
-            notMapped.add(value.path() + ": host attributes (such as DH-HMAC-CHAP settings) are not supported;"
-                    + " ignored");
+    /** A host's entry from its dhchap attributes (key, ctrl_key, hash, dhgroup); null when it has no key. */
+    private static HostConfig hostEntry(JsonAt host, String nqn, Map<String, JsonAt> dhchap, ImportReport notMapped) {
+        for (Map.Entry<String, JsonAt> e : dhchap.entrySet()) {
+            if (!Set.of("key", "ctrl_key", "hash", "dhgroup").contains(e.getKey())) {
+                notMapped.add(e.getValue().path() + ": not an nvmet host attribute; ignored");
+            }
         }
+        String key = secretText(dhchap.get("key"));
+        String ctrlKey = secretText(dhchap.get("ctrl_key"));
+        if (key == null) {
+            if (ctrlKey != null) {
+                // nvmet authenticates nobody without the host's key, so neither side proves anything.
+                notMapped.add(dhchap.get("ctrl_key").path() + " (host " + nqn + "): a controller key without the"
+                        + " host's key, which nvmet does not use; ignored");
+            }
+            return null;
+        }
+        HostConfig entry = new HostConfig(nqn, key, ctrlKey, optionalText(dhchap.get("hash")),
+                optionalText(dhchap.get("dhgroup")));
+        try {
+            HostAuthRegistry.parse(entry);
+        } catch (IllegalArgumentException e) {
+            // The message names the host and the field, never the secret.
+            throw new IllegalArgumentException(host.path() + ": " + e.getMessage(), e);
+        }
+        return entry;
+    }
+
+    /** A key attribute's text, null when absent or empty (nvmet's "no key"). Never shown in a message. */
+    private static String secretText(JsonAt value) {
+        if (value == null || !value.present()) {
+            return null;
+        }
+        if (!value.node().isTextual()) {
+            throw new IllegalArgumentException(value.path() + " must be a string (a DHHC-1 secret)");
+        }
+        return value.node().textValue().isBlank() ? null : value.node().textValue();
+    }
+
+    /** A hash or group attribute's text; null when absent or empty (the default). */
+    private static String optionalText(JsonAt value) {
+        String text = value == null ? null : value.optText();
+        return text == null || text.isBlank() ? null : text;
     }
 
     private static List<ListenerConfig> readPorts(JsonAt ports, Set<String> nqns, ImportReport notMapped) {

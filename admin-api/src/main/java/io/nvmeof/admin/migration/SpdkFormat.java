@@ -39,11 +39,15 @@ import io.nvmeof.tgt.config.TargetConfig;
  *     order of first appearance.</li>
  * <li>A namespace without nsid gets the lowest free one, as SPDK does; its UUID is the namespace's, else the
  *     bdev's (SPDK's rule). NGUIDs are kept as 32 lower-case hex digits.</li>
- * <li>Other SPDK subsystems (iobuf, sock, keyring, accel, vmd, scheduler, ...) with calls: each method is listed
+ * <li>Other SPDK subsystems (iobuf, sock, accel, vmd, scheduler, ...) with calls: each method is listed
  *     once; empty ones are skipped.</li>
- * <li>Security this target does not have is listed in {@link Imported#securityLost()} too: a host's {@code psk},
- *     {@code dhchap_key} and {@code dhchap_ctrlr_key} (never their values), a namespace's {@code no_auto_visible}, a
- *     listener's {@code secure_channel}, and a {@code readonly} bdev a namespace uses.</li>
+ * <li>Hosts' DH-HMAC-CHAP keys: {@code nvmf_subsystem_add_host}'s {@code dhchap_key} and {@code dhchap_ctrlr_key}
+ *     name keys of the {@code keyring} subsystem's {@code keyring_file_add_key} calls, whose files are read and
+ *     become the host's entry in our {@code hosts} ({@code SpdkHostKeys}); {@code nvmf_set_config}'s
+ *     {@code dhchap_digests} and {@code dhchap_dhgroups} are listed.</li>
+ * <li>Security this target does not have is listed in {@link Imported#securityLost()} too: a host's {@code psk}
+ *     (never its value), a namespace's {@code no_auto_visible}, a listener's {@code secure_channel}, and a
+ *     {@code readonly} bdev a namespace uses.</li>
  * </ul>
  * Parameters that {@code save_config} always writes and whose value means "feature off" are skipped without a line:
  * {@code nvmf_create_subsystem} {@code min_cntlid 1}, {@code max_cntlid 65519}, {@code ana_reporting false},
@@ -78,10 +82,15 @@ public final class SpdkFormat {
     private SpdkFormat() {
     }
 
-    /** Reads an SPDK save_config document. */
+    /** Reads an SPDK save_config document, reading the key files its hosts use wherever they are (the command line). */
     public static Imported read(String json) {
+        return read(json, KeyFiles::read);
+    }
+
+    /** Reads an SPDK save_config document; {@code keyFiles} reads the key files its hosts use. */
+    public static Imported read(String json, KeyFiles.Reader keyFiles) {
         JsonAt root = Migration.parse(json);
-        return new SpdkImport().read(root);
+        return new SpdkImport(keyFiles).read(root);
     }
 
     /** Writes our document as an SPDK save_config document. */

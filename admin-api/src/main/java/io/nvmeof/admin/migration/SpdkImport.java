@@ -20,8 +20,16 @@ import java.util.Set;
 final class SpdkImport {
     private final ImportReport notMapped = new ImportReport();
     private final SpdkBdevImport bdevs = new SpdkBdevImport(notMapped);
-    private final SpdkSubsystemImport subsystems = new SpdkSubsystemImport(notMapped, bdevs);
-    private final SpdkListenerImport listeners = new SpdkListenerImport(notMapped, subsystems);
+    private final SpdkHostKeys hostKeys;
+    private final SpdkSubsystemImport subsystems;
+    private final SpdkListenerImport listeners;
+
+    /** {@code keyFiles} reads the files of the keyring keys hosts use (the caller's policy on paths). */
+    SpdkImport(KeyFiles.Reader keyFiles) {
+        hostKeys = new SpdkHostKeys(notMapped, keyFiles);
+        subsystems = new SpdkSubsystemImport(notMapped, bdevs, hostKeys);
+        listeners = new SpdkListenerImport(notMapped, subsystems);
+    }
 
     Imported read(JsonAt root) {
         for (String key : root.fieldNames()) {
@@ -45,6 +53,7 @@ final class SpdkImport {
             switch (name) {
                 case "bdev" -> bdevCalls.addAll(calls);
                 case "nvmf" -> nvmfCalls.addAll(calls);
+                case "keyring" -> calls.forEach(hostKeys::readKeyringCall);
                 default -> listOtherSubsystem(name, calls);
             }
         }
@@ -101,13 +110,24 @@ final class SpdkImport {
             default -> "";
         };
         notMapped.add(call.method() + what + ": " + reason);
+        if (call.method().equals("nvmf_set_config")) {
+            for (String key : List.of("dhchap_digests", "dhchap_dhgroups")) {
+                if (call.params().field(key).present()) {
+                    notMapped.add("nvmf_set_config." + key + "=" + call.params().field(key).display() + ": what hosts"
+                            + " may use is set per host here (dhchapHash, dhchapDhGroup; the defaults sha256 and the"
+                            + " null group); ignored");
+                }
+            }
+        }
     }
 
     private TargetConfig buildConfig() {
         List<ListenerConfig> result = listeners.build();
         List<SubsystemConfig> subs = subsystems.build();
+        List<TargetConfig.HostConfig> hosts = hostKeys.build();
         return new TargetConfig(null, listeners.global("max_io_qpairs_per_ctrlr", Transport::maxIoQpairs),
                 listeners.global("max_queue_depth", Transport::maxQueueDepth),
-                listeners.global("max_io_size", Transport::maxIoSize), result, subs);
+                listeners.global("max_io_size", Transport::maxIoSize), result, subs)
+                .withHosts(hosts.isEmpty() ? null : hosts);
     }
 }

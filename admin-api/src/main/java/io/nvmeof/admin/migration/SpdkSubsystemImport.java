@@ -60,11 +60,13 @@ final class SpdkSubsystemImport {
 
     private final ImportReport notMapped;
     private final SpdkBdevImport bdevs;
+    private final SpdkHostKeys hostKeys;
     private final Map<String, SubsystemBuilder> subsystems = new LinkedHashMap<>();
 
-    SpdkSubsystemImport(ImportReport notMapped, SpdkBdevImport bdevs) {
+    SpdkSubsystemImport(ImportReport notMapped, SpdkBdevImport bdevs, SpdkHostKeys hostKeys) {
         this.notMapped = notMapped;
         this.bdevs = bdevs;
+        this.hostKeys = hostKeys;
     }
 
     void readSubsystem(SpdkCall call) {
@@ -150,18 +152,15 @@ final class SpdkSubsystemImport {
         String label = "nvmf_subsystem_add_host(" + s.nqn + ", " + host + ")";
         for (String key : call.params().fieldNames()) {
             switch (key) {
-                case "nqn", "host" -> { }
+                case "nqn", "host", "dhchap_key", "dhchap_ctrlr_key" -> { } // the keys: SpdkHostKeys
                 // The key's name in SPDK's keyring, or (older SPDK) the key itself: never repeated.
                 case "psk" -> notMapped.securityLost(label + ".psk: the host must connect over TLS with this"
                         + " pre-shared key; here it would connect in clear text (not supported)");
-                case "dhchap_key" -> notMapped.securityLost(label + ".dhchap_key: the host must authenticate"
-                        + " itself (DH-HMAC-CHAP); here it would connect without authentication (not supported)");
-                case "dhchap_ctrlr_key" -> notMapped.securityLost(label + ".dhchap_ctrlr_key: the target"
-                        + " authenticates itself to the host (DH-HMAC-CHAP); here it would not (not supported)");
                 default -> notMapped.add(label + "." + key + "=" + call.params().field(key).display()
                         + ": no equivalent here; ignored");
             }
         }
+        hostKeys.readHost(call, host, label);
         if (!s.hosts.contains(host)) {
             s.hosts.add(host);
         }

@@ -125,6 +125,45 @@ class NvmetcliFormatTest {
                 "a port that requires TLS is security the import would drop");
     }
 
+    /**
+     * A host's DH-HMAC-CHAP attributes, flat ({@code dhchap_key} ...) or as the attribute group {@code dhchap}
+     * ({@code key}, {@code ctrl_key}, {@code hash}, {@code dhgroup}), become its entry in our {@code hosts}: no longer
+     * security the import would drop (issue 34). An empty key is nvmet's "none": no entry.
+     */
+    @Test
+    void carriesTheHostsDhchapSettingsOver() throws IOException {
+        Imported imported = NvmetcliFormat.read(resource("nvmetcli-secured.json").replace("@PORT@", "4420"));
+        assertEquals(List.of(
+                new TargetConfig.HostConfig("nqn.2014-08.org.nvmexpress:uuid:5e1ec7ed-0000-4000-8000-000000000001",
+                        "DHHC-1:00:bnZtZXQtaG9zdC0xLWtleS1ub3QtdG8tYmUtc2hvd27KT0Z8:", null, "hmac(sha256)", "null"),
+                new TargetConfig.HostConfig("nqn.2014-08.org.nvmexpress:uuid:5e1ec7ed-0000-4000-8000-000000000002",
+                        "DHHC-1:01:bnZtZXQtaG9zdC0yLWtleS1ub3QtdG8tYmUtc2hvd24tYW55d2hlcmUtYXQtYWxsG5f/lA==:",
+                        "DHHC-1:01:bnZtZXQtaG9zdC0yLWN0cmwta2V5LW5vdC10by1iZS1zaG93bi1hbnl3aGVyZSEh90Y//A==:",
+                        "hmac(sha384)", "ffdhe2048")), imported.config().hosts());
+        assertEquals(2, imported.securityLost().size(), "the port's TLS only: " + imported.securityLost());
+        assertTrue(imported.notMapped().stream().noneMatch(l -> l.contains("DHHC-1")), imported.notMapped().toString());
+        String keyless = """
+                {"hosts": [{"nqn": "nqn.2014-08.org.nvmexpress:uuid:5e1ec7ed-0000-4000-8000-000000000003",
+                            "dhchap": {"key": "", "ctrl_key": "", "hash": "hmac(sha256)", "dhgroup": "null"}}]}
+                """;
+        assertNull(NvmetcliFormat.read(keyless).config().hosts(), "no key, no entry");
+        assertEquals(List.of(), NvmetcliFormat.read(keyless).notMapped());
+    }
+
+    /** A key that is no DH-HMAC-CHAP secret (a CRC that does not match) is refused naming the host, never shown. */
+    @Test
+    void aBadHostKeyIsRefusedWithoutRepeatingIt() {
+        String bad = "DHHC-1:00:AnZtZXQtaG9zdC0xLWtleS1ub3QtdG8tYmUtc2hvd27KT0Z8:";
+        String json = """
+                {"hosts": [{"nqn": "nqn.2014-08.org.nvmexpress:uuid:5e1ec7ed-0000-4000-8000-000000000001",
+                            "dhchap_key": "%s"}]}
+                """.formatted(bad);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> NvmetcliFormat.read(json));
+        assertTrue(e.getMessage().startsWith("hosts[0]: ") && e.getMessage().contains("dhchapKey")
+                && e.getMessage().contains("CRC"), e.getMessage());
+        assertTrue(!e.getMessage().contains(bad.substring(10, 40)), e.getMessage());
+    }
+
     @Test
     void acceptsTheOldestDumpsToo() {
         // nvmetcli's own examples (examples/rdma.json): no ana groups, no attr defaults, NGUID only.

@@ -138,6 +138,11 @@ class SpdkFormatTest {
                 "nvmf_create_subsystem(" + CNODE2 + ").ana_reporting=true: asymmetric namespace access is not "
                         + "supported; ignored",
                 "nvmf_set_config: target-wide SPDK options have no equivalent here; ignored",
+                "nvmf_set_config.dhchap_digests=[\"sha256\",\"sha384\",\"sha512\"]: what hosts may use is set per host"
+                        + " here (dhchapHash, dhchapDhGroup; the defaults sha256 and the null group); ignored",
+                "nvmf_set_config.dhchap_dhgroups=[\"null\",\"ffdhe2048\",\"ffdhe3072\",\"ffdhe4096\",\"ffdhe6144\","
+                        + "\"ffdhe8192\"]: what hosts may use is set per host here (dhchapHash, dhchapDhGroup; the"
+                        + " defaults sha256 and the null group); ignored",
                 "nvmf_set_max_subsystems: the limit here is fixed at 1024 subsystems; ignored",
                 "nvmf_set_crdt: command retry delay times are not supported; ignored",
                 "nvmf_discovery_add_referral(TCP 192.168.20.7:4420): referrals are not supported; not imported",
@@ -159,6 +164,88 @@ class SpdkFormatTest {
         assertEquals(expected, imported.notMapped());
         assertEquals(expected.stream().filter(l -> l.contains(".psk:")).toList(), imported.securityLost(),
                 "the TLS key is security the import would drop, and its name is not repeated");
+    }
+
+    private static final String KEY_0 = "DHHC-1:00:c3Bkay1rZXkwLWhvc3Qta2V5LW5vdC10by1iZS1zaG+OUJjk:";
+    private static final String CKEY_0 = "DHHC-1:00:c3Bkay1ja2V5MC1jdHJsLWtleS1ub3QtdG8tYmUtc2hk6Wlq:";
+
+    /** A document whose hosts use keys of SPDK's file keyring; {@code addHosts} are the nvmf_subsystem_add_host calls. */
+    private static String keyringDocument(String addHosts) {
+        return """
+                {"subsystems": [
+                  {"subsystem": "keyring", "config": [
+                    {"method": "keyring_file_add_key", "params": {"name": "key0", "path": "/keys/key0"}},
+                    {"method": "keyring_file_add_key", "params": {"name": "ckey0", "path": "/keys/ckey0"}},
+                    {"method": "keyring_file_add_key", "params": {"name": "spare", "path": "/keys/spare"}}]},
+                  {"subsystem": "nvmf", "config": [
+                    {"method": "nvmf_create_subsystem", "params": {"nqn": "nqn.x:a"}},
+                    {"method": "nvmf_create_subsystem", "params": {"nqn": "nqn.x:b"}},
+                """ + addHosts + "]}]}";
+    }
+
+    private static String addHost(String subsystem, String host, String keys) {
+        return "{\"method\": \"nvmf_subsystem_add_host\", \"params\": {\"nqn\": \"" + subsystem + "\", \"host\": \""
+                + host + "\"" + keys + "}}";
+    }
+
+    /** The key files a test has: their content by path; every read is recorded. */
+    private static KeyFiles.Reader files(List<String> read) {
+        return (name, path) -> {
+            read.add(name + " " + path);
+            return switch (path) {
+                case "/keys/key0" -> KEY_0;
+                case "/keys/ckey0" -> CKEY_0;
+                default -> throw new IllegalArgumentException("keyring_file_add_key(" + name + ") path " + path
+                        + " does not exist");
+            };
+        };
+    }
+
+    /**
+     * nvmf_subsystem_add_host's dhchap_key and dhchap_ctrlr_key name keyring keys whose files become the host's entry
+     * (issue 34); keys no host uses are listed and their files not read; a host given keys on one subsystem only is
+     * said to authenticate on all of them here.
+     */
+    @Test
+    void carriesHostKeysFromTheKeyring() {
+        List<String> read = new ArrayList<>();
+        Imported imported = SpdkFormat.read(keyringDocument(String.join(",",
+                addHost("nqn.x:a", HOST_A, ", \"dhchap_key\": \"key0\", \"dhchap_ctrlr_key\": \"ckey0\""),
+                addHost("nqn.x:b", HOST_A, ""), addHost("nqn.x:b", HOST_B, ""))), files(read));
+        assertEquals(List.of(new TargetConfig.HostConfig(HOST_A, KEY_0, CKEY_0, null, null)), imported.config().hosts());
+        assertEquals(List.of("key0 /keys/key0", "ckey0 /keys/ckey0"), read, "each key's file read once, unused ones never");
+        assertEquals(List.of(
+                "nvmf_subsystem_add_host(nqn.x:b, " + HOST_A + "): no DH-HMAC-CHAP key here, but "
+                        + "nvmf_subsystem_add_host(nqn.x:a, " + HOST_A + ") gives the host one: keys are per host here,"
+                        + " so it authenticates on this subsystem too",
+                "keyring_file_add_key(spare): not used by any host's DH-HMAC-CHAP key; not imported (its file is not"
+                        + " read)"), imported.notMapped());
+        assertEquals(List.of(), imported.securityLost());
+    }
+
+    /**
+     * A key name no keyring_file_add_key adds, different keys for one host on two subsystems, a secret written where a
+     * key's name belongs, a file that cannot be read, and a controller key without the host's are refused; no message
+     * repeats a secret.
+     */
+    @Test
+    void hostKeysThatCannotBeCarriedOverAreRefused() {
+        String[][] cases = {
+            {addHost("nqn.x:a", HOST_A, ", \"dhchap_key\": \"key9\""), "key key9 is not added by any keyring_file_add_key"},
+            {addHost("nqn.x:a", HOST_A, ", \"dhchap_key\": \"key0\"") + ","
+                    + addHost("nqn.x:b", HOST_A, ", \"dhchap_key\": \"ckey0\""), "one setting per host"},
+            {addHost("nqn.x:a", HOST_A, ", \"dhchap_key\": \"" + KEY_0 + "\""), "holds a secret itself"},
+            {addHost("nqn.x:a", HOST_A, ", \"dhchap_key\": \"spare\""),
+                "keyring_file_add_key(spare) path /keys/spare does not exist"},
+            {addHost("nqn.x:a", HOST_A, ", \"dhchap_ctrlr_key\": \"ckey0\""), "dhchapCtrlKey needs dhchapKey"},
+        };
+        for (String[] c : cases) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> SpdkFormat.read(keyringDocument(c[0]), files(new ArrayList<>())));
+            assertTrue(e.getMessage().contains(c[1]), e.getMessage());
+            assertFalse(e.getMessage().contains(KEY_0.substring(10, 40))
+                    || e.getMessage().contains(CKEY_0.substring(10, 40)), e.getMessage());
+        }
     }
 
     @Test

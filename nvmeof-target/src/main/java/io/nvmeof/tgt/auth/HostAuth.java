@@ -22,6 +22,18 @@ public record HostAuth(String hostNqn, DhchapSecret hostKey, DhchapSecret ctrlKe
         }
     }
 
+    /** What the target asks of the host, for logs and answers: never a secret ("sha256, group null, both ways"). */
+    public String summary() {
+        return hash.shortName() + ", group " + dhGroup.groupName() + (ctrlKey != null ? ", both ways" : "");
+    }
+
+    /** Whether {@code other} asks exactly the same of the host (secrets compared in constant time). */
+    public boolean sameSettingsAs(HostAuth other) {
+        return other != null && hostNqn.equals(other.hostNqn) && hostKey.sameAs(other.hostKey)
+                && (ctrlKey == null ? other.ctrlKey == null : ctrlKey.sameAs(other.ctrlKey))
+                && hash == other.hash && dhGroup == other.dhGroup;
+    }
+
     @Override
     public String toString() {
         return "HostAuth[" + hostNqn + ", " + hash.shortName() + ", " + dhGroup.groupName() + (ctrlKey != null

@@ -14,6 +14,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * The target's hosts that must authenticate, by host NQN, target-wide as nvmet keeps them under {@code hosts/}. A
  * host listed here must complete DH-HMAC-CHAP on every queue before any other command; a host not listed connects
  * as before (its NQN alone is checked against the subsystem's allowed hosts).
+ *
+ * <p>The admin API sets, rotates and removes entries while the target runs ({@link #put}, {@link #remove}): a Connect
+ * and every DH-HMAC-CHAP transaction look the host up when they start, so they use the settings of that moment, and
+ * queues that authenticated before keep their standing (as Linux nvmet and SPDK rotate keys).
  */
 public final class HostAuthRegistry {
     private final Map<String, HostAuth> hosts = new ConcurrentHashMap<>();
@@ -21,6 +25,16 @@ public final class HostAuthRegistry {
     /** The settings of {@code hostNqn}, or null when that host need not authenticate. */
     public HostAuth lookup(String hostNqn) {
         return hosts.get(hostNqn);
+    }
+
+    /** Sets or replaces one host's settings (already checked by {@link #parse}). */
+    public void put(HostAuth auth) {
+        hosts.put(auth.hostNqn(), auth);
+    }
+
+    /** Removes one host's settings: from now on it connects without authenticating. */
+    public void remove(String hostNqn) {
+        hosts.remove(hostNqn);
     }
 
     /**
@@ -73,9 +87,13 @@ public final class HostAuthRegistry {
         DhGroup group;
         try {
             hash = h.dhchapHash() == null ? null : DhchapHash.parse(h.dhchapHash());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(who + ": dhchapHash: " + e.getMessage(), e);
+        }
+        try {
             group = h.dhchapDhGroup() == null ? null : DhGroup.parse(h.dhchapDhGroup());
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(who + ": " + e.getMessage(), e);
+            throw new IllegalArgumentException(who + ": dhchapDhGroup: " + e.getMessage(), e);
         }
         return new HostAuth(h.nqn(), key, ctrl, hash, group);
     }

@@ -20,6 +20,11 @@ import java.security.SecureRandom;
  * queue is closed (nvmet ends the whole controller). A Negotiate at any time starts a new transaction: a host
  * re-authenticates that way, and a queue that had authenticated stays so until the new transaction fails.
  *
+ * <p>Each transaction takes the host's settings from the {@link HostAuthRegistry} when its Negotiate arrives and keeps
+ * them to its end: a key rotated meanwhile (admin API) applies from the host's next transaction on, as in nvmet and
+ * SPDK, and a queue that authenticated with the old key keeps serving. A host whose settings were removed cannot start
+ * a transaction any more (Failure1): the administrator said it no longer has a secret here, so it cannot prove one.
+ *
  * <p>One message at a time: the queue lets one authentication command run at once, and {@link #send} and
  * {@link #receive} are synchronized besides; they run off the poll group (the DH arithmetic).
  */
@@ -28,8 +33,11 @@ public final class QueueAuthentication {
 
     enum Step { NEGOTIATE, CHALLENGE, REPLY, SUCCESS1, SUCCESS2, FAILURE1, DONE }
 
-    private final HostAuth host;
+    private final HostAuthRegistry settings;
+    private final String hostNqn;
     private final String subNqn;
+    /** The settings of the transaction in progress, taken at its Negotiate. */
+    private HostAuth host;
 
     private Step step = Step.NEGOTIATE;
     private int tid = -1;
@@ -74,8 +82,10 @@ public final class QueueAuthentication {
     private final long connectedNanos = System.nanoTime();
     private final long deadline = deadlineNanos;
 
-    public QueueAuthentication(HostAuth host, String subNqn) {
-        this.host = host;
+    /** A queue of {@code hostNqn} connected to {@code subNqn}; each transaction reads its settings from {@code settings}. */
+    public QueueAuthentication(HostAuthRegistry settings, String hostNqn, String subNqn) {
+        this.settings = settings;
+        this.hostNqn = hostNqn;
         this.subNqn = subNqn;
     }
 
@@ -93,7 +103,8 @@ public final class QueueAuthentication {
     /** Why the last transaction failed, for the log (never a secret), or null. */
     public synchronized String failureReason() { return failureReason; }
 
-    public HostAuth host() { return host; }
+    /** The host NQN the queue connected with. */
+    public String hostNqn() { return hostNqn; }
 
     /** An Authentication Send's message, {@code tl} bytes. Protocol failures are not NVMe errors: they become Failure1. */
     public synchronized void send(byte[] m) {
@@ -209,6 +220,12 @@ public final class QueueAuthentication {
         dh = null;
         c1 = null;
         c2 = null;
+        host = null;
+        HostAuth now = settings.lookup(hostNqn);
+        if (now == null) {
+            throw new AuthProtocolException(AuthMessages.EXP_FAILED, "host " + hostNqn + " has no DH-HMAC-CHAP"
+                    + " settings on this target any more (removed by the administrator)");
+        }
         if (n.scC() != AuthMessages.SC_C_NONE) {
             throw new AuthProtocolException(AuthMessages.EXP_CONCAT_MISMATCH, "secure channel concatenation (SC_C "
                     + n.scC() + ") asked for; this target does not offer it");
@@ -217,8 +234,8 @@ public final class QueueAuthentication {
         // in locals: the fields change only once the whole Negotiate is accepted.
         DhchapHash chosenHash = null;
         for (int id : n.hashIds()) {
-            if (id == host.hash().id()) {
-                chosenHash = host.hash();
+            if (id == now.hash().id()) {
+                chosenHash = now.hash();
             }
         }
         for (int i = 0; chosenHash == null && i < n.hashIds().length; i++) {
@@ -231,14 +248,15 @@ public final class QueueAuthentication {
         // do the null group where the target asks for none, or the reverse) is told so now rather than later.
         DhGroup chosenGroup = null;
         for (int id : n.dhGroupIds()) {
-            if (id == host.dhGroup().id()) {
-                chosenGroup = host.dhGroup();
+            if (id == now.dhGroup().id()) {
+                chosenGroup = now.dhGroup();
             }
         }
         if (chosenGroup == null) {
             throw new AuthProtocolException(AuthMessages.EXP_DHGROUP_UNUSABLE, "the host does not offer the DH group "
-                    + host.dhGroup().groupName() + " that host " + host.hostNqn() + " is configured for");
+                    + now.dhGroup().groupName() + " that host " + hostNqn + " is configured for");
         }
+        host = now;
         hash = chosenHash;
         group = chosenGroup;
         step = Step.CHALLENGE;
@@ -269,8 +287,8 @@ public final class QueueAuthentication {
         } else if (r.dhValue().length != 0) {
             throw new AuthProtocolException(AuthMessages.EXP_INCORRECT_PAYLOAD, "Reply with a DH value in the null group");
         }
-        byte[] expected = Dhchap.hostResponse(hash, host.hostKey().transform(host.hostNqn()), challenge, s1, tid,
-                AuthMessages.SC_C_NONE, host.hostNqn(), subNqn);
+        byte[] expected = Dhchap.hostResponse(hash, host.hostKey().transform(hostNqn), challenge, s1, tid,
+                AuthMessages.SC_C_NONE, hostNqn, subNqn);
         if (!MessageDigest.isEqual(expected, r.response())) {
             throw new AuthProtocolException(AuthMessages.EXP_FAILED, "the host's response does not match its secret");
         }
@@ -288,7 +306,7 @@ public final class QueueAuthentication {
         if (c2 != null) {
             if (host.ctrlKey() == null) {
                 fail(AuthMessages.EXP_FAILED, "the host asked the controller to authenticate, and host "
-                        + host.hostNqn() + " has no controller secret (dhchapCtrlKey)");
+                        + hostNqn + " has no controller secret (dhchapCtrlKey)");
                 authenticated = false;
                 fatal = true;
                 step = Step.DONE;
@@ -296,7 +314,7 @@ public final class QueueAuthentication {
             }
             byte[] challenge = sessionKey != null ? Dhchap.augmentedChallenge(hash, sessionKey, c2) : c2;
             response = Dhchap.controllerResponse(hash, host.ctrlKey().transform(subNqn), challenge, s2, tid, subNqn,
-                    host.hostNqn());
+                    hostNqn);
             step = Step.SUCCESS2;
         } else {
             step = Step.DONE;

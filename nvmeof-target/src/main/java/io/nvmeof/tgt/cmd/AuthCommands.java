@@ -153,12 +153,12 @@ public final class AuthCommands {
         if (auth.fatal()) {
             if (message != null) {
                 // The Failure1 goes out, then the queue closes (nvmet ends the controller).
-                LOG.warn("host {} failed to authenticate on queue {} from {}: {}", Nqn.display(auth.host().hostNqn()),
+                LOG.warn("host {} failed to authenticate on queue {} from {}: {}", Nqn.display(auth.hostNqn()),
                         sq.qid(), sq.transport().peer(), auth.failureReason());
             }
             req.closeQueueAfterResponse = true;
         } else if (message != null && auth.authenticated()) {
-            LOG.debug("host {} authenticated on queue {}", Nqn.display(auth.host().hostNqn()), sq.qid());
+            LOG.debug("host {} authenticated on queue {}", Nqn.display(auth.hostNqn()), sq.qid());
         }
         req.complete(Status.SUCCESS);
     }

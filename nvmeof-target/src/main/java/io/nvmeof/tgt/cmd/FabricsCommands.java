@@ -256,7 +256,8 @@ public final class FabricsCommands {
         if (auth == null || subsystem.isDiscovery() || subsystem.allowAnyHost()) {
             return 0;
         }
-        sq.authentication(new io.nvmeof.tgt.auth.QueueAuthentication(auth, subsystem.nqn()));
+        // The queue reads the host's settings again at each Negotiate: a key rotated after this Connect applies.
+        sq.authentication(new io.nvmeof.tgt.auth.QueueAuthentication(sq.core().hostAuth(), hostnqn, subsystem.nqn()));
         return AUTHREQ_ATR;
     }
 
