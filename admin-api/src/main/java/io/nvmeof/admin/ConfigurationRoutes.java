@@ -110,16 +110,17 @@ final class ConfigurationRoutes {
         on(rb, "setHostAuthentication", rc -> {
             HostKeys k = body(rc, HostKeys.class);
             HostConfig given = new HostConfig(hostNqn(rc), k.dhchapKey(), k.dhchapCtrlKey(), k.dhchapHash(),
-                    k.dhchapDhGroup());
+                    k.dhchapDhGroup(), k.tlsKey(), k.tlsKeyDerivation());
             // The audit line and the answer say what is set, never a secret.
-            change(rc, 200, () -> live.setHostAuthentication(given), d -> "set the DH-HMAC-CHAP settings of host "
-                    + d.nqn() + " (" + d.dhchapHash() + ", group " + d.dhchapDhGroup()
-                    + (d.dhchapCtrlKeySet() ? ", both ways" : "") + ")");
+            change(rc, 200, () -> live.setHostAuthentication(given), d -> "set the security settings of host "
+                    + d.nqn() + " (" + (d.dhchapKeySet() ? "DH-HMAC-CHAP " + d.dhchapHash() + ", group "
+                    + d.dhchapDhGroup() + (d.dhchapCtrlKeySet() ? ", both ways" : "") : "no DH-HMAC-CHAP")
+                    + (d.tlsKeySet() ? "; TLS key, " + d.tlsKeyDerivation() + " derivation" : "") + ")");
         });
         on(rb, "removeHostAuthentication", rc -> change(rc, 204, () -> {
             live.removeHostAuthentication(hostNqn(rc));
             return null;
-        }, none -> "remove the DH-HMAC-CHAP settings of host " + hostNqn(rc)));
+        }, none -> "remove the security settings of host " + hostNqn(rc)));
         on(rb, "listStatistics", rc -> reply(rc, 200, live::statistics));
         on(rb, "getSubsystemStatistics", rc -> reply(rc, 200, () -> live.statistics(nqn(rc))));
         on(rb, "listListeners", rc -> reply(rc, 200, live::listeners));
@@ -147,7 +148,8 @@ final class ConfigurationRoutes {
     }
 
     /** A PUT /hosts/{hostnqn} body: the host's whole DH-HMAC-CHAP setting (what it leaves out takes its default). */
-    record HostKeys(String dhchapKey, String dhchapCtrlKey, String dhchapHash, String dhchapDhGroup) {
+    record HostKeys(String dhchapKey, String dhchapCtrlKey, String dhchapHash, String dhchapDhGroup, String tlsKey,
+                    String tlsKeyDerivation) {
         @Override
         public String toString() {
             return "HostKeys[secrets not shown]"; // a record's own toString would print them into a log line

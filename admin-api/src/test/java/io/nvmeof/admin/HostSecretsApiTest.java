@@ -169,7 +169,7 @@ class HostSecretsApiTest {
                 "/api/v1/config?format=nvmetcli", "/api/v1/config?format=spdk", "/api/v1/subsystems"}) {
             assertNoSecret("GET " + path, api.call("GET", path, null).body());
         }
-        for (String line : auditLinesWith("set the DH-HMAC-CHAP settings of host " + HOST)) {
+        for (String line : auditLinesWith("set the security settings of host " + HOST)) {
             assertNoSecret("the audit log", line);
         }
 
@@ -228,9 +228,9 @@ class HostSecretsApiTest {
                     && !Files.readString(state.path()).contains(oldKey), "the state file has the new key only");
 
             assertEquals(204, api.call("DELETE", "/api/v1/hosts/" + HOST, null).statusCode());
-            auditLinesWith("remove the DH-HMAC-CHAP settings of host " + HOST);
-            problem(api.call("GET", "/api/v1/hosts/" + HOST, null), 404, "has no DH-HMAC-CHAP settings");
-            problem(api.call("DELETE", "/api/v1/hosts/" + HOST, null), 404, "has no DH-HMAC-CHAP settings");
+            auditLinesWith("remove the security settings of host " + HOST);
+            problem(api.call("GET", "/api/v1/hosts/" + HOST, null), 404, "has no security settings");
+            problem(api.call("DELETE", "/api/v1/hosts/" + HOST, null), 404, "has no security settings");
             assertEquals("[]", api.call("GET", "/api/v1/hosts", null).body());
             assertFalse(Files.readString(state.path()).contains("DHHC-1"), "removed from the state file");
             moveData(connected, 8);
@@ -318,15 +318,15 @@ class HostSecretsApiTest {
             assertEquals(200, dry.statusCode(), dry.body());
             assertNoSecret("the dry run's answer", dry.body());
             String changes = json(dry).get("changes").toString();
-            assertTrue(changes.contains("set the DH-HMAC-CHAP settings of host " + OTHER + " (sha256, group ffdhe3072)")
-                    && changes.contains("rotate the DH-HMAC-CHAP settings of host " + HOST), changes);
+            assertTrue(changes.contains("set the security settings of host " + OTHER + " (DH-HMAC-CHAP sha256, group ffdhe3072)")
+                    && changes.contains("rotate the security settings of host " + HOST), changes);
             problem(api.call("GET", "/api/v1/hosts/" + OTHER, null), 404, OTHER);
             assertTrue(java.util.Arrays.equals(savedBefore, Files.readAllBytes(state.path())), "a dry run saves nothing");
         }
         HttpResponse<String> merged = api.call("POST", "/api/v1/config/import?mode=merge", doc);
         assertEquals(200, merged.statusCode(), merged.body());
         assertNoSecret("the import's answer", merged.body());
-        for (String line : auditLinesWith("rotate the DH-HMAC-CHAP settings of host " + HOST)) {
+        for (String line : auditLinesWith("rotate the security settings of host " + HOST)) {
             assertNoSecret("the audit log", line);
         }
         refused(() -> connect(OTHER, null, null), "the imported host without its secret");
@@ -345,7 +345,7 @@ class HostSecretsApiTest {
         assertNoSecret("the import's refusal", bad.body());
         HttpResponse<String> keyless = api.call("POST", "/api/v1/config/import?mode=merge", "{\"hosts\":[{\"nqn\":\""
                 + OTHER + "\"}]}");
-        problem(keyless, 400, "dhchapKey is missing");
+        problem(keyless, 400, "dhchapKey and tlsKey are missing");
         try (NvmeofController c = connect(OTHER, otherKey, null)) {
             moveData(c, 3); // the refused imports changed nothing
         }

@@ -28,12 +28,12 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Importing an nvmetcli or SPDK configuration whose security this target cannot carry over (a port that requires a
- * secure channel, TLS and the hosts' TLS keys, SPDK's namespaces visible only to some hosts and read-only bdevs):
- * refused (422), naming each setting and the override, and nothing changes; with {@code dropSecurity=true} it is
- * imported, and each dropped setting is reported in the answer and logged. The hosts' DH-HMAC-CHAP keys are carried
- * over (nvmetcli's dhchap attributes, SPDK's keyring files), so those hosts must authenticate here too. Keys never
- * appear in answers or logs.
+ * Importing an nvmetcli or SPDK configuration whose security this target cannot carry over (SPDK's namespaces visible
+ * only to some hosts and read-only bdevs): refused (422), naming each setting and the override, and nothing changes;
+ * with {@code dropSecurity=true} it is imported, and each dropped setting is reported in the answer and logged. The
+ * hosts' DH-HMAC-CHAP keys (nvmetcli's dhchap attributes, SPDK's keyring files), SPDK's TLS PSKs and the ports' TLS
+ * (nvmet's addr_tsas tls1.3, SPDK's secure_channel) are carried over, so those hosts must authenticate and use TLS
+ * here too. Keys never appear in answers or logs.
  */
 @Timeout(60)
 class SecuredImportTest {
@@ -48,6 +48,12 @@ class SecuredImportTest {
     /** The files of spdk-secured.json's keyring keys key0 and ckey0, HOST_1's keys there. */
     static final String SPDK_KEY_0 = "DHHC-1:00:c3Bkay1rZXkwLWhvc3Qta2V5LW5vdC10by1iZS1zaG+OUJjk:";
     static final String SPDK_CKEY_0 = "DHHC-1:00:c3Bkay1ja2V5MC1jdHJsLWtleS1ub3QtdG8tYmUtc2hk6Wlq:";
+    /** The file of spdk-secured.json's keyring key psk0, HOST_1's TLS PSK there. */
+    static final String SPDK_PSK_0 = io.nvmeof.protocol.tls.ConfiguredPsk.format(
+            io.nvmeof.protocol.tls.TlsPskHash.SHA256, "spdk-psk0-not-to-be-shown-anywhr".getBytes(StandardCharsets.US_ASCII));
+    /** A TLS key given over the API to an nvmetcli host (nvmet keeps them in the kernel's keyring, not the document). */
+    static final String NVMET_TLS_KEY_1 = io.nvmeof.protocol.tls.ConfiguredPsk.format(
+            io.nvmeof.protocol.tls.TlsPskHash.SHA256, "nvmet-host1-tls-key-not-to-show!".getBytes(StandardCharsets.US_ASCII));
 
     @TempDir
     Path dir;
@@ -72,6 +78,7 @@ class SecuredImportTest {
         keys = Files.createDirectories(dir.resolve("images/keys"));
         keyFile("key0", SPDK_KEY_0);
         keyFile("ckey0", SPDK_CKEY_0);
+        keyFile("psk0", SPDK_PSK_0);
         image = dir.resolve("images/secured.img");
         try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
             f.setLength(1 << 20);
@@ -99,8 +106,12 @@ class SecuredImportTest {
         }
     }
 
+    /** TLS keys of the hosts whose listener requires TLS: connect() uses them. */
+    private final java.util.Map<String, String> tlsKeys = new java.util.HashMap<>();
+
     private NvmeofController connect(String host, String secret, String ctrlSecret) {
-        ConnectOptions.Builder b = ConnectOptions.builder().hostNqn(host).ctrlLossTimeout(java.time.Duration.ZERO);
+        ConnectOptions.Builder b = ConnectOptions.builder().hostNqn(host).ctrlLossTimeout(java.time.Duration.ZERO)
+                .tlsKey(tlsKeys.get(host));
         if (secret != null) {
             b.dhchapSecret(secret);
         }
@@ -123,7 +134,8 @@ class SecuredImportTest {
     }
 
     private static void noSecretIn(String what, String text) {
-        for (String secret : List.of(NVMET_KEY_1, NVMET_KEY_2, NVMET_CTRL_KEY_2, SPDK_KEY_0, SPDK_CKEY_0)) {
+        for (String secret : List.of(NVMET_KEY_1, NVMET_KEY_2, NVMET_CTRL_KEY_2, SPDK_KEY_0, SPDK_CKEY_0, SPDK_PSK_0,
+                NVMET_TLS_KEY_1)) {
             assertFalse(text.contains(secret.substring(10, 30)), what + " shows a secret: " + text);
         }
         // Messages may name the forms ("DHHC-1:xx:...:"), never a secret in one.
@@ -157,7 +169,7 @@ class SecuredImportTest {
             assertEquals(200, imported.statusCode(), imported.body());
             noSecretIn("the import's answer", imported.body());
             for (String host : hostsSet) {
-                assertTrue(json(imported).get("changes").toString().contains("set the DH-HMAC-CHAP settings of host "
+                assertTrue(json(imported).get("changes").toString().contains("set the security settings of host "
                         + host), imported.body());
                 JsonNode set = json(api.call("GET", "/api/v1/hosts/" + host, null));
                 assertTrue(set.get("dhchapKeySet").asBoolean(), set.toString());
@@ -180,29 +192,49 @@ class SecuredImportTest {
     }
 
     /**
-     * The TLS settings are refused unless dropped; the hosts' DH-HMAC-CHAP keys (flat dhchap_* and the dhchap group,
-     * with hash, group and controller key) are carried over, and both hosts must authenticate.
+     * Nothing is lost: the port's TLS (addr_tsas tls1.3, addr_treq required) makes the listener require TLS, and the
+     * hosts' DH-HMAC-CHAP keys (flat dhchap_* and the dhchap group, with hash, group and controller key) come along; the
+     * hosts' TLS keys, which nvmet keeps in the kernel's keyring, are given over the API. Then a host must both use TLS
+     * and authenticate.
      */
     @Test
-    void aSecuredNvmetcliConfigurationIsRefusedUnlessTheAdminDropsItsSecurity() throws Exception {
-        refusedThenImportedWithTheOverride("nvmetcli", "merge", document("nvmetcli-secured.json"), List.of(
-                "ports[0].addr.treq=required", "ports[0].addr.tsas=tls1.3"), List.of(HOST_1, HOST_2));
-        mustAuthenticate(HOST_1, NVMET_KEY_1, null);
-        mustAuthenticate(HOST_2, NVMET_KEY_2, NVMET_CTRL_KEY_2);
+    void aSecuredNvmetcliConfigurationImportsWithItsTlsPortAndHostKeys() throws Exception {
+        HttpResponse<String> imported = api.call("POST", "/api/v1/config/import?mode=merge&format=nvmetcli",
+                document("nvmetcli-secured.json"));
+        assertEquals(200, imported.statusCode(), imported.body());
+        noSecretIn("the import's answer", imported.body());
+        assertTrue(json(imported).get("notMapped").toString().contains("ports[0].addr.tsas=tls1.3: the hosts' TLS"
+                + " keys are in the kernel's keyring"), imported.body());
+        assertTrue(api.call("GET", "/api/v1/listeners", null).body().contains("\"tls\":\"required\""));
         JsonNode host2 = json(api.call("GET", "/api/v1/hosts/" + HOST_2, null));
         assertEquals("sha384", host2.get("dhchapHash").asText(), host2.toString());
         assertEquals("ffdhe2048", host2.get("dhchapDhGroup").asText(), host2.toString());
         assertTrue(host2.get("dhchapCtrlKeySet").asBoolean(), host2.toString());
+        assertThrows(io.nvmeof.initiator.NvmeofException.class, () -> connect(HOST_1, NVMET_KEY_1, null).close(),
+                "the listener requires TLS, and the host has no TLS key here yet");
+        HttpResponse<String> put = api.call("PUT", "/api/v1/hosts/" + HOST_1, "{\"dhchapKey\":\"" + NVMET_KEY_1
+                + "\",\"tlsKey\":\"" + NVMET_TLS_KEY_1 + "\"}");
+        assertEquals(200, put.statusCode(), put.body());
+        noSecretIn("the PUT's answer", put.body());
+        assertTrue(json(put).get("tlsKeySet").asBoolean(), put.body());
+        tlsKeys.put(HOST_1, NVMET_TLS_KEY_1);
+        mustAuthenticate(HOST_1, NVMET_KEY_1, null);
     }
 
     @Test
     void aSecuredSpdkConfigurationIsRefusedUnlessTheAdminDropsItsSecurity() throws Exception {
         refusedThenImportedWithTheOverride("spdk", "replace", document("spdk-secured.json"), List.of(
-                "nvmf_subsystem_add_host(" + SUB + ", " + HOST_1 + ").psk",
                 "nvmf_subsystem_add_ns(" + SUB + ", nsid 1).no_auto_visible=true",
-                "bdev_aio_create(AIO0).readonly=true",
-                "nvmf_subsystem_add_listener(" + SUB + ", TCP 127.0.0.1:" + port + ").secure_channel=true"),
+                "bdev_aio_create(AIO0).readonly=true"),
                 List.of(HOST_1));
+        JsonNode host1 = json(api.call("GET", "/api/v1/hosts/" + HOST_1, null));
+        assertTrue(host1.get("tlsKeySet").asBoolean(), "the psk came along: " + host1);
+        assertEquals("standard", host1.get("tlsKeyDerivation").asText(), "SPDK derives the standard way");
+        assertTrue(api.call("GET", "/api/v1/listeners", null).body().contains("\"tls\":\"required\""),
+                "secure_channel: the listener requires TLS");
+        assertThrows(io.nvmeof.initiator.NvmeofException.class, () -> connect(HOST_1, SPDK_KEY_0, SPDK_CKEY_0).close(),
+                "the listener requires TLS");
+        tlsKeys.put(HOST_1, SPDK_PSK_0);
         mustAuthenticate(HOST_1, SPDK_KEY_0, SPDK_CKEY_0);
     }
 

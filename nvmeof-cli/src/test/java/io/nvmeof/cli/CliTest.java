@@ -133,16 +133,22 @@ class CliTest {
     @Test
     void aSecuredImportIsRefusedUnlessItsSecurityIsDropped() throws Exception {
         Path saved = dir.resolve("config.json");
+        // A port that requires a secure channel but names none (no tsas): nothing here would secure it.
         Files.writeString(saved, "{\"ports\":[{\"portid\":1,\"addr\":{\"adrfam\":\"ipv4\",\"traddr\":\"127.0.0.1\","
-                + "\"trsvcid\":\"4420\",\"trtype\":\"tcp\",\"treq\":\"required\",\"tsas\":\"tls1.3\"},"
+                + "\"trsvcid\":\"4420\",\"trtype\":\"tcp\",\"treq\":\"required\"},"
                 + "\"subsystems\":[]}],\"subsystems\":[]}");
         String err = run(1, "target", "--no-admin", "--import-nvmetcli", saved.toString(), "--print-config")[1];
-        assertTrue(err.contains("ports[0].addr.treq=required") && err.contains("ports[0].addr.tsas=tls1.3")
-                && err.contains("--drop-security"), err);
+        assertTrue(err.contains("ports[0].addr.treq=required") && err.contains("--drop-security"), err);
         String[] started = run(0, "target", "--no-admin", "--import-nvmetcli", saved.toString(), "--drop-security",
                 "--print-config");
         assertTrue(started[1].contains("dropped security setting ports[0].addr.treq=required"), started[1]);
         assertEquals(4420, new ObjectMapper().readTree(started[0]).at("/listeners/0/port").asInt(), started[0]);
+        // With TLS 1.3 named (tsas), the port's TLS is carried over: nothing to drop.
+        Files.writeString(saved, "{\"ports\":[{\"portid\":1,\"addr\":{\"adrfam\":\"ipv4\",\"traddr\":\"127.0.0.1\","
+                + "\"trsvcid\":\"4420\",\"trtype\":\"tcp\",\"treq\":\"required\",\"tsas\":\"tls1.3\"},"
+                + "\"subsystems\":[]}],\"subsystems\":[]}");
+        String[] tls = run(0, "target", "--no-admin", "--import-nvmetcli", saved.toString(), "--print-config");
+        assertEquals("required", new ObjectMapper().readTree(tls[0]).at("/listeners/0/tls").asText(), tls[0]);
     }
 
     /**

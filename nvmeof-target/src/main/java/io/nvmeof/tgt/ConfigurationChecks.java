@@ -3,6 +3,7 @@ package io.nvmeof.tgt;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.auth.HostAuth;
+import io.nvmeof.tgt.auth.HostSecurity;
 import io.nvmeof.tgt.auth.HostAuthRegistry;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
@@ -57,7 +58,7 @@ final class ConfigurationChecks {
      *
      * @throws ConfigurationException INVALID naming the host and the field, never the secret
      */
-    static HostAuth checkHostEntry(HostConfig h) {
+    static HostSecurity checkHostEntry(HostConfig h) {
         if (h == null || h.nqn() == null) {
             throw invalid("a host's nqn is required");
         }
@@ -66,17 +67,20 @@ final class ConfigurationChecks {
             throw invalid("host NQN " + Nqn.display(h.nqn()) + ": " + why);
         }
         HostAuth auth;
+        io.nvmeof.protocol.tls.ConfiguredPsk tls;
         try {
             auth = HostAuthRegistry.parse(h);
+            tls = io.nvmeof.tgt.auth.TlsKeys.parse(h);
         } catch (IllegalArgumentException e) {
             throw invalid(e.getMessage());
         }
-        if (auth == null) {
-            throw invalid("host " + Nqn.display(h.nqn()) + ": dhchapKey is missing; setting a host's DH-HMAC-CHAP"
-                    + " settings needs its secret (as 'nvme gen-dhchap-key' prints it), and a host's settings are"
-                    + " removed on their own (DELETE /api/v1/hosts/{hostnqn})");
+        if (auth == null && tls == null) {
+            throw invalid("host " + Nqn.display(h.nqn()) + ": dhchapKey and tlsKey are missing; setting a host's"
+                    + " security settings needs its DH-HMAC-CHAP secret (as 'nvme gen-dhchap-key' prints it), its TLS"
+                    + " key (as 'nvme gen-tls-key' prints it) or both, and a host's settings are removed on their own"
+                    + " (DELETE /api/v1/hosts/{hostnqn})");
         }
-        return auth;
+        return new HostSecurity(h.nqn(), auth, tls);
     }
 
     /** {@code l} with its defaults filled in (transport tcp, port 4420), checked; the id stays as given. */

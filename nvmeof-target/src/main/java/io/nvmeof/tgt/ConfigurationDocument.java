@@ -3,6 +3,7 @@ package io.nvmeof.tgt;
 import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.LiveConfiguration.Store;
 import io.nvmeof.tgt.auth.HostAuth;
+import io.nvmeof.tgt.auth.HostSecurity;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
@@ -133,10 +134,13 @@ final class ConfigurationDocument {
      * The document entry for a host's checked settings: the secrets in their canonical form (as {@code nvme
      * gen-dhchap-key} prints them, without the spaces or line ends they may have come with), hash and group as given.
      */
-    static HostConfig entry(HostConfig given, HostAuth auth) {
-        return new HostConfig(auth.hostNqn(), auth.hostKey().representation(),
-                auth.ctrlKey() != null ? auth.ctrlKey().representation() : null, given.dhchapHash(),
-                given.dhchapDhGroup());
+    static HostConfig entry(HostConfig given, HostSecurity sec) {
+        HostAuth auth = sec.dhchap();
+        return new HostConfig(sec.hostNqn(), auth != null ? auth.hostKey().representation() : null,
+                auth != null && auth.ctrlKey() != null ? auth.ctrlKey().representation() : null,
+                auth != null ? given.dhchapHash() : null, auth != null ? given.dhchapDhGroup() : null,
+                sec.tls() != null ? given.tlsKey().trim() : null,
+                sec.tls() != null ? sec.tls().derivation().label() : null);
     }
 
     /** The document entry for a live subsystem: its effective values; namespaces as configured, NSIDs and UUIDs filled. */

@@ -4,16 +4,19 @@ import static io.nvmeof.tgt.ConfigurationChecks.invalid;
 import static io.nvmeof.tgt.ImportStep.commitOnly;
 
 import io.nvmeof.protocol.fabrics.Nqn;
+import io.nvmeof.protocol.tls.ConfiguredPsk;
 import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.auth.HostAuth;
 import io.nvmeof.tgt.auth.HostAuthRegistry;
+import io.nvmeof.tgt.auth.HostSecurity;
+import io.nvmeof.tgt.auth.TlsKeys;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
 /**
- * Plans an import's {@code hosts} (DH-HMAC-CHAP settings): each entry the document gives is set, or rotated when the
+ * Plans an import's {@code hosts} (DH-HMAC-CHAP settings and TLS keys): each entry the document gives is set, or rotated when the
  * host has other settings; an entry equal to the live one changes nothing. Hosts the document does not name keep
  * their settings in {@code replace} mode too: exports never carry secrets, so importing an exported document must not
  * strip the hosts' authentication (removing a host's settings is a request of its own).
@@ -23,10 +26,12 @@ import java.util.Set;
  */
 final class HostImportPlanner {
     private final HostAuthRegistry registry;
+    private final TlsKeys tlsKeys;
     private final ImportPlan plan;
 
-    HostImportPlanner(HostAuthRegistry registry, ImportPlan plan) {
+    HostImportPlanner(HostAuthRegistry registry, TlsKeys tlsKeys, ImportPlan plan) {
         this.registry = registry;
+        this.tlsKeys = tlsKeys;
         this.plan = plan;
     }
 
@@ -35,24 +40,26 @@ final class HostImportPlanner {
         Set<String> named = new HashSet<>();
         for (int i = 0; i < hosts.size(); i++) {
             String where = "hosts[" + i + "]";
-            HostAuth auth = checked(where, hosts.get(i));
-            if (!named.add(auth.hostNqn())) {
-                throw invalid(where + ": host " + Nqn.display(auth.hostNqn()) + " is in the document twice");
+            HostSecurity sec = checked(where, hosts.get(i));
+            String nqn = sec.hostNqn();
+            if (!named.add(nqn)) {
+                throw invalid(where + ": host " + Nqn.display(nqn) + " is in the document twice");
             }
-            HostAuth live = registry.lookup(auth.hostNqn());
-            if (auth.sameSettingsAs(live)) {
+            HostAuth live = registry.lookup(nqn);
+            ConfiguredPsk liveTls = tlsKeys.lookup(nqn);
+            if (sec.sameAs(live, liveTls)) {
                 continue;
             }
-            plan.hostsAfter.put(auth.hostNqn(), ConfigurationDocument.entry(hosts.get(i), auth));
-            plan.steps.add(commitOnly((live == null ? "set" : "rotate") + " the DH-HMAC-CHAP settings of host "
-                    + auth.hostNqn() + " (" + auth.summary() + ")", () -> registry.put(auth)));
+            plan.hostsAfter.put(nqn, ConfigurationDocument.entry(hosts.get(i), sec));
+            plan.steps.add(commitOnly((live == null && liveTls == null ? "set" : "rotate") + " the security settings"
+                    + " of host " + nqn + " (" + sec.summary() + ")", () -> sec.apply(registry, tlsKeys)));
         }
     }
 
     /** The entry checked as a PUT checks it, its place in the document named. */
-    private static HostAuth checked(String where, HostConfig entry) {
+    private static HostSecurity checked(String where, HostConfig entry) {
         if (entry == null) {
-            throw invalid(where + " is null: give a host's nqn and dhchapKey there, or remove it");
+            throw invalid(where + " is null: give a host's nqn and dhchapKey or tlsKey there, or remove it");
         }
         try {
             return ConfigurationChecks.checkHostEntry(entry);

@@ -8,6 +8,7 @@ import static io.nvmeof.tgt.ConfigurationChecks.notFound;
 
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.auth.HostAuth;
+import io.nvmeof.tgt.auth.HostSecurity;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
@@ -497,65 +498,69 @@ public final class LiveConfiguration {
     // ------------------------------------------------------------------------------------------ hosts' secrets
 
     /**
-     * A host's DH-HMAC-CHAP settings as they may be shown: whether each secret is set, never a secret. Hash and group
-     * are the effective ones (the defaults filled in) for a host that must authenticate.
+     * A host's security settings as they may be shown: whether each secret and key is set, never one. Hash and group are
+     * the effective ones (the defaults filled in) for a host that must authenticate.
      */
     public record HostAuthenticationView(String nqn, boolean dhchapKeySet, boolean dhchapCtrlKeySet, String dhchapHash,
-                                         String dhchapDhGroup) {
+                                         String dhchapDhGroup, boolean tlsKeySet, String tlsKeyDerivation) {
     }
 
-    /** Every host with DH-HMAC-CHAP settings, in the order they were set. */
+    /** Every host with security settings (DH-HMAC-CHAP, a TLS key), in the order they were set. */
     public synchronized List<HostAuthenticationView> hostAuthentications() {
         return document.hosts.values().stream().map(this::view).toList();
     }
 
-    /** One host's DH-HMAC-CHAP settings (404 when it has none). */
+    /** One host's security settings (404 when it has none). */
     public synchronized HostAuthenticationView hostAuthentication(String hostNqn) {
         HostConfig h = document.hosts.get(hostNqn);
         if (h == null) {
-            throw notFound("host " + Nqn.display(hostNqn) + " has no DH-HMAC-CHAP settings");
+            throw notFound("host " + Nqn.display(hostNqn) + " has no security settings (DH-HMAC-CHAP or TLS key)");
         }
         return view(h);
     }
 
     private HostAuthenticationView view(HostConfig h) {
         HostAuth a = target.core().hostAuth().lookup(h.nqn());
+        io.nvmeof.protocol.tls.ConfiguredPsk tls = target.core().tlsKeys().lookup(h.nqn());
+        String derivation = tls != null ? tls.derivation().label() : null;
         return a != null ? new HostAuthenticationView(h.nqn(), true, a.ctrlKey() != null, a.hash().shortName(),
-                a.dhGroup().groupName())
-                : new HostAuthenticationView(h.nqn(), false, false, h.dhchapHash(), h.dhchapDhGroup());
+                a.dhGroup().groupName(), tls != null, derivation)
+                : new HostAuthenticationView(h.nqn(), false, false, null, null, tls != null, derivation);
     }
 
     /**
-     * Sets or replaces (rotates) one host's DH-HMAC-CHAP settings, checked as a start checks them. Every Connect and
-     * every transaction the host starts from now on uses them; queues that authenticated before keep serving, and a
-     * transaction in progress finishes with the key it began with (as nvmet and SPDK rotate keys).
+     * Sets or replaces (rotates) one host's security settings (DH-HMAC-CHAP, TLS key, or both; what the body leaves
+     * out is removed), checked as a start checks them. Every Connect, TLS handshake and transaction the host starts
+     * from now on uses them; queues that authenticated or shook hands before keep serving, and a transaction in
+     * progress finishes with the key it began with (as nvmet and SPDK rotate keys).
      *
      * @throws ConfigurationException INVALID naming the field, never the secret
      */
     public synchronized HostAuthenticationView setHostAuthentication(HostConfig given) {
-        HostAuth auth = ConfigurationChecks.checkHostEntry(given);
-        HostConfig entry = ConfigurationDocument.entry(given, auth);
-        document.save(document.withHost(auth.hostNqn(), entry));
-        boolean rotated = target.core().hostAuth().lookup(auth.hostNqn()) != null;
-        target.core().hostAuth().put(auth);
-        document.hosts.put(auth.hostNqn(), entry);
-        LOG.info("host {}: DH-HMAC-CHAP settings {} ({})", Nqn.display(auth.hostNqn()), rotated ? "rotated" : "set",
-                auth.summary());
+        HostSecurity sec = ConfigurationChecks.checkHostEntry(given);
+        String nqn = sec.hostNqn();
+        HostConfig entry = ConfigurationDocument.entry(given, sec);
+        document.save(document.withHost(nqn, entry));
+        boolean rotated = document.hosts.containsKey(nqn);
+        sec.apply(target.core().hostAuth(), target.core().tlsKeys());
+        document.hosts.put(nqn, entry);
+        LOG.info("host {}: security settings {} ({})", Nqn.display(nqn), rotated ? "rotated" : "set", sec.summary());
         return view(entry);
     }
 
     /**
-     * Removes one host's DH-HMAC-CHAP settings: its next Connect needs no secret. Its queues stay connected; a
-     * re-authentication it starts on one of them fails, since it has no secret here any more.
+     * Removes one host's security settings: its next Connect needs no secret, and plain TCP is open to it again. Its
+     * queues stay connected; a re-authentication it starts on one of them fails, since it has no secret here any more.
      */
     public synchronized void removeHostAuthentication(String hostNqn) {
         if (!document.hosts.containsKey(hostNqn)) {
-            throw notFound("host " + Nqn.display(hostNqn) + " has no DH-HMAC-CHAP settings");
+            throw notFound("host " + Nqn.display(hostNqn) + " has no security settings (DH-HMAC-CHAP or TLS key)");
         }
         document.save(document.withHost(hostNqn, null));
         target.core().hostAuth().remove(hostNqn);
+        target.core().tlsKeys().set(hostNqn, null);
         document.hosts.remove(hostNqn);
-        LOG.info("host {}: DH-HMAC-CHAP settings removed; it connects without authenticating", Nqn.display(hostNqn));
+        LOG.info("host {}: security settings removed; it connects without authenticating", Nqn.display(hostNqn));
     }
 
     // ------------------------------------------------------------------------------------------ statistics

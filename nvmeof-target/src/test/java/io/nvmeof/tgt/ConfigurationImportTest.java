@@ -91,7 +91,7 @@ class ConfigurationImportTest {
 
         ImportResult r = live.importConfiguration(before.withHosts(List.of(new TargetConfig.HostConfig(imported,
                 importedKey, null, null, "ffdhe2048"))), ImportMode.REPLACE, false, n -> { });
-        assertEquals(List.of("set the DH-HMAC-CHAP settings of host " + imported + " (sha256, group ffdhe2048)"),
+        assertEquals(List.of("set the security settings of host " + imported + " (DH-HMAC-CHAP sha256, group ffdhe2048)"),
                 r.changes());
         assertNull(r.config().hosts(), "the answer carries no secret");
         assertEquals(1, saved.size(), "saved once");

@@ -29,7 +29,7 @@ public final class KeyFiles {
     }
 
     /**
-     * The file's one DH-HMAC-CHAP secret, checked (form, length, CRC). As SPDK's file keyring, the file must be a
+     * The file's one DH-HMAC-CHAP secret or TLS PSK (interchange format), checked (form, length, CRC). As SPDK's file keyring, the file must be a
      * regular file that only its owner may read or write: a key other users could read is known to them.
      *
      * @throws IllegalArgumentException naming the key and the path and what is wrong, never the file's content
@@ -68,9 +68,13 @@ public final class KeyFiles {
         }
         if (text.chars().anyMatch(Character::isWhitespace)) {
             throw new IllegalArgumentException(which + " holds more than one word; a key file holds one DH-HMAC-CHAP"
-                    + " secret (DHHC-1:xx:...:)");
+                    + " secret (DHHC-1:xx:...:) or one TLS PSK (NVMeTLSkey-1:xx:...:)");
         }
         try {
+            if (text.startsWith(io.nvmeof.protocol.tls.ConfiguredPsk.PREFIX)) {
+                io.nvmeof.protocol.tls.ConfiguredPsk.parse(text); // checked: form, length, CRC
+                return text;
+            }
             return DhchapSecret.parse(text).representation();
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(which + ": " + e.getMessage()); // says what is wrong, not the secret

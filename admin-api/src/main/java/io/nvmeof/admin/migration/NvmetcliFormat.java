@@ -224,7 +224,7 @@ public final class NvmetcliFormat {
         }
         String traddr = addr.field("traddr").nonEmptyText();
         int trsvcid = (int) addr.field("trsvcid").integer(1, 65535);
-        readAddrExtras(addr, notMapped);
+        String tls = readAddrExtras(addr, trtype, notMapped);
         Integer inlineDataSize = readParams(port.field("param").optObject(), notMapped);
         readReferrals(port.field("referrals"), notMapped);
         readAnaGroups(port.field("ana_groups"), notMapped);
@@ -238,34 +238,54 @@ public final class NvmetcliFormat {
         }
         // nvmet: no subsystem linked = the port serves discovery only. Ours: empty = every subsystem.
         List<String> subsystems = exposed.isEmpty() ? List.of(DISCOVERY_NQN) : List.copyOf(exposed);
-        return new ListenerConfig((int) portid, trtype, traddr, trsvcid, inlineDataSize, null, subsystems);
+        return new ListenerConfig((int) portid, trtype, traddr, trsvcid, inlineDataSize, null, subsystems, tls);
     }
 
-    /** treq and tsas ask for secure channels (TLS), which we do not offer; other addr keys are unknown. */
-    private static void readAddrExtras(JsonAt addr, ImportReport notMapped) {
+    /**
+     * The port's TLS from its tsas and treq (nvmet: tsas tls1.3 secures the port; treq says whether TLS is required,
+     * which it is unless "not required"), as our listener's tls: null (none), "required" or "allowed". Other addr keys
+     * are unknown. The hosts' TLS keys live in the kernel's keyring, not in the document: they are set per host here.
+     */
+    private static String readAddrExtras(JsonAt addr, String trtype, ImportReport notMapped) {
+        String treq = null;
+        String tsas = null;
         for (String key : addr.fieldNames()) {
             JsonAt value = addr.field(key);
             switch (key) {
                 case "trtype", "adrfam", "traddr", "trsvcid":
                     break;
                 case "treq":
-                    String treq = value.optText();
-                    if (treq != null && !treq.equals("not specified") && !treq.equals("not required")) {
-                        notMapped.securityLost(value.path() + "=" + treq + ": the port admits hosts only over a secure"
-                                + " channel (TLS); here they would connect in clear text (not supported)");
-                    }
+                    treq = value.optText();
                     break;
                 case "tsas":
-                    String tsas = value.optText();
-                    if (tsas != null && !tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("not specified")) {
-                        notMapped.securityLost(value.path() + "=" + tsas + ": the port secures its connections with"
-                                + " TLS; here they would be in clear text (not supported)");
-                    }
+                    tsas = value.optText();
                     break;
                 default:
                     notMapped.add(value.path() + "=" + value.display() + ": not an nvmet port address field; ignored");
             }
         }
+        boolean tls13 = tsas != null && tsas.equals("tls1.3");
+        boolean secureRequired = treq != null && treq.equals("required");
+        if (tsas != null && !tls13 && !tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("not specified")) {
+            notMapped.securityLost(addr.path() + ".tsas=" + tsas + ": only TLS 1.3 (tls1.3) secures NVMe/TCP here;"
+                    + " the port would be in clear text");
+            return null;
+        }
+        if (!tls13) {
+            if (secureRequired) {
+                notMapped.securityLost(addr.path() + ".treq=required: the port admits hosts only over a secure channel,"
+                        + " but names none (tsas); here they would connect in clear text");
+            }
+            return null;
+        }
+        if (!trtype.equals("tcp")) {
+            notMapped.securityLost(addr.path() + ".tsas=tls1.3 on a " + trtype + " port: TLS is for NVMe/TCP only");
+            return null;
+        }
+        notMapped.add(addr.path() + ".tsas=tls1.3: the hosts' TLS keys are in the kernel's keyring, not in the document;"
+                + " give each host its key (PUT /api/v1/hosts/{hostnqn} with tlsKey, tlsKeyDerivation legacy for keys"
+                + " that nvme-cli 2.15 or earlier derived)");
+        return treq != null && treq.equals("not required") ? "allowed" : "required";
     }
 
     /** Returns inline_data_size (null: the transport's default); lists every other non-default parameter. */

@@ -13,16 +13,16 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * The hosts' DH-HMAC-CHAP keys of an SPDK save_config document on import: the {@code keyring} subsystem's
- * {@code keyring_file_add_key} calls name files, and {@code nvmf_subsystem_add_host}'s {@code dhchap_key} and
- * {@code dhchap_ctrlr_key} name those keys. Each key a host uses is read from its file ({@link KeyFiles.Reader}) and
+ * The hosts' DH-HMAC-CHAP keys and TLS PSKs of an SPDK save_config document on import: the {@code keyring}
+ * subsystem's {@code keyring_file_add_key} calls name files, and {@code nvmf_subsystem_add_host}'s {@code dhchap_key},
+ * {@code dhchap_ctrlr_key} and {@code psk} name those keys (an older SPDK's {@code psk} names the file itself). Each key a host uses is read from its file ({@link KeyFiles.Reader}) and
  * becomes the host's entry in our {@code hosts}. SPDK keeps keys per subsystem and host; here a host has one setting
  * for every subsystem, so a host given different keys on two subsystems is refused, and one given keys on one
  * subsystem only is said to authenticate on all of them. SPDK sets no hash or group per host: ours take the defaults.
  */
 final class SpdkHostKeys {
     /** One host's key names and where they were first given. */
-    private record HostKeyNames(String key, String ctrlKey, String label) {
+    private record HostKeyNames(String key, String ctrlKey, String psk, String label) {
     }
 
     private final ImportReport notMapped;
@@ -66,15 +66,24 @@ final class SpdkHostKeys {
     void readHost(SpdkCall call, String host, String label) {
         String key = keyName(call.params().field("dhchap_key"), label);
         String ctrlKey = keyName(call.params().field("dhchap_ctrlr_key"), label);
-        if (key == null && ctrlKey == null) {
+        String psk = keyName(call.params().field("psk"), label);
+        if (psk != null && !psk.startsWith("/") && !keyring.containsKey(psk)) {
+            // A PSK of the kernel's keyring (keyring_linux) or of a keyring the document leaves out: not readable here.
+            notMapped.securityLost(label + ".psk: key " + psk + " is not in the document's keyring (a Linux kernel"
+                    + " keyring key cannot be read here): the host would connect without TLS; give it its TLS key"
+                    + " with PUT /api/v1/hosts/{hostnqn} (tlsKey) after the import");
+            psk = null;
+        }
+        if (key == null && ctrlKey == null && psk == null) {
             withoutKeys.computeIfAbsent(host, h -> new LinkedHashSet<>()).add(label);
             return;
         }
-        HostKeyNames given = new HostKeyNames(key, ctrlKey, label);
+        HostKeyNames given = new HostKeyNames(key, ctrlKey, psk, label);
         HostKeyNames first = hosts.putIfAbsent(host, given);
         if (first != null && !(Objects.equals(secret(first.key(), first.label()), secret(key, label))
-                && Objects.equals(secret(first.ctrlKey(), first.label()), secret(ctrlKey, label)))) {
-            throw new IllegalArgumentException(label + ": host " + host + " has other DH-HMAC-CHAP keys than in "
+                && Objects.equals(secret(first.ctrlKey(), first.label()), secret(ctrlKey, label))
+                && Objects.equals(secret(first.psk(), first.label()), secret(psk, label)))) {
+            throw new IllegalArgumentException(label + ": host " + host + " has other keys than in "
                     + first.label() + "; this target keeps one setting per host for all subsystems: give the host the"
                     + " same keys everywhere, or import the subsystems one at a time and set its keys after");
         }
@@ -89,7 +98,7 @@ final class SpdkHostKeys {
             throw new IllegalArgumentException(label + "." + leaf(at) + " must name a key of SPDK's keyring");
         }
         String name = at.node().textValue();
-        if (name.startsWith("DHHC-1:")) {
+        if (name.startsWith("DHHC-1:") || name.startsWith("NVMeTLSkey-")) {
             throw new IllegalArgumentException(label + "." + leaf(at) + " holds a secret itself where SPDK names a"
                     + " key of its keyring (keyring_file_add_key); the secret is not repeated here");
         }
@@ -109,6 +118,12 @@ final class SpdkHostKeys {
         if (known != null) {
             return known;
         }
+        if (name.startsWith("/")) {
+            // SPDK before 24.05 named the PSK's file itself in nvmf_subsystem_add_host's psk.
+            String secret = files.read(name, name);
+            secrets.put(name, secret);
+            return secret;
+        }
         JsonAt path = keyring.get(name);
         if (path == null) {
             throw new IllegalArgumentException(label + ": key " + name + " is not added by any keyring_file_add_key"
@@ -124,23 +139,25 @@ final class SpdkHostKeys {
         List<HostConfig> entries = new ArrayList<>();
         for (Map.Entry<String, HostKeyNames> e : hosts.entrySet()) {
             HostKeyNames names = e.getValue();
+            // SPDK derives TLS PSKs the specification's (standard) way.
             HostConfig entry = new HostConfig(e.getKey(), secret(names.key(), names.label()),
-                    secret(names.ctrlKey(), names.label()), null, null);
+                    secret(names.ctrlKey(), names.label()), null, null, secret(names.psk(), names.label()), null);
             try {
                 HostAuthRegistry.parse(entry);
+                io.nvmeof.tgt.auth.TlsKeys.parse(entry);
             } catch (IllegalArgumentException x) {
                 throw new IllegalArgumentException(names.label() + ": " + x.getMessage(), x); // never the secret
             }
             entries.add(entry);
             for (String label : withoutKeys.getOrDefault(e.getKey(), Set.of())) {
-                notMapped.add(label + ": no DH-HMAC-CHAP key here, but " + names.label() + " gives the host one: keys"
-                        + " are per host here, so it authenticates on this subsystem too");
+                notMapped.add(label + ": no key here, but " + names.label() + " gives the host one: keys are per host"
+                        + " here, so it authenticates (or uses TLS) on this subsystem too");
             }
         }
         for (String name : keyring.keySet()) {
             if (!secrets.containsKey(name)) {
-                notMapped.add("keyring_file_add_key(" + name + "): not used by any host's DH-HMAC-CHAP key; not"
-                        + " imported (its file is not read)");
+                notMapped.add("keyring_file_add_key(" + name + "): not used by any host's DH-HMAC-CHAP or TLS key;"
+                        + " not imported (its file is not read)");
             }
         }
         return entries;

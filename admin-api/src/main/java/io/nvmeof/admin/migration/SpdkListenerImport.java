@@ -44,6 +44,8 @@ final class SpdkListenerImport {
     private final ImportReport notMapped;
     private final SpdkSubsystemImport subsystems;
     private final Map<String, Transport> transports = new LinkedHashMap<>();
+    /** Per listener: whether each subsystem's listener on it asked for a secure channel (TLS). */
+    private final Map<ListenerKey, java.util.Map<String, Boolean>> secureChannel = new java.util.LinkedHashMap<>();
     private final Map<ListenerKey, List<String>> listeners = new LinkedHashMap<>();
 
     SpdkListenerImport(ImportReport notMapped, SpdkSubsystemImport subsystems) {
@@ -107,8 +109,11 @@ final class SpdkListenerImport {
             return;
         }
         listListenerExtras(call, address, label);
-        List<String> nqns = listeners.computeIfAbsent(new ListenerKey(trtype, traddr, trsvcid),
-                k -> new ArrayList<>());
+        ListenerKey where = new ListenerKey(trtype, traddr, trsvcid);
+        boolean secure = call.params().field("secure_channel").present()
+                && !call.params().field("secure_channel").display().equals("false");
+        secureChannel.computeIfAbsent(where, k -> new java.util.TreeMap<>()).put(nqn, secure);
+        List<String> nqns = listeners.computeIfAbsent(where, k -> new ArrayList<>());
         if (!nqns.contains(nqn)) {
             nqns.add(nqn);
         }
@@ -123,11 +128,6 @@ final class SpdkListenerImport {
         }
         for (String key : call.params().fieldNames()) {
             String value = call.params().field(key).display();
-            if (key.equals("secure_channel") && !value.equals("false")) {
-                notMapped.securityLost(label + ".secure_channel=" + value + ": hosts connect over TLS there;"
-                        + " here they would connect in clear text (not supported)");
-                continue;
-            }
             String reason = switch (key) {
                 case "nqn", "listen_address", "secure_channel" -> null;
                 case "ana_state" -> "asymmetric namespace access is not supported; ignored";
@@ -140,6 +140,36 @@ final class SpdkListenerImport {
         }
     }
 
+    /**
+     * A listener's TLS: SPDK's secure_channel is per subsystem listener, ours per listener. All secure: required; none:
+     * none; some: allowed (a host with a TLS key must still use it, but the others may connect to those subsystems in
+     * plain TCP, which is listed as security lost).
+     */
+    private String tls(ListenerKey key) {
+        java.util.Map<String, Boolean> bySubsystem = secureChannel.getOrDefault(key, java.util.Map.of());
+        long secure = bySubsystem.values().stream().filter(b -> b).count();
+        if (secure == 0) {
+            return null;
+        }
+        if (!key.trtype().equalsIgnoreCase("tcp")) {
+            notMapped.securityLost(key.traddr() + ":" + key.trsvcid() + ": secure_channel on a " + key.trtype()
+                    + " listener: TLS is for NVMe/TCP only here");
+            return null;
+        }
+        if (secure == bySubsystem.size()) {
+            return "required";
+        }
+        for (java.util.Map.Entry<String, Boolean> e : bySubsystem.entrySet()) {
+            if (e.getValue()) {
+                notMapped.securityLost("nvmf_subsystem_add_listener(" + e.getKey() + ") " + key.traddr() + ":"
+                        + key.trsvcid() + ".secure_channel=true: the same port serves other subsystems in plain TCP, so"
+                        + " it allows TLS without requiring it here; hosts without a TLS key may reach "
+                        + e.getKey() + " in plain TCP");
+            }
+        }
+        return "allowed";
+    }
+
     /** Our listeners: one per (trtype, traddr, trsvcid), numbered 1, 2, ... in order of first appearance. */
     List<ListenerConfig> build() {
         List<ListenerConfig> result = new ArrayList<>();
@@ -148,7 +178,7 @@ final class SpdkListenerImport {
             ListenerKey key = e.getKey();
             Transport t = transports.get(key.trtype());
             result.add(new ListenerConfig(id++, key.trtype().toLowerCase(Locale.ROOT), key.traddr(),
-                    key.trsvcid(), t != null ? t.inCapsule() : null, null, List.copyOf(e.getValue())));
+                    key.trsvcid(), t != null ? t.inCapsule() : null, null, List.copyOf(e.getValue()), tls(key)));
         }
         return result;
     }

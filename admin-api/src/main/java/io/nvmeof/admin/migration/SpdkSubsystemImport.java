@@ -152,10 +152,7 @@ final class SpdkSubsystemImport {
         String label = "nvmf_subsystem_add_host(" + s.nqn + ", " + host + ")";
         for (String key : call.params().fieldNames()) {
             switch (key) {
-                case "nqn", "host", "dhchap_key", "dhchap_ctrlr_key" -> { } // the keys: SpdkHostKeys
-                // The key's name in SPDK's keyring, or (older SPDK) the key itself: never repeated.
-                case "psk" -> notMapped.securityLost(label + ".psk: the host must connect over TLS with this"
-                        + " pre-shared key; here it would connect in clear text (not supported)");
+                case "nqn", "host", "dhchap_key", "dhchap_ctrlr_key", "psk" -> { } // the keys: SpdkHostKeys
                 default -> notMapped.add(label + "." + key + "=" + call.params().field(key).display()
                         + ": no equivalent here; ignored");
             }

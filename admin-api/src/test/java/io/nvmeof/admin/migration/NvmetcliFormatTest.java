@@ -118,8 +118,8 @@ class NvmetcliFormatTest {
                 "ports[1].ana_groups[1] (ANA group 2, inaccessible): asymmetric namespace access is not supported; "
                         + "not imported",
                 "ports[2] (portid 3): transport loop is not supported (tcp and rdma only); not imported",
-                "ports[3].addr.treq=required: the port admits hosts only over a secure channel (TLS); here they would "
-                        + "connect in clear text (not supported)"),
+                "ports[3].addr.treq=required: the port admits hosts only over a secure channel, but names none (tsas);"
+                        + " here they would connect in clear text"),
                 imported.notMapped());
         assertEquals(List.of(imported.notMapped().get(imported.notMapped().size() - 1)), imported.securityLost(),
                 "a port that requires TLS is security the import would drop");
@@ -140,7 +140,8 @@ class NvmetcliFormatTest {
                         "DHHC-1:01:bnZtZXQtaG9zdC0yLWtleS1ub3QtdG8tYmUtc2hvd24tYW55d2hlcmUtYXQtYWxsG5f/lA==:",
                         "DHHC-1:01:bnZtZXQtaG9zdC0yLWN0cmwta2V5LW5vdC10by1iZS1zaG93bi1hbnl3aGVyZSEh90Y//A==:",
                         "hmac(sha384)", "ffdhe2048")), imported.config().hosts());
-        assertEquals(2, imported.securityLost().size(), "the port's TLS only: " + imported.securityLost());
+        assertEquals(List.of(), imported.securityLost(), "the port's TLS is carried over too");
+        assertEquals("required", imported.config().listeners().get(0).tls(), "addr_tsas tls1.3, addr_treq required");
         assertTrue(imported.notMapped().stream().noneMatch(l -> l.contains("DHHC-1")), imported.notMapped().toString());
         String keyless = """
                 {"hosts": [{"nqn": "nqn.2014-08.org.nvmexpress:uuid:5e1ec7ed-0000-4000-8000-000000000003",

@@ -146,8 +146,9 @@ class SpdkFormatTest {
                 "nvmf_set_max_subsystems: the limit here is fixed at 1024 subsystems; ignored",
                 "nvmf_set_crdt: command retry delay times are not supported; ignored",
                 "nvmf_discovery_add_referral(TCP 192.168.20.7:4420): referrals are not supported; not imported",
-                "nvmf_subsystem_add_host(" + CNODE1 + ", " + HOST_B + ").psk: the host must connect over TLS with this "
-                        + "pre-shared key; here it would connect in clear text (not supported)",
+                "nvmf_subsystem_add_host(" + CNODE1 + ", " + HOST_B + ").psk: key key0 is not in the document's keyring"
+                        + " (a Linux kernel keyring key cannot be read here): the host would connect without TLS; give it"
+                        + " its TLS key with PUT /api/v1/hosts/{hostnqn} (tlsKey) after the import",
                 "nvmf_subsystem_add_ns(" + CNODE1 + ", nsid 2).eui64=ABCDEF0123456789: EUI-64 identifiers are not "
                         + "supported; ignored",
                 "nvmf_subsystem_add_ns(" + CNODE1 + ", nsid 3): bdev Nvme0n1 comes from "
@@ -215,11 +216,11 @@ class SpdkFormatTest {
         assertEquals(List.of(new TargetConfig.HostConfig(HOST_A, KEY_0, CKEY_0, null, null)), imported.config().hosts());
         assertEquals(List.of("key0 /keys/key0", "ckey0 /keys/ckey0"), read, "each key's file read once, unused ones never");
         assertEquals(List.of(
-                "nvmf_subsystem_add_host(nqn.x:b, " + HOST_A + "): no DH-HMAC-CHAP key here, but "
+                "nvmf_subsystem_add_host(nqn.x:b, " + HOST_A + "): no key here, but "
                         + "nvmf_subsystem_add_host(nqn.x:a, " + HOST_A + ") gives the host one: keys are per host here,"
-                        + " so it authenticates on this subsystem too",
-                "keyring_file_add_key(spare): not used by any host's DH-HMAC-CHAP key; not imported (its file is not"
-                        + " read)"), imported.notMapped());
+                        + " so it authenticates (or uses TLS) on this subsystem too",
+                "keyring_file_add_key(spare): not used by any host's DH-HMAC-CHAP or TLS key; not imported (its file"
+                        + " is not read)"), imported.notMapped());
         assertEquals(List.of(), imported.securityLost());
     }
 
@@ -285,11 +286,9 @@ class SpdkFormatTest {
                 "nvmf_create_subsystem(nqn.x:a).serial_number=S\u00e9rie: must be 1 to 20 printable ASCII characters "
                         + "here; not imported (the target's default is used)",
                 "nvmf_subsystem_add_listener(nqn.x:a, VFIOUSER /var/run/vfio:): transport VFIOUSER is not supported "
-                        + "(tcp and rdma only); not imported",
-                "nvmf_subsystem_add_listener(nqn.x:a, TCP 10.0.0.1:4420).secure_channel=true: hosts connect over TLS "
-                        + "there; here they would connect in clear text (not supported)"), imported.notMapped());
-        assertEquals(imported.notMapped().subList(3, 4), imported.securityLost());
-        assertEquals(List.of(new ListenerConfig(1, "tcp", "10.0.0.1", 4420, null, null, List.of("nqn.x:a"))),
+                        + "(tcp and rdma only); not imported"), imported.notMapped());
+        assertEquals(List.of(), imported.securityLost(), "secure_channel is carried over: the listener requires TLS");
+        assertEquals(List.of(new ListenerConfig(1, "tcp", "10.0.0.1", 4420, null, null, List.of("nqn.x:a"), "required")),
                 imported.config().listeners(), "no TCP transport was created: no in-capsule data size");
         assertNull(imported.config().subsystems().get(0).serial());
         assertEquals(false, imported.config().subsystems().get(0).allowAnyHost(), "SPDK's default");

@@ -67,6 +67,11 @@ public final class TlsKeys implements ExternalPskLookup {
         }
     }
 
+    /** {@code hostNqn}'s configured key, or null. */
+    public ConfiguredPsk lookup(String hostNqn) {
+        return keys.get(hostNqn);
+    }
+
     /** Whether {@code hostNqn} has a key, and so must connect over TLS. */
     public boolean has(String hostNqn) {
         return keys.containsKey(hostNqn);
