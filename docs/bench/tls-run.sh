@@ -19,7 +19,7 @@ cat > "$OUT/$LABEL.config.json" <<JSON
   "subsystems": [ { "nqn": "$NQN", "allowAnyHost": false, "hosts": [ "$HOST" ],
                     "namespaces": [ { "nsid": 1, "backend": "ram", "size": "1GiB", "blockSize": 4096 } ] } ] }
 JSON
-taskset -c 0 $J -jar "$JAR" target --no-admin --config "$OUT/$LABEL.config.json" > "$OUT/$LABEL.target.log" 2>&1 &
+taskset -c 0 $J ${TARGET_JOPTS:-} -jar "$JAR" target --no-admin --config "$OUT/$LABEL.config.json" > "$OUT/$LABEL.target.log" 2>&1 &
 TP=$!
 for i in $(seq 100); do grep -q "target started" "$OUT/$LABEL.target.log" && break; sleep 0.2; done
 taskset -c 1 $J -jar "$JAR" bench -a 127.0.0.1 -s 4420 -n $NQN -q $HOST $([ "$TLS" = tls ] && echo --tls-key "$KEY") \

@@ -1028,6 +1028,31 @@ class AdminApiTest {
     }
 
     /**
+     * Review finding M5: a listener with TLS added over REST (as docs/admin-api.md says) is taken, says so, and the
+     * discovery log shows it; a bad value or TLS on RDMA is a 400 that changes nothing.
+     */
+    @Test
+    void aListenerWithTlsIsAddedOverRestAndShownInTheDiscoveryLog() throws Exception {
+        HttpResponse<String> added = call("POST", "/api/v1/listeners",
+                "{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":0,\"tls\":\"required\"}");
+        assertEquals(201, added.statusCode(), added.body());
+        assertEquals("required", json(added).get("tls").asText(), added.body());
+        int port = json(added).get("port").asInt();
+        try (NvmeofController d = NvmeofController.connect(TransportId.tcp("127.0.0.1", target.tcpPort(0),
+                io.nvmeof.protocol.fabrics.Nqn.DISCOVERY), ConnectOptions.defaults())) {
+            io.nvmeof.initiator.DiscoveryEntry e = d.discoveryLog().stream()
+                    .filter(x -> x.trsvcid().equals(Integer.toString(port))).findFirst().orElseThrow();
+            assertTrue(e.tlsRequired() && e.tcpSectype() == 2, e.toString());
+        }
+        String before = call("GET", "/api/v1/listeners", null).body();
+        problem(call("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":0,\"tls\":\"maybe\"}"), 400,
+                "tls");
+        problem(call("POST", "/api/v1/listeners", "{\"transport\":\"rdma\",\"address\":\"127.0.0.1\",\"port\":0,"
+                + "\"tls\":\"required\"}"), 400, "tls");
+        assertEquals(before, call("GET", "/api/v1/listeners", null).body(), "the refusals changed nothing");
+    }
+
+    /**
      * A listener added over REST is in the discovery log and takes connections at once; removing it ends the
      * connections made through it (the host reconnects elsewhere or waits), and the last one cannot be removed.
      */

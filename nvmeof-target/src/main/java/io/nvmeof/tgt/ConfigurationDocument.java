@@ -134,6 +134,27 @@ final class ConfigurationDocument {
      * The document entry for a host's checked settings: the secrets in their canonical form (as {@code nvme
      * gen-dhchap-key} prints them, without the spaces or line ends they may have come with), hash and group as given.
      */
+    /**
+     * {@code given} with the kind of setting it leaves out taken from {@code current} (the host's entry now, or null):
+     * an entry with only DH-HMAC-CHAP fields keeps the host's TLS key, one with only TLS fields keeps its secret. (A
+     * kind is removed with the host's whole settings, DELETE, then set again.)
+     */
+    static HostConfig keepingOtherKind(HostConfig given, HostConfig current) {
+        if (current == null) {
+            return given;
+        }
+        boolean dhchap = given.dhchapKey() != null || given.dhchapCtrlKey() != null || given.dhchapHash() != null
+                || given.dhchapDhGroup() != null;
+        boolean tls = given.tlsKey() != null || given.tlsKeyDerivation() != null;
+        if (!dhchap && !tls) {
+            return given; // sets nothing: refused as such, not taken as "keep all"
+        }
+        HostConfig d = dhchap ? given : current;
+        HostConfig t = tls ? given : current;
+        return new HostConfig(given.nqn(), d.dhchapKey(), d.dhchapCtrlKey(), d.dhchapHash(), d.dhchapDhGroup(),
+                t.tlsKey(), t.tlsKeyDerivation());
+    }
+
     static HostConfig entry(HostConfig given, HostSecurity sec) {
         HostAuth auth = sec.dhchap();
         return new HostConfig(sec.hostNqn(), auth != null ? auth.hostKey().representation() : null,

@@ -56,7 +56,7 @@ final class ConfigurationImport {
         this.mode = mode;
         this.subsystemPlanner = new SubsystemImportPlanner(target, mode, pathCheck, plan);
         this.listenerPlanner = new ListenerImportPlanner(document, target, mode, plan);
-        this.hostPlanner = new HostImportPlanner(target.core().hostAuth(), target.core().tlsKeys(), plan);
+        this.hostPlanner = new HostImportPlanner(target.core().hostAuth(), target.core().tlsKeys(), document.hosts, plan);
     }
 
     /** Plans, then (unless {@code dryRun}) applies; the caller holds the configuration's lock. */

@@ -27,11 +27,15 @@ import java.util.Set;
 final class HostImportPlanner {
     private final HostAuthRegistry registry;
     private final TlsKeys tlsKeys;
+    /** The hosts' entries now, by NQN: a document entry that gives one kind of setting keeps the other. */
+    private final java.util.Map<String, HostConfig> current;
     private final ImportPlan plan;
 
-    HostImportPlanner(HostAuthRegistry registry, TlsKeys tlsKeys, ImportPlan plan) {
+    HostImportPlanner(HostAuthRegistry registry, TlsKeys tlsKeys, java.util.Map<String, HostConfig> current,
+                      ImportPlan plan) {
         this.registry = registry;
         this.tlsKeys = tlsKeys;
+        this.current = current;
         this.plan = plan;
     }
 
@@ -40,7 +44,9 @@ final class HostImportPlanner {
         Set<String> named = new HashSet<>();
         for (int i = 0; i < hosts.size(); i++) {
             String where = "hosts[" + i + "]";
-            HostSecurity sec = checked(where, hosts.get(i));
+            HostConfig given = hosts.get(i) == null ? null
+                    : ConfigurationDocument.keepingOtherKind(hosts.get(i), current.get(hosts.get(i).nqn()));
+            HostSecurity sec = checked(where, given);
             String nqn = sec.hostNqn();
             if (!named.add(nqn)) {
                 throw invalid(where + ": host " + Nqn.display(nqn) + " is in the document twice");
@@ -50,7 +56,7 @@ final class HostImportPlanner {
             if (sec.sameAs(live, liveTls)) {
                 continue;
             }
-            plan.hostsAfter.put(nqn, ConfigurationDocument.entry(hosts.get(i), sec));
+            plan.hostsAfter.put(nqn, ConfigurationDocument.entry(given, sec));
             plan.steps.add(commitOnly((live == null && liveTls == null ? "set" : "rotate") + " the security settings"
                     + " of host " + nqn + " (" + sec.summary() + ")", () -> sec.apply(registry, tlsKeys)));
         }

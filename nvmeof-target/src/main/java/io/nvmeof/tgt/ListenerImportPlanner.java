@@ -209,6 +209,7 @@ final class ListenerImportPlanner {
         return (want.id() == null || want.id().equals(have.id()))
                 && (want.inlineDataSize() == null || want.inlineDataSize().equals(have.inlineDataSize()))
                 && (want.maxH2CData() == null || want.maxH2CData().equals(have.maxH2CData()))
+                && io.nvmeof.tgt.core.TlsMode.parse(want.tls()) == io.nvmeof.tgt.core.TlsMode.parse(have.tls())
                 && exposed(want.subsystems(), subsystemsAfter).equals(exposed(have.subsystems(), subsystemsAfter));
     }
 

@@ -529,14 +529,16 @@ public final class LiveConfiguration {
     }
 
     /**
-     * Sets or replaces (rotates) one host's security settings (DH-HMAC-CHAP, TLS key, or both; what the body leaves
-     * out is removed), checked as a start checks them. Every Connect, TLS handshake and transaction the host starts
+     * Sets or replaces (rotates) one host's security settings (DH-HMAC-CHAP, TLS key, or both; a kind the body leaves
+     * out entirely is kept as it is), checked as a start checks them. Every Connect, TLS handshake and transaction the host starts
      * from now on uses them; queues that authenticated or shook hands before keep serving, and a transaction in
      * progress finishes with the key it began with (as nvmet and SPDK rotate keys).
      *
      * @throws ConfigurationException INVALID naming the field, never the secret
      */
-    public synchronized HostAuthenticationView setHostAuthentication(HostConfig given) {
+    public synchronized HostAuthenticationView setHostAuthentication(HostConfig body) {
+        HostConfig given = body == null ? null
+                : ConfigurationDocument.keepingOtherKind(body, document.hosts.get(body.nqn()));
         HostSecurity sec = ConfigurationChecks.checkHostEntry(given);
         String nqn = sec.hostNqn();
         HostConfig entry = ConfigurationDocument.entry(given, sec);

@@ -1,6 +1,7 @@
 package io.nvmeof.tgt;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -99,6 +100,45 @@ class ConfigurationImportTest {
         assertNotNull(target.core().hostAuth().lookup(kept), "the host the document does not name keeps its key");
         assertNotNull(target.core().hostAuth().lookup(imported));
         assertEquals(before, live.export());
+    }
+
+    /**
+     * Review finding H4: a host's settings are kept per kind. Setting only DH-HMAC-CHAP (a PUT, an nvmetcli import)
+     * keeps the host's TLS key, and setting only a TLS key keeps its DH-HMAC-CHAP secret; before, either silently
+     * removed the other, and a host whose TLS key went could connect in plain TCP again.
+     */
+    @Test
+    void settingOneKindOfAHostsSecurityKeepsTheOther() {
+        String host = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000d";
+        String dhchap = io.nvmeof.protocol.auth.DhchapSecret.of(new byte[32], null).representation();
+        String tls = io.nvmeof.protocol.tls.ConfiguredPsk.format(io.nvmeof.protocol.tls.TlsPskHash.SHA256, new byte[32]);
+        live.setHostAuthentication(new TargetConfig.HostConfig(host, null, null, null, null, tls, "legacy"));
+        LiveConfiguration.HostAuthenticationView v = live.setHostAuthentication(
+                new TargetConfig.HostConfig(host, dhchap, null, null, null));
+        assertTrue(v.tlsKeySet() && v.dhchapKeySet(), v.toString());
+        assertEquals("legacy", v.tlsKeyDerivation());
+        assertNotNull(target.core().tlsKeys().lookup(host), "the TLS key stays in force");
+        byte[] other = new byte[32];
+        other[0] = 9;
+        String newTls = io.nvmeof.protocol.tls.ConfiguredPsk.format(io.nvmeof.protocol.tls.TlsPskHash.SHA256, other);
+        live.importConfiguration(live.export().withHosts(List.of(new TargetConfig.HostConfig(host, null, null, null,
+                null, newTls, null))), ImportMode.MERGE, false, n -> { });
+        assertNotNull(target.core().hostAuth().lookup(host), "a TLS key imported alone keeps the DH-HMAC-CHAP secret");
+        assertEquals("standard", live.hostAuthentication(host).tlsKeyDerivation(), "the new key's own derivation");
+    }
+
+    /** Review finding H3: an import that changes only a listener's TLS changes the listener (it was ignored). */
+    @Test
+    void anImportThatChangesAListenersTlsChangesTheListener() {
+        TargetConfig doc = live.export();
+        ListenerConfig l = doc.listeners().get(0);
+        ListenerConfig secured = new ListenerConfig(l.id(), l.transport(), l.address(), l.port(), l.inlineDataSize(),
+                l.maxH2CData(), l.subsystems(), "required");
+        ImportResult r = live.importConfiguration(new TargetConfig(doc.pollGroups(), doc.maxIoQueues(),
+                doc.maxQueueSize(), doc.maxTransferSize(), List.of(secured), doc.subsystems()), ImportMode.REPLACE,
+                false, n -> { });
+        assertFalse(r.changes().isEmpty(), "the TLS change was planned");
+        assertEquals("required", live.listeners().get(0).tls(), r.changes().toString());
     }
 
     @Test

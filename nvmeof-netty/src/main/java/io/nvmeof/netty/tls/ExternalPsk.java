@@ -18,6 +18,11 @@ public record ExternalPsk(byte[] identity, byte[] key, boolean sha384) {
     }
 
     @Override
+    public byte[] key() {
+        return key.clone();
+    }
+
+    @Override
     public boolean equals(Object o) {
         return o instanceof ExternalPsk p && Arrays.equals(identity, p.identity) && sha384 == p.sha384
                 && java.security.MessageDigest.isEqual(key, p.key);

@@ -37,6 +37,11 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
     private final ExternalPskLookup lookup;
     private final ExternalPsk clientPsk;
     private final byte[] copy = new byte[COPY];
+    /** The largest plaintext of one TLS record. */
+    private static final int RECORD = 16 * 1024;
+    private final byte[] staged = new byte[RECORD];
+    private int stagedLength;
+    private final List<ChannelPromise> stagedPromises = new java.util.ArrayList<>();
     private final ArrayDeque<Object[]> waitingWrites = new ArrayDeque<>();
     private ChannelHandlerContext ctx;
     private Promise<ExternalPsk> handshake;
@@ -98,6 +103,39 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
         }
     }
 
+    private static final java.lang.reflect.Field KEY_UPDATE_ENABLED = keyUpdateField();
+
+    private static java.lang.reflect.Field keyUpdateField() {
+        try {
+            java.lang.reflect.Field f = TlsProtocol.class.getDeclaredField("keyUpdateEnabled");
+            f.setAccessible(true);
+            return f;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            LOG.warn("TLS: cannot turn BouncyCastle's TLS 1.3 KeyUpdate off ({}); a connection past 2^20 records"
+                    + " will rekey, which Linux's kTLS peers do not take", e.toString());
+            return null;
+        }
+    }
+
+    /**
+     * No KeyUpdate: BouncyCastle sends one after 2^20 records, and Linux's NVMe/TCP host and nvmet (kTLS behind
+     * tlshd) cannot rekey: a handshake record on their side fails the queue. Linux's own side never rekeys either.
+     */
+    static void disableKeyUpdate(TlsProtocol p) {
+        if (KEY_UPDATE_ENABLED != null) {
+            try {
+                KEY_UPDATE_ENABLED.setBoolean(p, false);
+            } catch (IllegalAccessException e) {
+                // logged when the field could not be opened; nothing else to do
+            }
+        }
+    }
+
+    /** Whether {@code p} would send a KeyUpdate (for tests). */
+    static boolean keyUpdateEnabled(TlsProtocol p) throws IllegalAccessException {
+        return KEY_UPDATE_ENABLED.getBoolean(p);
+    }
+
     /** The server end: keys found through {@code lookup} by the identities the client offers. */
     public static TlsPskHandler server(ExternalPskLookup lookup) {
         return new TlsPskHandler(new TlsServerProtocol(), lookup, null);
@@ -111,6 +149,11 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
     /** Completes with the PSK agreed once the handshake is done, or fails saying why it did not. */
     public Future<ExternalPsk> handshakeFuture() {
         return handshake;
+    }
+
+    /** The TLS protocol state machine (tests look at it). */
+    TlsProtocol protocol() {
+        return protocol;
     }
 
     /** The PSK agreed; null until the handshake completed. */
@@ -174,6 +217,7 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
         ctx.flush();
         if (completed && !announced) {
             announced = true;
+            disableKeyUpdate(protocol);
             handshake.trySuccess(selected);
             writeWaiting();
         }
@@ -196,35 +240,99 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
             promise.tryFailure(new IllegalArgumentException("only bytes go through TLS, not " + msg.getClass()));
             return;
         }
+        if (failed || !ctx.channel().isActive()) {
+            ReferenceCountUtil.release(b);
+            promise.tryFailure(new IOException("the TLS connection is closed"));
+            return;
+        }
         if (!announced) {
             waitingWrites.add(new Object[] {b, promise});
             return;
         }
-        encrypt(b, promise);
+        stage(b, promise);
     }
 
-    private void encrypt(ByteBuf b, ChannelPromise promise) {
+    /**
+     * Gathers written bytes into one TLS record until a flush (or a full record): a queue writes a read's PDU header,
+     * its data and the response capsule one by one, and each write as its own record cost a cipher set-up and a tag
+     * apiece.
+     */
+    private void stage(ByteBuf b, ChannelPromise promise) {
         try {
-            while (b.isReadable()) {
-                int n = Math.min(b.readableBytes(), copy.length);
-                b.readBytes(copy, 0, n);
-                protocol.writeApplicationData(copy, 0, n);
+            while (b.isReadable() && !failed) {
+                int n = Math.min(b.readableBytes(), RECORD - stagedLength);
+                b.readBytes(staged, stagedLength, n);
+                stagedLength += n;
+                if (stagedLength == RECORD) {
+                    seal();
+                }
             }
-        } catch (IOException e) {
-            promise.tryFailure(e);
-            fail(e);
-            return;
         } finally {
             ReferenceCountUtil.release(b);
         }
-        drainOutput(promise);
+        if (failed) {
+            promise.tryFailure(new IOException("the TLS connection failed"));
+        } else if (!promise.isVoid()) {
+            stagedPromises.add(promise);
+        }
+    }
+
+    /** Encrypts what is staged as one record and hands it on; the staged writes' promises follow that write. */
+    private void seal() {
+        if (stagedLength == 0 && stagedPromises.isEmpty()) {
+            return;
+        }
+        try {
+            if (stagedLength > 0) {
+                protocol.writeApplicationData(staged, 0, stagedLength);
+            }
+        } catch (IOException e) {
+            stagedLength = 0;
+            failPromises(e);
+            fail(e);
+            return;
+        }
+        stagedLength = 0;
+        if (stagedPromises.isEmpty()) {
+            drainOutput(ctx.voidPromise());
+            return;
+        }
+        List<ChannelPromise> waiting = new java.util.ArrayList<>(stagedPromises);
+        stagedPromises.clear();
+        ChannelPromise p = ctx.newPromise();
+        p.addListener(f -> {
+            for (ChannelPromise w : waiting) {
+                if (f.isSuccess()) {
+                    w.trySuccess();
+                } else {
+                    w.tryFailure(f.cause());
+                }
+            }
+        });
+        drainOutput(p);
+    }
+
+    private void failPromises(Throwable why) {
+        for (ChannelPromise w : stagedPromises) {
+            w.tryFailure(why);
+        }
+        stagedPromises.clear();
+    }
+
+    @Override
+    public void flush(ChannelHandlerContext ctx) {
+        if (announced) {
+            seal();
+        }
+        ctx.flush();
     }
 
     private void writeWaiting() {
         Object[] w;
         while ((w = waitingWrites.poll()) != null) {
-            encrypt((ByteBuf) w[0], (ChannelPromise) w[1]);
+            stage((ByteBuf) w[0], (ChannelPromise) w[1]);
         }
+        seal();
         ctx.flush();
     }
 
@@ -245,6 +353,9 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
     public void close(ChannelHandlerContext ctx, ChannelPromise promise) throws Exception {
         if (started && !failed && !protocol.isClosed()) {
             try {
+                if (announced) {
+                    seal(); // what was written before the close goes out before close_notify
+                }
                 protocol.close(); // close_notify
                 drainOutput(ctx.voidPromise());
                 ctx.flush();
@@ -258,6 +369,8 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
         failWaiting(new IOException("connection closed"));
+        failPromises(new IOException("connection closed"));
+        stagedLength = 0;
         handshake.tryFailure(new IOException(refusal != null ? refusal
                 : alert != null ? alert : "the connection closed during the TLS handshake"));
         super.channelInactive(ctx);
@@ -285,6 +398,7 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
         }
         handshake.tryFailure(new IOException(why, e));
         failWaiting(e);
+        failPromises(e);
         drainOutput(ctx.voidPromise());
         ctx.flush();
         ctx.close();
@@ -303,14 +417,14 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
                 + (message != null ? " (" + message + ")" : "");
     }
 
-    /** The identities offered, for a log line: printable ASCII only, each cut short. */
+    /** The identities offered, for a log line: the first three, printable ASCII only, each cut short. */
     static String describe(List<byte[]> identities) {
         StringBuilder sb = new StringBuilder();
-        for (byte[] id : identities) {
+        for (byte[] id : identities.subList(0, Math.min(3, identities.size()))) {
             if (sb.length() > 0) {
                 sb.append(", ");
             }
-            String s = new String(id, 0, Math.min(id.length, 300), StandardCharsets.US_ASCII);
+            String s = new String(id, 0, Math.min(id.length, 160), StandardCharsets.US_ASCII);
             sb.append('\'').append(s.replaceAll("[^\\x20-\\x7e]", "?")).append('\'');
         }
         return sb.toString();

@@ -209,4 +209,59 @@ class TlsPskHandlerTest {
         assertFalse(serverSide.isSuccess());
         assertTrue(List.of(serverSide.cause().getMessage()).toString().length() > 0);
     }
+
+    /**
+     * Review finding H2: BouncyCastle sends a TLS 1.3 KeyUpdate after 2^20 records, which Linux's kTLS peers (the
+     * NVMe/TCP host and nvmet behind tlshd) cannot take. Both ends here have it off once the handshake is done.
+     */
+    @Test
+    void neitherEndSendsAKeyUpdate() throws Exception {
+        ExternalPsk psk = new ExternalPsk(IDENTITY, KEY, false);
+        int port = echoServer(knowing(psk));
+        Object[] c = client(port, psk, new byte[100]);
+        ((CompletableFuture<?>) c[1]).get(10, TimeUnit.SECONDS);
+        TlsPskHandler clientSide = (TlsPskHandler) c[0];
+        assertFalse(TlsPskHandler.keyUpdateEnabled(clientSide.protocol()), "the client would rekey");
+        assertFalse(TlsPskHandler.keyUpdateEnabled(serverTls.get().protocol()), "the server would rekey");
+        ((Channel) c[2]).close().syncUninterruptibly();
+    }
+
+    /**
+     * Review finding H1: a ClientHello with no PSK (certificates, a finite-field group) is refused before any key
+     * exchange: the server's first answer is the alert, not a ServerHello, so such hellos cost the poll group nothing.
+     */
+    @Test
+    void aClientWithoutAPskIsRefusedBeforeAnyKeyExchange() throws Exception {
+        TlsPskHandler tls = TlsPskHandler.server(knowing(new ExternalPsk(IDENTITY, KEY, false)));
+        io.netty.channel.embedded.EmbeddedChannel server = new io.netty.channel.embedded.EmbeddedChannel(tls);
+        org.bouncycastle.tls.TlsClientProtocol client = new org.bouncycastle.tls.TlsClientProtocol();
+        client.connect(new org.bouncycastle.tls.DefaultTlsClient(PskTlsPeers.CRYPTO) {
+            @Override
+            protected org.bouncycastle.tls.ProtocolVersion[] getSupportedVersions() {
+                return org.bouncycastle.tls.ProtocolVersion.TLSv13.only();
+            }
+
+            @Override
+            public java.util.Vector getEarlyKeyShareGroups() {
+                java.util.Vector<Integer> v = new java.util.Vector<>();
+                v.add(org.bouncycastle.tls.NamedGroup.ffdhe4096);
+                return v;
+            }
+
+            @Override
+            public org.bouncycastle.tls.TlsAuthentication getAuthentication() {
+                throw new IllegalStateException("never reached");
+            }
+        });
+        byte[] hello = new byte[client.getAvailableOutputBytes()];
+        client.readOutput(hello, 0, hello.length);
+        server.writeInbound(Unpooled.wrappedBuffer(hello));
+        ByteBuf answer = server.readOutbound();
+        assertEquals(0x15, answer.getUnsignedByte(0), "an alert first, no ServerHello");
+        answer.release();
+        Future<ExternalPsk> handshake = tls.handshakeFuture();
+        assertFalse(handshake.isSuccess());
+        assertTrue(handshake.cause().getMessage().contains("offered no PSK"), handshake.cause().getMessage());
+        assertFalse(server.isActive(), "the connection ends");
+    }
 }

@@ -41,7 +41,12 @@ public record PskIdentity(int version, TlsPskHash hash, String hostNqn, String s
         if (identity == null || identity.length < 10 || identity.length > MAX_LENGTH) {
             return null;
         }
-        String s = new String(identity, StandardCharsets.UTF_8);
+        for (byte b : identity) {
+            if (b < 0x20 || b > 0x7e) {
+                return null; // NQNs are printable ASCII here, and the fields below are counted in bytes
+            }
+        }
+        String s = new String(identity, StandardCharsets.US_ASCII);
         if (!s.startsWith("NVMe") || s.charAt(5) != 'R' || s.charAt(8) != ' ') {
             return null;
         }

@@ -107,6 +107,9 @@ class ConfiguredPskTest {
             assertNull(PskIdentity.parse(bad.getBytes(StandardCharsets.UTF_8)), bad);
         }
         assertNull(PskIdentity.parse(new byte[PskIdentity.MAX_LENGTH + 1]));
+        // Review finding: a multi-byte character made the text shorter than its bytes, and parsing threw.
+        byte[] emoji = {'N', 'V', 'M', 'e', '0', 'R', (byte) 0xF0, (byte) 0x9F, (byte) 0x98, (byte) 0x80};
+        assertNull(PskIdentity.parse(emoji));
     }
 
     @Test

@@ -132,7 +132,7 @@ public final class FabricsCommands {
                     "host " + Nqn.display(hostnqn) + " is not allowed to use " + subnqn);
             return;
         }
-        String tlsRefusal = tlsRefusal(core, sq.transport().tlsIdentity(), hostnqn, subnqn);
+        String tlsRefusal = tlsRefusal(sq, sq.transport().tlsIdentity(), hostnqn, subnqn);
         if (tlsRefusal != null) {
             fail(req, Status.CONNECT_INVALID_HOST | Status.DNR, invalidDataField(ConnectData.HOSTNQN), tlsRefusal);
             return;
@@ -235,8 +235,9 @@ public final class FabricsCommands {
      * subsystem's key would open another's namespaces, or let one host speak as another); a host that has a TLS key
      * must use it, so plain TCP is refused for it even where the listener allows both.
      */
-    private static String tlsRefusal(TargetCore core, io.nvmeof.protocol.tls.PskIdentity tls, String hostnqn,
+    private static String tlsRefusal(SubmissionQueue sq, io.nvmeof.protocol.tls.PskIdentity tls, String hostnqn,
             String subnqn) {
+        TargetCore core = sq.core();
         if (tls != null) {
             if (!tls.hostNqn().equals(hostnqn) || !tls.subsystemNqn().equals(subnqn)) {
                 return "Connect names host " + Nqn.display(hostnqn) + " and subsystem " + Nqn.display(subnqn)
@@ -245,7 +246,8 @@ public final class FabricsCommands {
             }
             return null;
         }
-        if (core.tlsKeys().has(hostnqn)) {
+        // Only NVMe/TCP has TLS: over RDMA the key has nothing to say (the listener is the admin's choice).
+        if (core.tlsKeys().has(hostnqn) && sq.transport().trtype() == io.nvmeof.protocol.log.DiscoveryLogEntry.TRTYPE_TCP) {
             return "host " + Nqn.display(hostnqn) + " has a TLS key: it must connect over TLS (nvme connect --tls)";
         }
         return null;
