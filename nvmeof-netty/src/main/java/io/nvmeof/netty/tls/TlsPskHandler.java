@@ -36,10 +36,21 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
     private final TlsProtocol protocol;
     private final ExternalPskLookup lookup;
     private final ExternalPsk clientPsk;
-    private final byte[] copy = new byte[COPY];
+    /**
+     * Received bytes on their way into BouncyCastle: one array per event-loop thread, since offerInput consumes them
+     * before channelRead returns (a connection that never completes a handshake holds no array of its own).
+     */
+    private static final io.netty.util.concurrent.FastThreadLocal<byte[]> INBOUND =
+            new io.netty.util.concurrent.FastThreadLocal<>() {
+                @Override
+                protected byte[] initialValue() {
+                    return new byte[COPY];
+                }
+            };
     /** The largest plaintext of one TLS record. */
     private static final int RECORD = 16 * 1024;
-    private final byte[] staged = new byte[RECORD];
+    /** Made when the handshake completes: a connection that never gets there holds none. */
+    private byte[] staged;
     private int stagedLength;
     private final List<ChannelPromise> stagedPromises = new java.util.ArrayList<>();
     private final ArrayDeque<Object[]> waitingWrites = new ArrayDeque<>();
@@ -104,6 +115,37 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
     }
 
     private static final java.lang.reflect.Field KEY_UPDATE_ENABLED = keyUpdateField();
+
+    /**
+     * Failed handshakes are logged one each, but at most 20 a minute: anyone who reaches a listener can make them, and
+     * the log must not be theirs to fill. The first line after a quiet spell says how many were left out.
+     */
+    static final class FailureLog {
+        private static final long WINDOW = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
+        private static final int PER_WINDOW = 20;
+        private long windowStart = System.nanoTime();
+        private int logged;
+        private long dropped;
+
+        /** -1: do not log this one; else how many were left out before it. */
+        synchronized long admit() {
+            long now = System.nanoTime();
+            if (now - windowStart > WINDOW) {
+                windowStart = now;
+                logged = 0;
+            }
+            if (logged >= PER_WINDOW) {
+                dropped++;
+                return -1;
+            }
+            logged++;
+            long d = dropped;
+            dropped = 0;
+            return d;
+        }
+    }
+
+    static final FailureLog FAILURE_LOG = new FailureLog();
 
     private static java.lang.reflect.Field keyUpdateField() {
         try {
@@ -203,6 +245,7 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
         }
         try {
             while (in.isReadable() && !failed) {
+                byte[] copy = INBOUND.get();
                 int n = Math.min(in.readableBytes(), copy.length);
                 in.readBytes(copy, 0, n);
                 protocol.offerInput(copy, 0, n);
@@ -217,6 +260,7 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
         ctx.flush();
         if (completed && !announced) {
             announced = true;
+            staged = new byte[RECORD];
             disableKeyUpdate(protocol);
             handshake.trySuccess(selected);
             writeWaiting();
@@ -391,10 +435,14 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
         }
         failed = true;
         String why = refusal != null ? refusal : alert != null ? alert : e.getMessage();
-        if (!completed) {
-            LOG.warn("TLS handshake with {} failed: {}", ctx.channel().remoteAddress(), why);
-        } else {
-            LOG.warn("TLS connection with {} failed: {}", ctx.channel().remoteAddress(), why);
+        long suppressed = FAILURE_LOG.admit();
+        if (suppressed >= 0) {
+            String more = suppressed > 0 ? " (" + suppressed + " more failures not logged in the last minute)" : "";
+            if (!completed) {
+                LOG.warn("TLS handshake with {} failed: {}{}", ctx.channel().remoteAddress(), why, more);
+            } else {
+                LOG.warn("TLS connection with {} failed: {}{}", ctx.channel().remoteAddress(), why, more);
+            }
         }
         handshake.tryFailure(new IOException(why, e));
         failWaiting(e);

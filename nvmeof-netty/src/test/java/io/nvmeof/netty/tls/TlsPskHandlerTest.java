@@ -264,4 +264,15 @@ class TlsPskHandlerTest {
         assertTrue(handshake.cause().getMessage().contains("offered no PSK"), handshake.cause().getMessage());
         assertFalse(server.isActive(), "the connection ends");
     }
+
+    /** Review finding M2: failed handshakes, which anyone can cause, are logged at most 20 a minute. */
+    @Test
+    void failedHandshakesAreLoggedTwentyAMinuteAtMost() {
+        TlsPskHandler.FailureLog log = new TlsPskHandler.FailureLog();
+        for (int i = 0; i < 20; i++) {
+            assertEquals(0, log.admit(), "failure " + i + " is logged");
+        }
+        assertEquals(-1, log.admit(), "the 21st in the minute is not");
+        assertEquals(-1, log.admit());
+    }
 }
