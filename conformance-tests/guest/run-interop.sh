@@ -51,6 +51,7 @@ jobs=(
   "our-initiator-kernel-target-rdma|our-initiator-kernel-target|--rdma|900|TRANSPORT=rdma"
   "our-initiator-our-target-rdma|our-initiator-our-target-rdma|--rdma|900|"
   "block-device-target|block-device-target|--nvme 1G|900|"
+  "kernel-host-multipath|kernel-host-multipath||900|"
   "kernel-host-auth|kernel-host-auth|--kernel trixie|900|"
   "our-initiator-kernel-auth|our-initiator-kernel-auth|--kernel trixie|900|"
   "kernel-host-tls|kernel-host-tls|--kernel trixie|900|"

@@ -13,6 +13,9 @@ public final class IdentifyNamespace extends Flyweight {
     public static final int NLBAF = 25;
     public static final int FLBAS = 26;
     public static final int DLFEAT = 33;
+    /** Namespace Multi-path I/O and Namespace Sharing Capabilities: bit 0, may be attached to several controllers. */
+    public static final int NMIC = 30;
+    public static final int NMIC_SHARED = 1;
     /** Preferred write granularity and alignment, deallocate granularity and alignment, optimal write size (NVMe 1.4). */
     public static final int NPWG = 64;
     public static final int NPWA = 66;
@@ -50,6 +53,8 @@ public final class IdentifyNamespace extends Flyweight {
     public IdentifyNamespace flbas(int v) { u8(FLBAS, v); return this; }
     public int dlfeat() { return u8(DLFEAT); }
     public IdentifyNamespace dlfeat(int v) { u8(DLFEAT, v); return this; }
+    public int nmic() { return u8(NMIC); }
+    public IdentifyNamespace nmic(int v) { u8(NMIC, v); return this; }
     /** NPWG, NPWA, NPDG, NPDA: 0-based numbers of logical blocks. */
     public int npwg() { return u16(NPWG); }
     public IdentifyNamespace npwg(int v) { u16(NPWG, v); return this; }

@@ -248,6 +248,9 @@ public final class AdminCommands {
                 .nlbaf(0)
                 .flbas(0)
                 .dlfeat(IdentifyNamespace.DLFEAT_READ_ZEROES)
+                // Shared: every controller of the subsystem (one per host and listener) reaches it, and Linux's native
+                // multipath joins the paths of a namespace only when it says so (as nvmet and SPDK do).
+                .nmic(IdentifyNamespace.NMIC_SHARED)
                 .lbaf(0, 0, ns.blockShift(), 0)
                 .nguid(ns.nguid())
                 .eui64(ns.eui64());
