@@ -213,11 +213,11 @@ userland_up() {
 }
 U() { chroot "$UL" "$@"; }
 
-# our_target_up CONFIG LOG STATE_DIR: starts our target from the checkout's nvmeof.jar ($JAR) in the background
+# our_target_up CONFIG LOG STATE_DIR [TARGET ARGS...]: starts our target from the checkout's nvmeof.jar ($JAR) in the background
 # (TARGET_PID) and waits up to 120 s for it to say it started (TARGET_UP_S: how long it took).
 our_target_up() {
   java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
-    -jar "$JAR" target --config "$1" --state-dir "$3" > "$2" 2>&1 &
+    -jar "$JAR" target --config "$1" --state-dir "$3" "${@:4}" > "$2" 2>&1 &
   TARGET_PID=$!
   local i
   for i in $(seq 1 120); do

@@ -137,6 +137,16 @@ final class ConfigurationRoutes {
                 return null;
             }, none -> "remove listener " + id);
         });
+        on(rb, "listAnaStates", rc -> reply(rc, 200,
+                () -> live.anaStates(validated(rc).getPathParameters().get("id").getInteger())));
+        on(rb, "setAnaState", rc -> {
+            var v = validated(rc);
+            int id = v.getPathParameters().get("id").getInteger();
+            int group = v.getPathParameters().get("group").getInteger();
+            String state = v.getBody().getJsonObject().getString("state");
+            change(rc, 200, () -> live.setAnaState(id, group, state),
+                    d -> "set ANA group " + d.group() + " " + d.state() + " on listener " + id);
+        });
         on(rb, "listControllers", rc -> reply(rc, 200, live::controllers));
         on(rb, "disconnectController", rc -> {
             int cntlid = validated(rc).getPathParameters().get("cntlid").getInteger();

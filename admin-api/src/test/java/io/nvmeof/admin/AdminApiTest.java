@@ -1056,6 +1056,37 @@ class AdminApiTest {
      * A listener added over REST is in the discovery log and takes connections at once; removing it ends the
      * connections made through it (the host reconnects elsewhere or waits), and the last one cannot be removed.
      */
+    /** Issue 35: ANA states per listener over HTTP, validated by the OpenAPI document and the target, and saved. */
+    @Test
+    void anaStatesAreSetPerListenerAndSaved() throws Exception {
+        JsonNode groups = json(call("GET", "/api/v1/listeners/1/ana", null));
+        assertEquals(1, groups.size(), groups.toString());
+        assertEquals(1, groups.get(0).get("group").asInt());
+        assertEquals("optimized", groups.get(0).get("state").asText());
+        HttpResponse<String> set = call("PUT", "/api/v1/listeners/1/ana/3", "{\"state\":\"inaccessible\"}");
+        assertEquals(200, set.statusCode(), set.body());
+        assertEquals("inaccessible", json(set).get("state").asText());
+        assertEquals(3, json(set).get("group").asInt());
+        assertTrue(json(set).get("changeCount").asLong() > 0);
+        JsonNode listener = json(call("GET", "/api/v1/listeners", null)).get(0);
+        assertEquals("inaccessible", listener.path("ana").path("3").asText(), listener.toString());
+        assertEquals(List.of(1, 3), json(call("GET", "/api/v1/listeners/1/ana", null)).findValuesAsText("group")
+                .stream().map(Integer::parseInt).toList());
+        assertEquals("inaccessible", json(call("GET", "/api/v1/config", null)).path("listeners").get(0).path("ana")
+                .path("3").asText(), "in the exported document (what the state file keeps)");
+        problem(call("PUT", "/api/v1/listeners/1/ana/0", "{\"state\":\"optimized\"}"), 400, "");
+        problem(call("PUT", "/api/v1/listeners/1/ana/129", "{\"state\":\"optimized\"}"), 400, "");
+        problem(call("PUT", "/api/v1/listeners/1/ana/2", "{\"state\":\"fast\"}"), 400, "");
+        problem(call("PUT", "/api/v1/listeners/1/ana/2", "{}"), 400, "");
+        problem(call("PUT", "/api/v1/listeners/9/ana/2", "{\"state\":\"optimized\"}"), 404, "does not exist");
+        problem(call("GET", "/api/v1/listeners/9/ana", null), 404, "does not exist");
+        assertEquals(200, call("PUT", "/api/v1/listeners/1/ana/3", "{\"state\":\"optimized\"}").statusCode());
+        assertTrue(json(call("GET", "/api/v1/listeners", null)).get(0).path("ana").isMissingNode(),
+                "optimized everywhere: nothing to say");
+        problem(call("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":0,\"ana\":{\"x\":\"optimized\"}}"),
+                400, "");
+    }
+
     @Test
     void listenersComeAndGoWhileTheTargetRuns() throws Exception {
         HttpResponse<String> added = call("POST", "/api/v1/listeners", "{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":0}");

@@ -33,7 +33,7 @@ import picocli.CommandLine.Spec;
         subcommands = {AdminCommand.Subsystems.class, AdminCommand.SubsystemAdd.class, AdminCommand.SubsystemRemove.class,
                 AdminCommand.NamespaceAdd.class, AdminCommand.NamespaceRemove.class, AdminCommand.HostAdd.class,
                 AdminCommand.HostRemove.class, AdminCommand.Listeners.class, AdminCommand.ListenerAdd.class,
-                AdminCommand.ListenerRemove.class, AdminCommand.Stats.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
+                AdminCommand.ListenerRemove.class, AdminCommand.Ana.class, AdminCommand.AnaSet.class, AdminCommand.Stats.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
                 AdminCommand.Export.class, AdminCommand.Import.class, AdminCommand.NamespaceResize.class})
 final class AdminCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -398,6 +398,39 @@ final class AdminCommand {
         @Override
         public Integer call() throws Exception {
             return admin.delete("/api/v1/listeners/" + id, "removed listener " + id);
+        }
+    }
+
+    @Command(name = "ana", description = "ANA group states on a listener (nvme list-subsys shows what hosts see)")
+    static final class Ana extends Sub {
+        @Parameters(index = "0", paramLabel = "LISTENER") int id;
+
+        @Override
+        public Integer call() throws Exception {
+            JsonNode list = admin.call("GET", "/api/v1/listeners/" + id + "/ana", null);
+            List<String[]> rows = new ArrayList<>();
+            rows.add(new String[] {"GROUP", "STATE", "CHANGE COUNT"});
+            for (JsonNode g : list) {
+                rows.add(new String[] {g.path("group").asText(), g.path("state").asText(), g.path("changeCount").asText()});
+            }
+            admin.print(list, rows);
+            return 0;
+        }
+    }
+
+    @Command(name = "ana-set", description = "Set an ANA group's state on a listener: optimized, non-optimized,"
+            + " inaccessible, persistent-loss or change (hosts are told at once)")
+    static final class AnaSet extends Sub {
+        @Parameters(index = "0", paramLabel = "LISTENER") int id;
+        @Parameters(index = "1", paramLabel = "GROUP") int group;
+        @Parameters(index = "2", paramLabel = "STATE") String state;
+
+        @Override
+        public Integer call() throws Exception {
+            JsonNode g = admin.call("PUT", "/api/v1/listeners/" + id + "/ana/" + group,
+                    JSON.createObjectNode().put("state", state));
+            admin.done("listener " + id + ": ANA group " + g.path("group").asText() + " " + g.path("state").asText());
+            return 0;
         }
     }
 

@@ -89,6 +89,8 @@ public class Command extends Flyweight {
     // Get Log Page: LID CDW10 7:0, LSP 11:8, RAE bit 15, NUMDL 31:16, NUMDU CDW11 15:0, LPO CDW12-13.
     public int logPageId() { return cdw10() & 0xFF; }
     public boolean retainAsyncEvent() { return (cdw10() & 0x8000) != 0; }
+    /** Get Log Page LSP: CDW10 bits 14:8 (log specific, e.g. the ANA log's Return Groups Only). */
+    public int logSpecificField() { return (cdw10() >>> 8) & 0x7F; }
     /** Number of bytes asked for by Get Log Page (NUMD is 0-based dwords). */
     public long logPageLength() {
         long numd = ((cdw10() >>> 16) & 0xFFFFL) | ((long) (cdw11() & 0xFFFF) << 16);

@@ -20,12 +20,16 @@ public final class Features {
 
     /** Asynchronous Event Configuration bit 8: Namespace Attribute Notices. */
     public static final int AEC_NS_ATTRIBUTE = 1 << 8;
+    /** Asynchronous Event Configuration bit 11: Asymmetric Namespace Access Change Notices. */
+    public static final int AEC_ANA_CHANGE = 1 << 11;
     /** Asynchronous Event Configuration bit 31: Discovery Log Page Change Notices (discovery controllers). */
     public static final int AEC_DISCOVERY_LOG_CHANGE = 1 << 31;
 
     // Asynchronous event completion DW0: type in bits 2:0, info in 15:8, log page in 23:16.
     public static final int AER_TYPE_NOTICE = 2;
     public static final int AER_INFO_NS_ATTRIBUTE_CHANGED = 0;
+    /** Asymmetric Namespace Access Change: read the ANA log (0Ch). */
+    public static final int AER_INFO_ANA_CHANGE = 0x03;
     public static final int AER_INFO_DISCOVERY_LOG_CHANGED = 0xF0;
 
     public static int asyncEvent(int type, int info, int logPage) {

@@ -53,6 +53,8 @@ public final class Opcodes {
     public static final int LOG_FIRMWARE_SLOT = 0x03;
     public static final int LOG_CHANGED_NAMESPACE_LIST = 0x04;
     public static final int LOG_COMMAND_EFFECTS = 0x05;
+    /** Asymmetric Namespace Access log. */
+    public static final int LOG_ANA = 0x0C;
     public static final int LOG_DISCOVERY = 0x70;
 
     // Feature identifiers

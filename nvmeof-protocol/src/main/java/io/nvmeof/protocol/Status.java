@@ -80,6 +80,12 @@ public final class Status {
 
     // Path related (SCT 3)
     public static final int INTERNAL_PATH_ERROR = 0x300;
+    /** The namespace's ANA group is in the persistent loss state on this controller's port (never with DNR). */
+    public static final int ANA_PERSISTENT_LOSS = 0x302;
+    /** The namespace's ANA group is inaccessible through this controller's port: the host tries another path. */
+    public static final int ANA_INACCESSIBLE = 0x303;
+    /** The namespace's ANA group is changing state on this port: the host retries, here or elsewhere. */
+    public static final int ANA_TRANSITION = 0x304;
 
     // NVM command set specific (SCT 1, SC 80h..): the same values mean other things than Connect's.
     public static final int IO_CONFLICTING_ATTRIBUTES = 0x180;
@@ -148,6 +154,9 @@ public final class Status {
         NAMES.put(COMPARE_FAILED, "COMPARE_FAILED");
         NAMES.put(ACCESS_DENIED, "ACCESS_DENIED");
         NAMES.put(INTERNAL_PATH_ERROR, "INTERNAL_PATH_ERROR");
+        NAMES.put(ANA_PERSISTENT_LOSS, "ANA_PERSISTENT_LOSS");
+        NAMES.put(ANA_INACCESSIBLE, "ANA_INACCESSIBLE");
+        NAMES.put(ANA_TRANSITION, "ANA_TRANSITION");
     }
 
     public static int sct(int status) {

@@ -1,5 +1,7 @@
 package io.nvmeof.tgt;
 
+import java.util.Map;
+
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.auth.HostAuth;
@@ -111,7 +113,17 @@ final class ConfigurationChecks {
         if (l.id() != null && (l.id() < 1 || l.id() > 65535)) {
             throw invalid("id (the discovery log's PORTID) must be 1 to 65535, got " + l.id());
         }
-        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems(), l.tls());
+        Map<String, String> ana;
+        try {
+            // Left out stays null (an import keeps the live states); given, optimized groups are left out.
+            ana = l.ana() == null ? null
+                    : java.util.Objects.requireNonNullElse(io.nvmeof.tgt.core.AnaGroups.describe(
+                            io.nvmeof.tgt.core.AnaGroups.parseStates(l.ana())), Map.of());
+        } catch (IllegalArgumentException e) {
+            throw invalid("listener" + (l.id() != null ? " " + l.id() : "") + ": " + e.getMessage());
+        }
+        return new ListenerConfig(l.id(), transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(), l.subsystems(),
+                l.tls(), ana);
     }
 
     /** A document's namespace of subsystem {@code nqn} (NSID filled in): its NSID, size and UUID. */
@@ -130,6 +142,10 @@ final class ConfigurationChecks {
         if (n.queueDepth() != null && (n.queueDepth() < 1 || n.queueDepth() > 65535)) {
             throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": queueDepth must be 1 to 65535, got "
                     + n.queueDepth());
+        }
+        if (n.anaGroup() != null && (n.anaGroup() < 1 || n.anaGroup() > io.nvmeof.tgt.core.AnaGroups.MAX_GROUP_ID)) {
+            throw invalid("subsystem " + nqn + ": namespace " + n.nsid() + ": anaGroup must be 1 to "
+                    + io.nvmeof.tgt.core.AnaGroups.MAX_GROUP_ID + ", got " + n.anaGroup());
         }
         if (n.uuid() != null) {
             try {

@@ -41,7 +41,8 @@ final class ConfigurationDocument {
             int id = l.id() != null ? l.id() : portId;
             listeners.put(id, new ListenerConfig(id, l.transport() != null ? l.transport() : "tcp",
                     l.address() != null ? l.address() : "127.0.0.1", boundPort(target, id, l), l.inlineDataSize(),
-                    l.maxH2CData(), l.subsystems(), l.tls()));
+                    l.maxH2CData(), l.subsystems(), l.tls(),
+                    io.nvmeof.tgt.core.AnaGroups.describe(io.nvmeof.tgt.core.AnaGroups.parseStates(l.ana()))));
             portId++;
         }
         if (started.hosts() != null) {
@@ -181,7 +182,9 @@ final class ConfigurationDocument {
         }
         namespaces.sort(Comparator.comparing(NamespaceConfig::nsid));
         return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),
-                sub.allowedHosts().stream().sorted().toList(), namespaces);
+                sub.allowedHosts().stream().sorted().toList(), namespaces,
+                sub.cntlidMin() != Subsystem.CNTLID_MIN ? sub.cntlidMin() : null,
+                sub.cntlidMax() != Subsystem.CNTLID_MAX ? sub.cntlidMax() : null);
     }
 
     /** The document entry for an opened namespace: its effective values, and what only its configuration says. */
@@ -197,6 +200,6 @@ final class ConfigurationDocument {
         // As asked: a namespace served buffered only because direct I/O is unavailable here is saved as direct.
         Boolean bufferedIo = n != null ? n.bufferedIo() : null;
         return new NamespaceConfig(ns.nsid(), backend, Long.toString(ns.sizeBytes()), ns.blockSize(), path, uuid, nguid,
-                sparse, bufferedIo, n != null ? n.queueDepth() : null);
+                sparse, bufferedIo, n != null ? n.queueDepth() : null, ns.anaGroup() != 1 ? ns.anaGroup() : null);
     }
 }

@@ -127,8 +127,7 @@ final class ListenerImportPlanner {
         for (ListenerConfig n : toAdd) {
             int id = n.id() != null ? n.id() : freeId(taken);
             taken.add(id);
-            addListenerStep(new ListenerConfig(id, n.transport(), n.address(), n.port(), n.inlineDataSize(),
-                    n.maxH2CData(), n.subsystems(), n.tls()));
+            addListenerStep(n.withIdAndPort(id, n.port()));
         }
     }
 
@@ -196,8 +195,7 @@ final class ListenerImportPlanner {
             }
         };
         plan.steps.add(add);
-        plan.listenersAdded.add(() -> new ListenerConfig(l.id(), l.transport(), l.address(), add.bound, l.inlineDataSize(),
-                l.maxH2CData(), l.subsystems(), l.tls()));
+        plan.listenersAdded.add(() -> l.withIdAndPort(l.id(), add.bound));
     }
 
     /**
@@ -210,6 +208,8 @@ final class ListenerImportPlanner {
                 && (want.inlineDataSize() == null || want.inlineDataSize().equals(have.inlineDataSize()))
                 && (want.maxH2CData() == null || want.maxH2CData().equals(have.maxH2CData()))
                 && io.nvmeof.tgt.core.TlsMode.parse(want.tls()) == io.nvmeof.tgt.core.TlsMode.parse(have.tls())
+                // Both normalized: optimized groups left out, so an explicit "optimized" matches the default.
+                && (want.ana() == null || want.ana().equals(have.ana() != null ? have.ana() : Map.of()))
                 && exposed(want.subsystems(), subsystemsAfter).equals(exposed(have.subsystems(), subsystemsAfter));
     }
 

@@ -128,6 +128,23 @@ public final class LiveConfiguration {
     LiveConfiguration(NvmeTarget target, TargetConfig started) {
         this.target = target;
         this.document = new ConfigurationDocument(target, started);
+        // Saving may block: not on the poll group thread that ended the transition.
+        target.core().ana().onTransitionExpired((port, group) -> java.util.concurrent.ForkJoinPool.commonPool()
+                .execute(() -> keepExpiredTransition(port, group)));
+    }
+
+    /** A transition that outlasted ANATT ended inaccessible: the document says so too (if no one changed it since). */
+    private synchronized void keepExpiredTransition(int id, int group) {
+        ListenerConfig l = document.listeners.get(id);
+        if (l == null || l.ana() == null || !"change".equals(l.ana().get(Integer.toString(group)))) {
+            return;
+        }
+        try {
+            setAnaState(id, group, io.nvmeof.protocol.log.AnaState.INACCESSIBLE.label());
+        } catch (RuntimeException e) {
+            LOG.warn("listener {}: ANA group {} ended its transition inaccessible, but the configuration could not be"
+                    + " saved ({}): after a restart it starts in the change state again", id, group, e.getMessage());
+        }
     }
 
     /**
@@ -193,16 +210,14 @@ public final class LiveConfiguration {
                 }
             }
         }
-        ListenerConfig want = new ListenerConfig(id, transport, l.address(), port, l.inlineDataSize(), l.maxH2CData(),
-                l.subsystems(), l.tls());
+        ListenerConfig want = l.withIdAndPort(id, port);
         int bound;
         try {
             bound = target.addListener(want, id);
         } catch (IOException | RuntimeException e) {
             throw conflict(e.getMessage());
         }
-        ListenerConfig d = new ListenerConfig(id, transport, l.address(), bound, l.inlineDataSize(), l.maxH2CData(),
-                l.subsystems(), l.tls());
+        ListenerConfig d = l.withIdAndPort(id, bound);
         try {
             document.save(document.with(id, d)); // after binding: the document records the port it got (port 0: any)
         } catch (ConfigurationException e) {
@@ -226,6 +241,60 @@ public final class LiveConfiguration {
         target.removeListener(id);
         document.listeners.remove(id);
         LOG.info("listener {} removed", id);
+    }
+
+    /** An ANA group's state on one listener (port). */
+    public record AnaGroupView(int group, String state, long changeCount) {
+    }
+
+    /**
+     * The ANA states on listener {@code id}: group 1, every group a namespace is in, and every group set on it, in
+     * group order.
+     */
+    public synchronized List<AnaGroupView> anaStates(int id) {
+        if (!document.listeners.containsKey(id)) {
+            throw notFound("listener " + id + " does not exist");
+        }
+        java.util.SortedSet<Integer> groups = new java.util.TreeSet<>();
+        groups.add(1);
+        for (io.nvmeof.tgt.core.Subsystem sub : target.core().subsystems()) {
+            sub.namespaces().forEach(ns -> groups.add(ns.anaGroup()));
+        }
+        io.nvmeof.tgt.core.PortAnaStates port = target.core().ana().port(id);
+        groups.addAll(port.explicitStates().keySet());
+        List<AnaGroupView> out = new java.util.ArrayList<>();
+        for (int g : groups) {
+            out.add(new AnaGroupView(g, port.state(g).label(), port.changeCount(g)));
+        }
+        return out;
+    }
+
+    /**
+     * Sets ANA group {@code group}'s state on listener {@code id} (nvmet's {@code ana_groups/G/ana_state}, SPDK's
+     * {@code nvmf_subsystem_listener_set_ana_state}): saved first, then live; the hosts connected through it get an
+     * ANA change notice at once and read the new state from the ANA log.
+     */
+    public synchronized AnaGroupView setAnaState(int id, int group, String state) {
+        ListenerConfig l = document.listeners.get(id);
+        if (l == null) {
+            throw notFound("listener " + id + " does not exist");
+        }
+        io.nvmeof.protocol.log.AnaState want;
+        java.util.SortedMap<Integer, io.nvmeof.protocol.log.AnaState> states;
+        try {
+            io.nvmeof.tgt.core.AnaGroups.checkGroupId(group);
+            want = io.nvmeof.protocol.log.AnaState.parse(state);
+            states = io.nvmeof.tgt.core.AnaGroups.parseStates(l.ana());
+        } catch (IllegalArgumentException e) {
+            throw invalid(e.getMessage());
+        }
+        states.put(group, want);
+        ListenerConfig d = l.withAna(io.nvmeof.tgt.core.AnaGroups.describe(states));
+        document.save(document.with(id, d));
+        document.listeners.put(id, d);
+        target.core().ana().set(id, group, want);
+        io.nvmeof.tgt.core.PortAnaStates port = target.core().ana().port(id);
+        return new AnaGroupView(group, port.state(group).label(), port.changeCount(group));
     }
 
     public synchronized List<SubsystemConfig> subsystems() {

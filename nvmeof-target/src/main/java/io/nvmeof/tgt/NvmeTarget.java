@@ -215,6 +215,10 @@ public final class NvmeTarget implements AutoCloseable {
         int maxNs = s.maxNamespaces() != null ? s.maxNamespaces() : 1024;
         Subsystem sub = new Subsystem(s.nqn(), Subsystem.Type.NVM, serial, model, maxNs,
                 s.allowAnyHost() == null || s.allowAnyHost());
+        if (s.cntlidMin() != null || s.cntlidMax() != null) {
+            sub.cntlidRange(s.cntlidMin() != null ? s.cntlidMin() : Subsystem.CNTLID_MIN,
+                    s.cntlidMax() != null ? s.cntlidMax() : Subsystem.CNTLID_MAX);
+        }
         if (s.hosts() != null) {
             for (String host : s.hosts()) {
                 // An empty name can be sent (SPDK's host does) but never allowed: it names no host in particular.
@@ -347,6 +351,9 @@ public final class NvmeTarget implements AutoCloseable {
             if (n.queueDepth() != null) {
                 ns.limitDeviceQueue(n.queueDepth());
             }
+            if (n.anaGroup() != null) {
+                ns.anaGroup(n.anaGroup());
+            }
             backends.add(backend);
             return ns;
         } catch (RuntimeException e) {
@@ -450,6 +457,13 @@ public final class NvmeTarget implements AutoCloseable {
 
     /** Starts a listener; returns the port it is bound to (port 0 in {@code l}: any free one). */
     int addListener(ListenerConfig l, int portId) throws IOException {
+        var ana = io.nvmeof.tgt.core.AnaGroups.parseStates(l.ana()); // checked before anything binds
+        int bound = bindListener(l, portId);
+        core.ana().apply(portId, ana);
+        return bound;
+    }
+
+    private int bindListener(ListenerConfig l, int portId) throws IOException {
         String transport = l.transport() != null ? l.transport() : "tcp";
         if ("rdma".equals(transport)) {
             io.nvmeof.tgt.rdma.RdmaTransport r = new io.nvmeof.tgt.rdma.RdmaTransport(core, pollGroupCount,
@@ -487,6 +501,15 @@ public final class NvmeTarget implements AutoCloseable {
      * an ID before it removes the old one that had it, so the port tells the two apart.
      */
     boolean removeListener(int portId, int port) {
+        boolean removed = stopListener(portId, port);
+        if (removed && tcpListeners.stream().noneMatch(t -> t.info() != null && t.info().portId() == portId)
+                && rdmaListeners.stream().noneMatch(r -> r.info() != null && r.info().portId() == portId)) {
+            core.ana().forget(portId); // a listener added later under this ID starts with its own states
+        }
+        return removed;
+    }
+
+    private boolean stopListener(int portId, int port) {
         for (TcpTransport t : tcpListeners) {
             if (t.info() != null && t.info().portId() == portId && (port < 0 || t.info().trsvcid().equals(Integer.toString(port)))) {
                 tcpListeners.remove(t);

@@ -45,8 +45,7 @@ final class SubsystemImportPlanner {
             checkNamespace(s.nqn(), s.maxNamespaces() != null ? s.maxNamespaces() : 1024, n);
             pathCheck.accept(n);
         }
-        SubsystemConfig full = new SubsystemConfig(s.nqn(), s.serial(), s.model(), s.maxNamespaces(), s.allowAnyHost(),
-                s.hosts(), new ArrayList<>(ns.values()));
+        SubsystemConfig full = s.withNamespaces(new ArrayList<>(ns.values()));
         var create = new ImportStep() {
             private Subsystem built;
 
@@ -98,9 +97,18 @@ final class SubsystemImportPlanner {
             if (have != null && sameNamespace(n, have)) {
                 continue;
             }
-            if (have != null && sameNamespace(n.withQueueDepth(have.queueDepth()), have)) {
-                planQueueDepth(s.nqn(), sub, n, have); // only the depth differs: set on the live namespace
-                result.put(n.nsid(), have.withQueueDepth(n.queueDepth()));
+            if (have != null && sameNamespace(n.withQueueDepth(have.queueDepth()).withAnaGroup(have.anaGroup()), have)) {
+                // Only the depth or the ANA group differs: set on the live namespace, its data and hosts kept.
+                NamespaceConfig after = have;
+                if (n.queueDepth() != null && !n.queueDepth().equals(have.queueDepth())) {
+                    planQueueDepth(s.nqn(), sub, n, have);
+                    after = after.withQueueDepth(n.queueDepth());
+                }
+                if (n.anaGroup() != null && n.anaGroup() != anaGroupOf(have)) {
+                    planAnaGroup(s.nqn(), sub, n);
+                    after = after.withAnaGroup(n.anaGroup() != 1 ? n.anaGroup() : null);
+                }
+                result.put(n.nsid(), after);
                 continue;
             }
             if (have != null && (n.path() == null || n.path().equals(have.path())) && n.bufferedIo() != null
@@ -150,7 +158,23 @@ final class SubsystemImportPlanner {
                 sub.addNamespace(ns);
             }));
         }
+        planCntlidRange(s, sub);
         planHosts(s, sub);
+    }
+
+    private static int anaGroupOf(NamespaceConfig n) {
+        return n.anaGroup() != null ? n.anaGroup() : 1;
+    }
+
+    /** Moves a live namespace to another ANA group; its hosts are told (ANA change notice), as nvmet does. */
+    private void planAnaGroup(String nqn, Subsystem sub, NamespaceConfig want) {
+        int group = want.anaGroup();
+        Namespace live = sub.namespace(want.nsid());
+        plan.steps.add(commitOnly("move namespace " + want.nsid() + " of " + nqn + " to ANA group " + group,
+                () -> {
+                    live.anaGroup(group);
+                    target.core().ana().namespaceMoved(sub);
+                }));
     }
 
     /** Sets a namespace's queue depth to its device in place: no reopening (a block device is held exclusively). */
@@ -183,7 +207,30 @@ final class SubsystemImportPlanner {
         return new SubsystemConfig(s.nqn(), s.serial() != null ? s.serial() : current.serial(),
                 s.model() != null ? s.model() : current.model(),
                 s.maxNamespaces() != null ? s.maxNamespaces() : current.maxNamespaces(),
-                s.allowAnyHost() != null ? s.allowAnyHost() : current.allowAnyHost(), List.copyOf(hosts), namespaces);
+                s.allowAnyHost() != null ? s.allowAnyHost() : current.allowAnyHost(), List.copyOf(hosts), namespaces,
+                s.cntlidMin() != null ? s.cntlidMin() : current.cntlidMin(),
+                s.cntlidMax() != null ? s.cntlidMax() : current.cntlidMax());
+    }
+
+    private static Integer nonDefault(int value, int byDefault) {
+        return value != byDefault ? value : null;
+    }
+
+    /** A changed controller ID range applies to the controllers created from now on (nvmet's likewise). */
+    private void planCntlidRange(SubsystemConfig s, Subsystem sub) {
+        if (s.cntlidMin() == null && s.cntlidMax() == null) {
+            return;
+        }
+        int min = s.cntlidMin() != null ? s.cntlidMin() : sub.cntlidMin();
+        int max = s.cntlidMax() != null ? s.cntlidMax() : sub.cntlidMax();
+        if (min < Subsystem.CNTLID_MIN || max > Subsystem.CNTLID_MAX || min > max) {
+            throw invalid("subsystem " + s.nqn() + ": cntlidMin and cntlidMax must be a range within 1 to 65519"
+                    + " (0xFFEF), got " + min + " to " + max);
+        }
+        if (min != sub.cntlidMin() || max != sub.cntlidMax()) {
+            plan.steps.add(commitOnly("give the new controllers of " + s.nqn() + " IDs " + min + " to " + max,
+                    () -> sub.cntlidRange(min, max)));
+        }
     }
 
     private void planHosts(SubsystemConfig s, Subsystem sub) {
@@ -227,7 +274,9 @@ final class SubsystemImportPlanner {
         SubsystemConfig shell = new SubsystemConfig(s.nqn(), s.serial() != null ? s.serial() : old.serial(),
                 s.model() != null ? s.model() : old.model(), s.maxNamespaces() != null ? s.maxNamespaces() : old.maxNamespaces(),
                 s.allowAnyHost() != null ? s.allowAnyHost() : old.allowAnyHost(),
-                s.hosts() != null && mode == ImportMode.REPLACE ? s.hosts() : mergedHosts(s, old), List.of());
+                s.hosts() != null && mode == ImportMode.REPLACE ? s.hosts() : mergedHosts(s, old), List.of(),
+                s.cntlidMin() != null ? s.cntlidMin() : nonDefault(old.cntlidMin(), Subsystem.CNTLID_MIN),
+                s.cntlidMax() != null ? s.cntlidMax() : nonDefault(old.cntlidMax(), Subsystem.CNTLID_MAX));
         plan.steps.add(new ImportStep() {
             private Subsystem built;
             private final List<Namespace> openedHere = new ArrayList<>();
@@ -344,6 +393,7 @@ final class SubsystemImportPlanner {
                 && (want.blockSize() == null || want.blockSize().equals(have.blockSize()))
                 && (want.bufferedIo() == null || want.bufferedIo() == Boolean.TRUE.equals(have.bufferedIo()))
                 && (want.queueDepth() == null || want.queueDepth().equals(have.queueDepth()))
+                && (want.anaGroup() == null || want.anaGroup() == anaGroupOf(have))
                 && (want.uuid() == null || want.uuid().equalsIgnoreCase(have.uuid()))
                 && (want.nguid() == null || want.nguid().equalsIgnoreCase(have.nguid() != null ? have.nguid()
                         : have.uuid().replace("-", "")));

@@ -62,7 +62,9 @@ import java.util.TreeMap;
  * {@code "-1"} (transport default) and {@code pi_enable "0"}; {@code addr.treq} "not specified"/"not required" and
  * {@code addr.tsas} "none" (no secure channel); subsystem {@code attr} {@code cntlid_min "1"},
  * {@code cntlid_max "65519"} (the full controller ID range) and {@code pi_enable "0"}; namespace
- * {@code ana_grpid}/{@code ana.grpid} 1 and {@code resv.enable "0"}; the default ANA group 1 in state optimized. Every
+ * {@code ana_grpid}/{@code ana.grpid} 1 and {@code resv.enable "0"}; the default ANA group 1 in state optimized. Ports'
+ * {@code ana_groups} become the listener's {@code ana} and namespaces' {@code ana_grpid} their {@code anaGroup};
+ * subsystem {@code cntlid_min}/{@code cntlid_max} become {@code cntlidMin}/{@code cntlidMax}. Every
  * other attribute (version, ieee_oui, firmware, qid_max, ...) is listed with its value.
  *
  * <h2>Export</h2>
@@ -227,7 +229,7 @@ public final class NvmetcliFormat {
         String tls = readAddrExtras(addr, trtype, notMapped);
         Integer inlineDataSize = readParams(port.field("param").optObject(), notMapped);
         readReferrals(port.field("referrals"), notMapped);
-        readAnaGroups(port.field("ana_groups"), notMapped);
+        Map<String, String> ana = readAnaGroups(port.field("ana_groups"), notMapped);
         List<String> exposed = new ArrayList<>();
         for (JsonAt s : port.field("subsystems").elements()) {
             String nqn = s.nonEmptyText();
@@ -238,7 +240,7 @@ public final class NvmetcliFormat {
         }
         // nvmet: no subsystem linked = the port serves discovery only. Ours: empty = every subsystem.
         List<String> subsystems = exposed.isEmpty() ? List.of(DISCOVERY_NQN) : List.copyOf(exposed);
-        return new ListenerConfig((int) portid, trtype, traddr, trsvcid, inlineDataSize, null, subsystems, tls);
+        return new ListenerConfig((int) portid, trtype, traddr, trsvcid, inlineDataSize, null, subsystems, tls, ana);
     }
 
     /**
@@ -323,18 +325,32 @@ public final class NvmetcliFormat {
         }
     }
 
-    /** Group 1 in state optimized is what every port has; anything else is ANA configuration we do not offer. */
-    private static void readAnaGroups(JsonAt groups, ImportReport notMapped) {
+    /**
+     * The port's ANA groups as the listener's {@code ana} (group ID to state; optimized ones left out, null when none
+     * is left). nvmet numbers groups up to 128 as we do; a state nvmet would not take is listed and left out.
+     */
+    private static Map<String, String> readAnaGroups(JsonAt groups, ImportReport notMapped) {
+        Map<String, String> states = new java.util.TreeMap<>();
         for (JsonAt group : groups.elements()) {
             group.requireObject();
             long grpid = group.field("grpid").integer(1, 1024);
             String state = group.field("ana").field("state").present() ? group.field("ana").field("state").text()
                     : "optimized";
-            if (grpid != 1 || !state.equals("optimized")) {
-                notMapped.add(group.path() + " (ANA group " + grpid + ", " + state + "): asymmetric namespace access "
-                        + "is not supported; not imported");
+            if (grpid > io.nvmeof.tgt.core.AnaGroups.MAX_GROUP_ID) {
+                notMapped.add(group.path() + " (ANA group " + grpid + ", " + state + "): ANA group IDs are 1 to "
+                        + io.nvmeof.tgt.core.AnaGroups.MAX_GROUP_ID + " here; not imported");
+                continue;
+            }
+            try {
+                io.nvmeof.protocol.log.AnaState parsed = io.nvmeof.protocol.log.AnaState.parse(state);
+                if (parsed != io.nvmeof.protocol.log.AnaState.OPTIMIZED) {
+                    states.put(Long.toString(grpid), parsed.label());
+                }
+            } catch (IllegalArgumentException e) {
+                notMapped.add(group.path() + ".ana.state=" + state + ": " + e.getMessage() + "; not imported");
             }
         }
+        return states.isEmpty() ? null : states;
     }
 
     private static List<SubsystemConfig> readSubsystems(JsonAt subsystems, ImportReport notMapped) {
@@ -374,8 +390,16 @@ public final class NvmetcliFormat {
         if (!s.field("passthru").elements().isEmpty()) {
             notMapped.add(s.field("passthru").path() + ": passthrough controllers are not supported; not imported");
         }
+        Integer cntlidMin = attr != null ? cntlidAttr(attr.field("cntlid_min"), 1) : null;
+        Integer cntlidMax = attr != null ? cntlidAttr(attr.field("cntlid_max"), 65519) : null;
         return new SubsystemConfig(nqn, serial, model, null, allowAnyHost != null ? allowAnyHost : false,
-                List.copyOf(hosts), namespaces);
+                List.copyOf(hosts), namespaces, cntlidMin, cntlidMax);
+    }
+
+    /** A controller ID range bound nvmetcli writes (as text), or null when absent or nvmet's default. */
+    private static Integer cntlidAttr(JsonAt at, int byDefault) {
+        Long v = at.optInteger(1, 65519);
+        return v == null || v == byDefault ? null : v.intValue();
     }
 
     /** A serial or model number that fits Identify Controller, else null and a line. */
@@ -394,7 +418,8 @@ public final class NvmetcliFormat {
 
     private static void listOtherAttrs(JsonAt attr, ImportReport notMapped) {
         for (String key : attr.fieldNames()) {
-            if (key.equals("allow_any_host") || key.equals("serial") || key.equals("model")) {
+            if (key.equals("allow_any_host") || key.equals("serial") || key.equals("model") || key.equals("cntlid_min")
+                    || key.equals("cntlid_max")) {
                 continue;
             }
             JsonAt value = attr.field(key);
@@ -410,7 +435,6 @@ public final class NvmetcliFormat {
             case "version" -> "the NVMe version reported is this target's own";
             case "firmware" -> "the firmware revision reported is this target's own";
             case "ieee_oui" -> "the IEEE OUI reported is this target's own";
-            case "cntlid_min", "cntlid_max" -> "controller ID ranges are not configurable here";
             case "qid_max" -> "set maxIoQueues for a target-wide limit";
             case "pi_enable" -> "protection information is not supported";
             default -> "no equivalent here";
@@ -459,7 +483,7 @@ public final class NvmetcliFormat {
             }
         }
         // nvmetcli writes the group twice: "ana_grpid" and the configfs attribute group "ana" {"grpid"}.
-        readAnaGroupId(n.field("ana_grpid"), notMapped);
+        Integer anaGroup = readAnaGroupId(n.field("ana_grpid"), notMapped);
         JsonAt ana = n.field("ana").optObject();
         if (ana != null) {
             for (String key : ana.fieldNames()) {
@@ -467,7 +491,7 @@ public final class NvmetcliFormat {
                     notMapped.add(ana.field(key).path() + "=" + ana.field(key).display() + ": no equivalent here; "
                             + "ignored");
                 } else if (!n.field("ana_grpid").present()) {
-                    readAnaGroupId(ana.field("grpid"), notMapped);
+                    anaGroup = readAnaGroupId(ana.field("grpid"), notMapped);
                 }
             }
         }
@@ -481,15 +505,22 @@ public final class NvmetcliFormat {
                 }
             }
         }
-        return new NamespaceConfig(nsid, Migration.backendFor(path), null, null, path, uuid, nguid);
+        return new NamespaceConfig(nsid, Migration.backendFor(path), null, null, path, uuid, nguid, null, null, null,
+                anaGroup);
     }
 
-    private static void readAnaGroupId(JsonAt grpid, ImportReport notMapped) {
+    /** A namespace's ANA group: null for nvmet's default (1), else the group; one beyond ours is listed. */
+    private static Integer readAnaGroupId(JsonAt grpid, ImportReport notMapped) {
         Long id = grpid.optInteger(0, 1024);
-        if (id != null && id != 1) {
-            notMapped.add(grpid.path() + "=" + id + ": asymmetric namespace access is not supported; the namespace "
-                    + "is imported without its ANA group");
+        if (id == null || id == 1) {
+            return null;
         }
+        if (id < 1 || id > io.nvmeof.tgt.core.AnaGroups.MAX_GROUP_ID) {
+            notMapped.add(grpid.path() + "=" + id + ": ANA group IDs are 1 to " + io.nvmeof.tgt.core.AnaGroups.MAX_GROUP_ID
+                    + " here; the namespace is imported in group 1");
+            return null;
+        }
+        return id.intValue();
     }
 
     private static void listUnknownKeys(JsonAt object, Set<String> known, String why, ImportReport notMapped) {

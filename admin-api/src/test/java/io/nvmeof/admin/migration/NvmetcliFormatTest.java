@@ -56,6 +56,8 @@ class NvmetcliFormatTest {
         assertEquals(4420, rdma.port());
         assertNull(rdma.inlineDataSize(), "-1 is nvmet's 'let the transport choose'");
         assertEquals(List.of(DB), rdma.subsystems());
+        assertEquals(java.util.Map.of("2", "inaccessible"), rdma.ana(), "its ana_groups (group 1 optimized is the default)");
+        assertNull(tcp.ana(), "group 1 optimized only");
 
         ListenerConfig discoveryOnly = c.listeners().get(2);
         assertEquals(4, discoveryOnly.id());
@@ -85,7 +87,7 @@ class NvmetcliFormatTest {
                 new NamespaceConfig(1L, "block", null, null, "/dev/nvme0n1", "d592cdf3-5d1c-44e0-8412-3fcf7d99df27",
                         "ef90689c6c46d44c89c14067801309a8"),
                 new NamespaceConfig(2L, "file", null, null, "/srv/nvmet/db-log.img",
-                        "3c1f8b52-4e0a-4d7b-9a61-2b8e5f0c7d19", null)), db.namespaces(),
+                        "3c1f8b52-4e0a-4d7b-9a61-2b8e5f0c7d19", null, null, null, null, 2)), db.namespaces(),
                 "nsid 3 is disabled; an all-zero NGUID is unset");
 
         SubsystemConfig scratch = c.subsystems().get(1);
@@ -107,15 +109,11 @@ class NvmetcliFormatTest {
                 "subsystems[0].attr.ieee_oui=0x000000: the IEEE OUI reported is this target's own; ignored",
                 "subsystems[0].attr.qid_max=128: set maxIoQueues for a target-wide limit; ignored",
                 "subsystems[0].attr.version=1.3: the NVMe version reported is this target's own; ignored",
-                "subsystems[0].namespaces[1].ana_grpid=2: asymmetric namespace access is not supported; the namespace "
-                        + "is imported without its ANA group",
                 "subsystems[0].namespaces[2] (nsid 3, /dev/ram0): disabled in nvmet (enable 0); not imported",
                 "subsystems[1].attr.serial=this-serial-is-far-too-long-for-nvme: must be 1 to 20 printable ASCII "
                         + "characters here; not imported (the target's default is used)",
                 "subsystems[1].attr.version=1.3: the NVMe version reported is this target's own; ignored",
                 "ports[1].referrals[0] (referral peer-b to rdma 10.0.0.6:4420): referrals are not supported; "
-                        + "not imported",
-                "ports[1].ana_groups[1] (ANA group 2, inaccessible): asymmetric namespace access is not supported; "
                         + "not imported",
                 "ports[2] (portid 3): transport loop is not supported (tcp and rdma only); not imported",
                 "ports[3].addr.treq=required: the port admits hosts only over a secure channel, but names none (tsas);"
@@ -185,6 +183,35 @@ class NvmetcliFormatTest {
                 List.of(new SubsystemConfig("testnqn", null, null, null, true, List.of(),
                         List.of(new NamespaceConfig(1L, "block", null, null, "/dev/nvme0n1", null,
                                 "ef90689c6c46d44c89c14067801309a8"))))), imported.config());
+    }
+
+    /** Issue 35: a port's ANA groups, namespaces' groups and controller ID ranges come over; beyond ours is listed. */
+    @Test
+    void importsAnaGroupsAndControllerIdRanges() {
+        Imported imported = NvmetcliFormat.read("""
+                {"ports": [{"addr": {"adrfam": "ipv4", "traddr": "10.0.0.1", "trsvcid": "4420", "trtype": "tcp"},
+                            "ana_groups": [{"ana": {"state": "optimized"}, "grpid": 1},
+                                           {"ana": {"state": "non-optimized"}, "grpid": 5},
+                                           {"ana": {"state": "change"}, "grpid": 300}],
+                            "portid": 1, "subsystems": ["testnqn"]}],
+                 "subsystems": [{"allowed_hosts": [], "attr": {"allow_any_host": "1", "cntlid_min": "1000",
+                                                              "cntlid_max": "1999"},
+                                 "namespaces": [{"device": {"path": "/dev/nvme0n1"}, "enable": 1, "nsid": 1,
+                                                 "ana_grpid": 5},
+                                                {"device": {"path": "/dev/nvme1n1"}, "enable": 1, "nsid": 2,
+                                                 "ana": {"grpid": "200"}}],
+                                 "nqn": "testnqn"}]}
+                """);
+        assertEquals(java.util.Map.of("5", "non-optimized"), imported.config().listeners().get(0).ana());
+        SubsystemConfig s = imported.config().subsystems().get(0);
+        assertEquals(1000, s.cntlidMin());
+        assertEquals(1999, s.cntlidMax());
+        assertEquals(5, s.namespaces().get(0).anaGroup());
+        assertNull(s.namespaces().get(1).anaGroup());
+        assertEquals(List.of("subsystems[0].namespaces[1].ana.grpid=200: ANA group IDs are 1 to 128 here; the namespace"
+                        + " is imported in group 1",
+                "ports[0].ana_groups[2] (ANA group 300, change): ANA group IDs are 1 to 128 here; not imported"),
+                imported.notMapped());
     }
 
     @Test

@@ -27,6 +27,11 @@ public final class IdentifyController extends Flyweight {
     public static final int LPA = 261;
     public static final int ELPE = 262;
     public static final int KAS = 320;
+    // After NSETIDMAX (339:338) and ENDGIDMAX (341:340); Linux's struct nvme_id_ctrl has them at the same offsets.
+    public static final int ANATT = 342;
+    public static final int ANACAP = 343;
+    public static final int ANAGRPMAX = 344;
+    public static final int NANAGRPID = 348;
     public static final int SQES = 512;
     public static final int CQES = 513;
     public static final int MAXCMD = 514;
@@ -47,6 +52,18 @@ public final class IdentifyController extends Flyweight {
     public static final int OFCS = 1804;
     public static final int PSD0 = 2048;
 
+    /** CMIC bit 0: the NVM subsystem may have several ports; bit 1: several controllers; bit 3: ANA reporting. */
+    public static final int CMIC_MULTI_PORT = 1;
+    public static final int CMIC_MULTI_CONTROLLER = 1 << 1;
+    public static final int CMIC_ANA = 1 << 3;
+
+    /**
+     * ANACAP bits 0-4: the states the controller reports (optimized, non-optimized, inaccessible, persistent loss,
+     * change); bit 6: a namespace's ANAGRPID does not change while it is attached.
+     */
+    public static final int ANACAP_ALL_STATES = 0x1F;
+    public static final int ANACAP_GROUP_ID_FIXED = 1 << 6;
+
     public static final int CNTRLTYPE_IO = 1;
     public static final int CNTRLTYPE_DISCOVERY = 2;
 
@@ -57,6 +74,8 @@ public final class IdentifyController extends Flyweight {
 
     // OAES: Namespace Attribute Notices
     public static final int OAES_NS_ATTR = 1 << 8;
+    /** OAES bit 11: Asymmetric Namespace Access Change Notices. */
+    public static final int OAES_ANA_CHANGE = 1 << 11;
     // OAES bit 31: Discovery Log Page Change Notices (a discovery controller sends them)
     public static final int OAES_DISCOVERY_LOG_CHANGE = 1 << 31;
 
@@ -162,4 +181,15 @@ public final class IdentifyController extends Flyweight {
     /** Power state 0 maximum power, centiwatts. */
     public int psd0MaxPower() { return u16(PSD0); }
     public IdentifyController psd0MaxPower(int v) { u16(PSD0, v); return this; }
+    /** ANA Transition Time, seconds: the longest a group stays in the change state. */
+    public int anatt() { return u8(ANATT); }
+    public IdentifyController anatt(int v) { u8(ANATT, v); return this; }
+    public int anacap() { return u8(ANACAP); }
+    public IdentifyController anacap(int v) { u8(ANACAP, v); return this; }
+    /** ANA Group Identifier Maximum: the largest ANAGRPID. */
+    public long anagrpmax() { return u32(ANAGRPMAX); }
+    public IdentifyController anagrpmax(long v) { u32(ANAGRPMAX, v); return this; }
+    /** Number of ANA Group Identifiers: how many groups the ANA log may describe. */
+    public long nanagrpid() { return u32(NANAGRPID); }
+    public IdentifyController nanagrpid(long v) { u32(NANAGRPID, v); return this; }
 }

@@ -22,6 +22,8 @@ public final class IdentifyNamespace extends Flyweight {
     public static final int NPDG = 68;
     public static final int NPDA = 70;
     public static final int NOWS = 72;
+    /** ANA Group Identifier (NVMe Base 2.0, Identify Namespace bytes 95:92). */
+    public static final int ANAGRPID = 92;
     public static final int NGUID = 104;
     public static final int EUI64 = 120;
     public static final int LBAF0 = 128;
@@ -64,6 +66,8 @@ public final class IdentifyNamespace extends Flyweight {
     public IdentifyNamespace npdg(int v) { u16(NPDG, v); return this; }
     public int npda() { return u16(NPDA); }
     public IdentifyNamespace npda(int v) { u16(NPDA, v); return this; }
+    public long anagrpid() { return u32(ANAGRPID); }
+    public IdentifyNamespace anagrpid(long v) { u32(ANAGRPID, v); return this; }
     public void readNguid(byte[] dst16) { buffer.getBytes(offset + NGUID, dst16, 0, 16); }
     public IdentifyNamespace nguid(byte[] src16) { buffer.putBytes(offset + NGUID, src16, 0, 16); return this; }
     public void readEui64(byte[] dst8) { buffer.getBytes(offset + EUI64, dst8, 0, 8); }

@@ -7,12 +7,14 @@ import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.identify.IdentifyController;
 import io.nvmeof.protocol.identify.IdentifyNamespace;
 import io.nvmeof.protocol.identify.NamespaceDescriptor;
+import io.nvmeof.protocol.log.AnaLog;
 import io.nvmeof.protocol.log.ChangedNamespaceList;
 import io.nvmeof.protocol.log.CommandEffectsLog;
 import io.nvmeof.protocol.log.ErrorLogEntry;
 import io.nvmeof.protocol.log.FirmwareSlotLog;
 import io.nvmeof.protocol.log.SmartHealthLog;
 import io.nvmeof.protocol.regs.ControllerRegisters;
+import io.nvmeof.tgt.core.AnaGroups;
 import io.nvmeof.tgt.core.Controller;
 import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Request;
@@ -203,7 +205,7 @@ public final class AdminCommands {
                 .modelNumber(s.model())
                 .firmwareRevision(FIRMWARE_REVISION)
                 .rab(6)
-                .cmic(1 << 1) // may have several controllers
+                .cmic(IdentifyController.CMIC_MULTI_CONTROLLER) // may have several controllers
                 .mdts(c.core().limits().mdtsField())
                 .cntlid(c.cntlid())
                 .version(ControllerRegisters.VERSION_1_3)
@@ -231,7 +233,16 @@ public final class AdminCommands {
                     .oaes(IdentifyController.OAES_DISCOVERY_LOG_CHANGE & 0xFFFF_FFFFL);
         } else {
             id.controllerType(IdentifyController.CNTRLTYPE_IO)
-                    .oaes(IdentifyController.OAES_NS_ATTR)
+                    // Several ports and ANA reporting too (as nvmet): Linux's native multipath reads the ANA log only
+                    // when CMIC says so. Never on a discovery controller: Linux would then demand MNAN (it has no
+                    // namespaces) and refuse the connection, so nvmet's discovery Identify has no CMIC either.
+                    .cmic(IdentifyController.CMIC_MULTI_PORT | IdentifyController.CMIC_MULTI_CONTROLLER
+                            | IdentifyController.CMIC_ANA)
+                    .oaes(IdentifyController.OAES_NS_ATTR | IdentifyController.OAES_ANA_CHANGE)
+                    .anatt(AnaGroups.TRANSITION_SECONDS)
+                    .anacap(IdentifyController.ANACAP_ALL_STATES) // not bit 6: a namespace may change groups live
+                    .anagrpmax(AnaGroups.MAX_GROUP_ID)
+                    .nanagrpid(AnaGroups.MAX_GROUP_ID)
                     .nn(s.maxNamespaces())
                     .mnan(s.maxNamespaces())
                     .oncs(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DSM | IdentifyController.ONCS_WRITE_ZEROES)
@@ -252,6 +263,7 @@ public final class AdminCommands {
                 // multipath joins the paths of a namespace only when it says so (as nvmet and SPDK do).
                 .nmic(IdentifyNamespace.NMIC_SHARED)
                 .lbaf(0, 0, ns.blockShift(), 0)
+                .anagrpid(ns.anaGroup())
                 .nguid(ns.nguid())
                 .eui64(ns.eui64());
         // A block device's physical block and discard granularity, in blocks, 0-based (as nvmet's bdev backend): hosts
@@ -283,6 +295,17 @@ public final class AdminCommands {
                 break;
             case Opcodes.LOG_CHANGED_NAMESPACE_LIST:
                 log = changedNamespaceLog(c, req.cmd.retainAsyncEvent());
+                break;
+            case Opcodes.LOG_ANA:
+                if (c.isDiscovery()) {
+                    req.errorLocation = Command.CDW10;
+                    req.complete(Status.INVALID_LOG_PAGE | Status.DNR);
+                    return;
+                }
+                log = anaLog(c, (req.cmd.logSpecificField() & AnaLog.LSP_GROUPS_ONLY) != 0);
+                if (!req.cmd.retainAsyncEvent()) {
+                    c.anaLogRead();
+                }
                 break;
             case Opcodes.LOG_COMMAND_EFFECTS:
                 if (req.cmd.logPageCsi() != Opcodes.CSI_NVM) {
@@ -370,6 +393,32 @@ public final class AdminCommands {
         return log;
     }
 
+    /**
+     * The ANA log as this controller's port sees it: a descriptor for group 1 and for every group one of the
+     * subsystem's namespaces is in (ascending), each with its state on the port and its NSIDs in ascending order, as
+     * Linux's parser walks them alongside its own sorted list.
+     */
+    static byte[] anaLog(Controller c, boolean groupsOnly) {
+        java.util.TreeMap<Integer, java.util.List<Long>> groups = new java.util.TreeMap<>();
+        groups.put(1, new java.util.ArrayList<>());
+        int nsids = 0;
+        for (Namespace ns : c.subsystem().namespaces()) { // ascending NSIDs
+            groups.computeIfAbsent(ns.anaGroup(), g -> new java.util.ArrayList<>()).add(ns.nsid());
+            nsids++;
+        }
+        io.nvmeof.tgt.core.PortAnaStates port = c.anaStates();
+        byte[] log = new byte[AnaLog.length(groups.size(), groupsOnly ? 0 : nsids)];
+        AnaLog l = new AnaLog().wrap(new UnsafeBuffer(log), 0);
+        l.changeCount(c.core().ana().changeCount()).groupCount(groups.size());
+        int at = AnaLog.HEADER_LENGTH;
+        for (var g : groups.entrySet()) {
+            long[] ids = g.getValue().stream().mapToLong(Long::longValue).toArray();
+            at = l.descriptor(at, g.getKey(), port.changeCount(g.getKey()), port.state(g.getKey()), ids,
+                    groupsOnly ? 0 : ids.length);
+        }
+        return log;
+    }
+
     static byte[] changedNamespaceLog(Controller c, boolean retain) {
         byte[] log = new byte[ChangedNamespaceList.LENGTH];
         ChangedNamespaceList l = new ChangedNamespaceList().wrap(new UnsafeBuffer(log), 0);
@@ -441,7 +490,8 @@ public final class AdminCommands {
                 return;
             case Opcodes.FEAT_ASYNC_EVENT_CONFIG:
                 // Only the notices this kind of controller sends are kept (as nvmet masks with its supported AENs).
-                c.asyncEventConfig(cdw11 & (c.isDiscovery() ? Features.AEC_DISCOVERY_LOG_CHANGE : Features.AEC_NS_ATTRIBUTE));
+                c.asyncEventConfig(cdw11 & (c.isDiscovery() ? Features.AEC_DISCOVERY_LOG_CHANGE
+                        : Features.AEC_NS_ATTRIBUTE | Features.AEC_ANA_CHANGE));
                 req.complete(Status.SUCCESS);
                 return;
             case Opcodes.FEAT_VOLATILE_WRITE_CACHE:

@@ -45,6 +45,12 @@ public final class IoCommands {
             return Status.INVALID_NAMESPACE | Status.DNR;
         }
         req.ns = ns;
+        // Through a port where the namespace's ANA group is inaccessible, lost or changing: a path error without DNR,
+        // which a multipathing host retries on another path (nvmet_check_ana_state).
+        int ana = req.sq().controller().anaStates().ioStatus(ns.anaGroup());
+        if (ana != Status.SUCCESS) {
+            return ana;
+        }
         switch (opcode) {
             case Opcodes.IO_READ:
                 req.execute = IoCommands::executeRead;

@@ -174,27 +174,59 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
      * @param tls        NVMe/TCP only: {@code none} (default: plain TCP), {@code required} (TLS 1.3 with a PSK; the
      *                   discovery log says so) or {@code allowed} (either; a connection that starts with a TLS
      *                   ClientHello gets TLS), as nvmet's {@code addr_tsas} and {@code addr_treq}
+     * @param ana        the ANA state of ANA groups on this port, by group ID ({@code {"2": "inaccessible"}}): one of
+     *                   optimized, non-optimized, inaccessible, persistent-loss, change (nvmet's
+     *                   {@code ana_groups/G/ana_state}); a group left out is optimized
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record ListenerConfig(Integer id, String transport, String address, Integer port, Integer inlineDataSize,
-            Integer maxH2CData, List<String> subsystems, String tls) {
+            Integer maxH2CData, List<String> subsystems, String tls, java.util.Map<String, String> ana) {
+        public ListenerConfig(Integer id, String transport, String address, Integer port, Integer inlineDataSize,
+                Integer maxH2CData, List<String> subsystems, String tls) {
+            this(id, transport, address, port, inlineDataSize, maxH2CData, subsystems, tls, null);
+        }
+
         public ListenerConfig(Integer id, String transport, String address, Integer port, Integer inlineDataSize,
                 Integer maxH2CData, List<String> subsystems) {
-            this(id, transport, address, port, inlineDataSize, maxH2CData, subsystems, null);
+            this(id, transport, address, port, inlineDataSize, maxH2CData, subsystems, null, null);
+        }
+
+        /** This listener with another id and port (what an import or the admin API gave it), its settings kept. */
+        public ListenerConfig withIdAndPort(int newId, int newPort) {
+            return new ListenerConfig(newId, transport, address, newPort, inlineDataSize, maxH2CData, subsystems, tls, ana);
+        }
+
+        /** This listener with other ANA group states (group ID to state; null: every group optimized). */
+        public ListenerConfig withAna(java.util.Map<String, String> states) {
+            return new ListenerConfig(id, transport, address, port, inlineDataSize, maxH2CData, subsystems, tls, states);
         }
     }
 
+    /**
+     * @param cntlidMin the lowest controller ID this target gives the subsystem's controllers (default 1), as nvmet's
+     *                  {@code attr_cntlid_min}: targets that export the same subsystem (same NQN, namespaces with the
+     *                  same NGUID and UUID over a shared backend) must give disjoint ranges, or a host connected to
+     *                  two of them sees two controllers with one ID and drops one path
+     * @param cntlidMax the highest (default 65519, FFEFh)
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
-            List<String> hosts, List<NamespaceConfig> namespaces) {
+            List<String> hosts, List<NamespaceConfig> namespaces, Integer cntlidMin, Integer cntlidMax) {
+        public SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
+                List<String> hosts, List<NamespaceConfig> namespaces) {
+            this(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, namespaces, null, null);
+        }
+
         /** This subsystem with other access rules: whether any host may connect, and the hosts listed. */
         public SubsystemConfig withAccess(Boolean anyHost, List<String> newHosts) {
-            return new SubsystemConfig(nqn, serial, model, maxNamespaces, anyHost, newHosts, namespaces);
+            return new SubsystemConfig(nqn, serial, model, maxNamespaces, anyHost, newHosts, namespaces, cntlidMin,
+                    cntlidMax);
         }
 
         /** This subsystem with other namespaces. */
         public SubsystemConfig withNamespaces(List<NamespaceConfig> newNamespaces) {
-            return new SubsystemConfig(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, newNamespaces);
+            return new SubsystemConfig(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, newNamespaces,
+                    cntlidMin, cntlidMax);
         }
     }
 
@@ -209,10 +241,16 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
      *                {@code buffered_io}); null or false with direct I/O (O_DIRECT through the poll groups' io_uring)
      * @param queueDepth file and block only: the namespace's reads, writes and flushes at the device at once per poll
      *                group (1 to 65535); null: as many as the poll group's ring takes (128 by default)
+     * @param anaGroup the namespace's ANA group (1 to 128; null: 1), whose state each listener sets ({@code ana})
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
-            String nguid, Boolean sparse, Boolean bufferedIo, Integer queueDepth) {
+            String nguid, Boolean sparse, Boolean bufferedIo, Integer queueDepth, Integer anaGroup) {
+        public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
+                String nguid, Boolean sparse, Boolean bufferedIo, Integer queueDepth) {
+            this(nsid, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, queueDepth, null);
+        }
+
         public NamespaceConfig(Long nsid, String backend, String size, Integer blockSize, String path, String uuid,
                 String nguid, Boolean sparse, Boolean bufferedIo) {
             this(nsid, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, null);
@@ -234,24 +272,32 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
 
         /** This namespace with {@code id} as its NSID. */
         public NamespaceConfig withNsid(long id) {
-            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, queueDepth);
+            return new NamespaceConfig(id, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, queueDepth,
+                    anaGroup);
         }
 
         /** This namespace with another size (bytes or with a unit). */
         public NamespaceConfig withSize(String newSize) {
             return new NamespaceConfig(nsid, backend, newSize, blockSize, path, uuid, nguid, sparse, bufferedIo,
-                    queueDepth);
+                    queueDepth, anaGroup);
         }
 
         /** This namespace with another queue depth to its device (null: the poll group's ring's). */
         public NamespaceConfig withQueueDepth(Integer depth) {
-            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, depth);
+            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, depth,
+                    anaGroup);
+        }
+
+        /** This namespace in another ANA group (null: group 1). */
+        public NamespaceConfig withAnaGroup(Integer group) {
+            return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, sparse, bufferedIo, queueDepth,
+                    group);
         }
 
         /** This namespace with its memory committed on first write ({@code true}) or up front. */
         public NamespaceConfig withSparse(boolean on) {
             return new NamespaceConfig(nsid, backend, size, blockSize, path, uuid, nguid, on ? true : null, bufferedIo,
-                    queueDepth);
+                    queueDepth, anaGroup);
         }
     }
 
@@ -272,8 +318,7 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     /** This configuration with every subsystem's namespaces changed by {@code change}. */
     public TargetConfig withNamespaces(java.util.function.UnaryOperator<NamespaceConfig> change) {
         List<SubsystemConfig> subs = subsystems == null ? null : subsystems.stream()
-                .map(s -> new SubsystemConfig(s.nqn(), s.serial(), s.model(), s.maxNamespaces(), s.allowAnyHost(),
-                        s.hosts(), s.namespaces() == null ? null : s.namespaces().stream().map(change).toList()))
+                .map(s -> s.withNamespaces(s.namespaces() == null ? null : s.namespaces().stream().map(change).toList()))
                 .toList();
         return withContents(listeners, subs);
     }

@@ -50,6 +50,8 @@ public final class Controller {
     private final ArrayDeque<Request> parkedAers = new ArrayDeque<>();
     private boolean nsChangePending;
     private boolean nsChangeMasked;
+    private boolean anaChangePending;
+    private boolean anaChangeMasked;
     private boolean discoveryChangePending;
     private boolean discoveryChangeMasked;
     private final TreeSet<Long> changedNamespaces = new TreeSet<>();
@@ -71,7 +73,14 @@ public final class Controller {
         this.queues.set(0, adminQueue);
         this.grantedIoQueues = maxIoQueues;
         this.connectedAt = java.time.Instant.now();
+        // The port the host came through (nvmet's ctrl->port): its ANA states are what this controller reports.
+        this.anaStates = core.ana().of(adminQueue.transport().listener());
     }
+
+    private final PortAnaStates anaStates;
+
+    /** The ANA states of the port this controller's host connected through. */
+    public PortAnaStates anaStates() { return anaStates; }
 
     private final java.time.Instant connectedAt;
 
@@ -371,6 +380,28 @@ public final class Controller {
         });
     }
 
+    /**
+     * An ANA group's state changed on this controller's port: an ANA Change notice if enabled, then no more until the
+     * host reads the ANA log without retaining the event (as nvmet masks its AENs). Any thread.
+     */
+    public void anaChanged() {
+        try {
+            adminQueue.transport().execute(() -> {
+                if ((asyncEventConfig & Features.AEC_ANA_CHANGE) != 0 && !anaChangeMasked) {
+                    anaChangePending = true;
+                    deliverEvents();
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            LOG.debug("controller {}: closing, no ANA change notice", cntlid); // its host reads the log when back
+        }
+    }
+
+    /** The host read the ANA log without retaining the event: the next change is told again. Admin thread. */
+    public void anaLogRead() {
+        anaChangeMasked = false;
+    }
+
     /** The host read the discovery log without retaining the event: the next change is told again. Admin thread. */
     public void discoveryLogRead() {
         discoveryChangeMasked = false;
@@ -382,6 +413,12 @@ public final class Controller {
             discoveryChangeMasked = true;
             parkedAers.poll().completeWithResult(Features.asyncEvent(Features.AER_TYPE_NOTICE,
                     Features.AER_INFO_DISCOVERY_LOG_CHANGED, Opcodes.LOG_DISCOVERY) & 0xFFFF_FFFFL);
+        }
+        if (anaChangePending && !parkedAers.isEmpty()) {
+            anaChangePending = false;
+            anaChangeMasked = true;
+            parkedAers.poll().completeWithResult(Features.asyncEvent(Features.AER_TYPE_NOTICE,
+                    Features.AER_INFO_ANA_CHANGE, Opcodes.LOG_ANA) & 0xFFFF_FFFFL);
         }
         if (nsChangePending && !parkedAers.isEmpty()) {
             nsChangePending = false;

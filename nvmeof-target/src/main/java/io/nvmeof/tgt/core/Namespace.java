@@ -70,6 +70,21 @@ public final class Namespace {
 
     public long nsid() { return nsid; }
 
+    /** The ANA group (1..{@link AnaGroups#MAX_GROUP_ID}); read per I/O command. */
+    private volatile int anaGroup = 1;
+
+    public int anaGroup() { return anaGroup; }
+
+    /**
+     * Puts the namespace in ANA group {@code group}. May change live (then tell the hosts: {@link
+     * AnaGroups#namespaceMoved}); commands already parsed keep the state they were checked against.
+     */
+    public Namespace anaGroup(int group) {
+        AnaGroups.checkGroupId(group);
+        anaGroup = group;
+        return this;
+    }
+
     /** See {@link #limitDeviceQueue}. */
     public int deviceQueueDepth() { return deviceQueueDepth; }
 

@@ -108,11 +108,37 @@ public final class Subsystem {
         return namespaces;
     }
 
-    /** Allocates a controller ID unique within this subsystem (1..0xFFEF, as for dynamic controllers). */
+    /** The controller IDs a dynamic controller may have (FFF0h and above are reserved). */
+    public static final int CNTLID_MIN = 1;
+    public static final int CNTLID_MAX = 0xFFEF;
+    private int cntlidMin = CNTLID_MIN;
+    private int cntlidMax = CNTLID_MAX;
+
+    public synchronized int cntlidMin() { return cntlidMin; }
+    public synchronized int cntlidMax() { return cntlidMax; }
+
+    /**
+     * Gives this subsystem's new controllers IDs in {@code min..max} (nvmet's {@code attr_cntlid_min/max}): targets
+     * exporting one subsystem over a shared backend need disjoint ranges, since a host takes two controllers with one
+     * ID for one and refuses the second path. Controllers that exist keep their IDs.
+     */
+    public synchronized void cntlidRange(int min, int max) {
+        if (min < CNTLID_MIN || max > CNTLID_MAX || min > max) {
+            throw new IllegalArgumentException("subsystem " + nqn + ": controller IDs must be a range within "
+                    + CNTLID_MIN + " to " + CNTLID_MAX + " (0xFFEF), got cntlidMin " + min + ", cntlidMax " + max);
+        }
+        cntlidMin = min;
+        cntlidMax = max;
+        if (nextCntlid < min || nextCntlid > max) {
+            nextCntlid = min;
+        }
+    }
+
+    /** Allocates a controller ID unique within this subsystem, within its range; -1 when all are taken. */
     synchronized int allocateCntlid() {
-        for (int tries = 0; tries < 0xFFEF; tries++) {
+        for (int tries = 0; tries <= cntlidMax - cntlidMin; tries++) {
             int id = nextCntlid;
-            nextCntlid = nextCntlid >= 0xFFEF ? 1 : nextCntlid + 1;
+            nextCntlid = nextCntlid >= cntlidMax ? cntlidMin : nextCntlid + 1;
             if (!controllers.containsKey(id)) {
                 return id;
             }

@@ -36,6 +36,7 @@ public final class TargetCore {
     private volatile io.nvmeof.netty.EventLoops.LoopPlacement pollPlacement =
             io.nvmeof.netty.EventLoops.LoopPlacement.NONE;
     private final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
+    private final AnaGroups ana = new AnaGroups(this);
     private final List<ListenerInfo> listeners = new CopyOnWriteArrayList<>();
     private final Set<Controller> controllers = ConcurrentHashMap.newKeySet();
     private final AtomicLong discoveryGeneration = new AtomicLong(1);
@@ -91,6 +92,8 @@ public final class TargetCore {
     private final long startNanos = System.nanoTime();
 
     public TargetLimits limits() { return limits; }
+    /** ANA groups and their states per port. */
+    public AnaGroups ana() { return ana; }
     public io.nvmeof.tgt.auth.HostAuthRegistry hostAuth() { return hostAuth; }
     public io.nvmeof.tgt.auth.TlsKeys tlsKeys() { return tlsKeys; }
 
@@ -393,6 +396,7 @@ public final class TargetCore {
         if (!heldConnects.isEmpty()) {
             expireHeldConnects(now);
         }
+        ana.expireTransitions(now);
         boolean late = now - lastKeepAliveCheck > KEEP_ALIVE_CHECK_NANOS + KEEP_ALIVE_STALL_NANOS;
         lastKeepAliveCheck = now;
         for (Controller c : controllers) {
