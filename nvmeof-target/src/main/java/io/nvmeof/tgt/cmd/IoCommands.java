@@ -45,6 +45,11 @@ public final class IoCommands {
             return Status.INVALID_NAMESPACE | Status.DNR;
         }
         req.ns = ns;
+        int access = ns.reservations().checkAccess(req.sq().controller().hostUuid(), opcode);
+        if (access != Status.SUCCESS) {
+            req.errorLocation = Command.OPCODE;
+            return access;
+        }
         switch (opcode) {
             case Opcodes.IO_READ:
                 req.execute = IoCommands::executeRead;
@@ -70,6 +75,11 @@ public final class IoCommands {
                 req.execute = IoCommands::executeDatasetManagement;
                 return Status.SUCCESS;
             }
+            case Opcodes.IO_RESERVATION_REGISTER:
+            case Opcodes.IO_RESERVATION_REPORT:
+            case Opcodes.IO_RESERVATION_ACQUIRE:
+            case Opcodes.IO_RESERVATION_RELEASE:
+                return ReservationCommands.parse(req);
             default:
                 req.errorLocation = Command.OPCODE;
                 return Status.INVALID_OPCODE | Status.DNR;
