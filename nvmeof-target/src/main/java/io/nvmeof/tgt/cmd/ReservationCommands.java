@@ -28,6 +28,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * on the namespace completes, and every command after the preempt is checked against the new reservation (Linux
  * nvmet does not abort either: it refuses the preempted hosts' new commands and waits for their commands in flight
  * before it completes the Acquire).
+ *
+ * <p>A Flush of all namespaces (NSID FFFFFFFFh) is not checked against the namespaces' reservations: it names no one
+ * namespace, and changes no data.
  */
 public final class ReservationCommands {
     /** The most host data a Register, Acquire or Release may carry (hosts may send a whole page, as with DSM). */
