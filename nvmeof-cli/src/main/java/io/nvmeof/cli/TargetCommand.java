@@ -79,8 +79,9 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = "--admin-token-file", description = "Read the admin API's bearer token from this file (default: STATE_DIR/admin-token, generated on first start, mode 0600)")
     Path adminTokenFile;
 
-    @Option(names = "--state-dir", description = "Where the target keeps its state: the admin token, and config.json"
-            + " once the admin API changed anything (a later start restores it). Default: $XDG_DATA_HOME/nvmeof or ~/.local/share/nvmeof")
+    @Option(names = "--state-dir", description = "Where the target keeps its state: the admin token, config.json"
+            + " once the admin API changed anything (a later start restores it), and reservations/ for namespaces whose"
+            + " hosts asked their reservations to persist through power loss. Default: $XDG_DATA_HOME/nvmeof or ~/.local/share/nvmeof")
     Path stateDir;
 
     @Option(names = "--allow-dir", description = "A directory under which file-backed namespaces may be created over the admin API (repeatable; none: refused)")
@@ -169,7 +170,8 @@ final class TargetCommand implements Callable<Integer> {
             System.out.println(cfg.withHosts(null).toJson());
             return 0;
         }
-        NvmeTarget target = NvmeTarget.start(cfg);
+        // Reservations a host asked to persist through power loss are kept in the state directory, admin API or not.
+        NvmeTarget target = NvmeTarget.start(cfg, stateDirectory(stateDir));
         if (state != null) {
             target.live().saveChangesWith(state::save);
         }

@@ -4,6 +4,7 @@ import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.protocol.Command;
 import io.nvmeof.protocol.Features;
 import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.reservation.ReservationNotificationLog;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,6 +49,26 @@ final class AsyncEvents {
         });
     }
 
+    /** Notices read from the Reservation Notification log, oldest first, until the application takes them. */
+    final java.util.concurrent.ConcurrentLinkedQueue<ReservationNotice> reservationNotices =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    /** Reads the Reservation Notification log until it reads empty (each read takes one notice). */
+    private void readReservationNotices() {
+        for (int i = 0; i < 256; i++) {
+            byte[] page = ctrl.adminCommands.getLogPage(Opcodes.LOG_RESERVATION_NOTIFICATION, 0xFFFF_FFFFL,
+                    ReservationNotificationLog.LENGTH, 0);
+            ReservationNotificationLog log = new ReservationNotificationLog().wrap(new UnsafeBuffer(page), 0);
+            if (log.count() == 0) {
+                return;
+            }
+            reservationNotices.add(new ReservationNotice(log.count(), log.type(), log.nsid()));
+            if (log.available() == 0) {
+                return;
+            }
+        }
+    }
+
     /** Housekeeping thread: a completed Asynchronous Event Request; reads its log page (which clears it), re-arms. */
     private void onAsyncEvent(int dw0, int gen) {
         int type = dw0 & 0x7;
@@ -55,7 +76,9 @@ final class AsyncEvents {
         int lid = (dw0 >>> 16) & 0xFF;
         LOG.debug("{}: asynchronous event type {} info {} log 0x{}", id, type, info, Integer.toHexString(lid));
         try {
-            if (lid != 0) {
+            if (lid == Opcodes.LOG_RESERVATION_NOTIFICATION) {
+                readReservationNotices();
+            } else if (lid != 0) {
                 ctrl.adminCommands.getLogPage(lid, 0xFFFF_FFFFL, lid == Opcodes.LOG_CHANGED_NAMESPACE_LIST ? 4096 : 64, 0);
             }
             if (type == Features.AER_TYPE_NOTICE && info == Features.AER_INFO_NS_ATTRIBUTE_CHANGED) {

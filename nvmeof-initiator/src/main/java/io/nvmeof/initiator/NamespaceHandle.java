@@ -179,6 +179,22 @@ public final class NamespaceHandle implements NamespaceRef {
         return f;
     }
 
+    /** Reservation Register, Acquire, Release and Report on this namespace. */
+    public NamespaceReservations reservations() {
+        return new NamespaceReservations(this);
+    }
+
+    /** A reservation command: host data ({@code toTarget}) or a report into {@code data}. */
+    CompletableFuture<Void> submitReservation(String op, int opcode, int cdw10, int cdw11, ByteBuffer data,
+            boolean toTarget) {
+        IoFuture f = new IoFuture(this, op, -1, 0);
+        HostQueue q = ctrl.pickQueue();
+        f.queue = q;
+        q.submit(opcode, this, cdw10, cdw11, 0, 0, 0, 0, toTarget ? HostQueue.DIR_H2C : HostQueue.DIR_C2H, data, 0,
+                data.capacity(), null, 0, f);
+        return f;
+    }
+
     // ------------------------------------------------------------------------------------ zero-allocation flavour
 
     /** Read into {@code dst}; {@code cb} gets {@code context} and the status (0 = success, negative = transport error). */

@@ -307,6 +307,18 @@ public final class NvmeofController implements AutoCloseable {
     }
 
     /** Get Features (current value, SEL 0); returns completion DW0. */
+    /**
+     * The Reservation Notification log entries read since the last call (the target raises an Asynchronous Event for
+     * them; this controller reads the log as it comes), oldest first.
+     */
+    public List<ReservationNotice> takeReservationNotices() {
+        List<ReservationNotice> out = new java.util.ArrayList<>();
+        for (ReservationNotice n; (n = asyncEvents.reservationNotices.poll()) != null; ) {
+            out.add(n);
+        }
+        return out;
+    }
+
     public int getFeature(int fid) {
         return adminCommands.getFeature(fid);
     }

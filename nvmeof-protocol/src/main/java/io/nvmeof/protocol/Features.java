@@ -31,6 +31,9 @@ public final class Features {
     /** Asymmetric Namespace Access Change: read the ANA log (0Ch). */
     public static final int AER_INFO_ANA_CHANGE = 0x03;
     public static final int AER_INFO_DISCOVERY_LOG_CHANGED = 0xF0;
+    /** Asynchronous event type 6: I/O command specific status; info 0 says the Reservation log has an entry. */
+    public static final int AER_TYPE_IO_COMMAND_SPECIFIC = 6;
+    public static final int AER_INFO_RESERVATION_LOG_AVAILABLE = 0;
 
     public static int asyncEvent(int type, int info, int logPage) {
         return (type & 0x7) | (info & 0xFF) << 8 | (logPage & 0xFF) << 16;

@@ -34,6 +34,10 @@ public final class Opcodes {
     public static final int IO_COMPARE = 0x05;
     public static final int IO_WRITE_ZEROES = 0x08;
     public static final int IO_DATASET_MANAGEMENT = 0x09;
+    public static final int IO_RESERVATION_REGISTER = 0x0D;
+    public static final int IO_RESERVATION_REPORT = 0x0E;
+    public static final int IO_RESERVATION_ACQUIRE = 0x11;
+    public static final int IO_RESERVATION_RELEASE = 0x15;
 
     // Identify CNS values
     public static final int CNS_NAMESPACE = 0x00;
@@ -56,6 +60,8 @@ public final class Opcodes {
     /** Asymmetric Namespace Access log. */
     public static final int LOG_ANA = 0x0C;
     public static final int LOG_DISCOVERY = 0x70;
+    /** Reservation Notification log: one notice per read, from a queue the controller keeps per host association. */
+    public static final int LOG_RESERVATION_NOTIFICATION = 0x80;
 
     // Feature identifiers
     public static final int FEAT_VOLATILE_WRITE_CACHE = 0x06;
@@ -65,6 +71,10 @@ public final class Opcodes {
     /** Host Identifier: Get returns the 128-bit host ID from Connect (CDW11 EXHID must be 1); fabrics hosts cannot set it. */
     public static final int FEAT_HOST_IDENTIFIER = 0x81;
     public static final int HOST_IDENTIFIER_LENGTH = 16;
+    /** Reservation Notification Mask (per namespace; NSID FFFFFFFFh sets every namespace's). */
+    public static final int FEAT_RESERVATION_NOTIFICATION_MASK = 0x82;
+    /** Reservation Persistence: CDW11 / DW0 bit 0, PTPL (Persist Through Power Loss), per namespace. */
+    public static final int FEAT_RESERVATION_PERSISTENCE = 0x83;
 
     /** The data direction an opcode implies: bits 1:0 of the opcode (NVMe Base, Figure "Opcodes"). */
     public static boolean isHostToController(int opcode) {
@@ -97,6 +107,10 @@ public final class Opcodes {
             case IO_COMPARE: return "Compare";
             case IO_WRITE_ZEROES: return "Write Zeroes";
             case IO_DATASET_MANAGEMENT: return "Dataset Management";
+            case IO_RESERVATION_REGISTER: return "Reservation Register";
+            case IO_RESERVATION_REPORT: return "Reservation Report";
+            case IO_RESERVATION_ACQUIRE: return "Reservation Acquire";
+            case IO_RESERVATION_RELEASE: return "Reservation Release";
             case FABRICS: return "Fabrics";
             default: return String.format("I/O opcode 0x%02x", opcode);
         }

@@ -48,6 +48,8 @@ public final class Status {
     public static final int LBA_RANGE = 0x080;
     public static final int CAPACITY_EXCEEDED = 0x081;
     public static final int NAMESPACE_NOT_READY = 0x082;
+    /** The namespace's reservation denies this host the command (or a reservation command's key does not match). */
+    public static final int RESERVATION_CONFLICT = 0x083;
 
     // Command specific status (SCT 1)
     public static final int INVALID_CQ = 0x100;
@@ -130,6 +132,7 @@ public final class Status {
         NAMES.put(LBA_RANGE, "LBA_RANGE");
         NAMES.put(CAPACITY_EXCEEDED, "CAP_EXCEEDED");
         NAMES.put(NAMESPACE_NOT_READY, "NS_NOT_READY");
+        NAMES.put(RESERVATION_CONFLICT, "RESERVATION_CONFLICT");
         NAMES.put(INVALID_CQ, "CQ_INVALID");
         NAMES.put(INVALID_QID, "QID_INVALID");
         NAMES.put(INVALID_QUEUE_SIZE, "QUEUE_SIZE");

@@ -38,6 +38,8 @@ import org.slf4j.LoggerFactory;
  * listeners, built from a {@link TargetConfig}.
  */
 public final class NvmeTarget implements AutoCloseable {
+    /** The state directory's folder of reservation state files. */
+    public static final String RESERVATIONS_DIRECTORY = "reservations";
     private static final Logger LOG = LoggerFactory.getLogger(NvmeTarget.class);
 
     private final TargetCore core;
@@ -107,8 +109,17 @@ public final class NvmeTarget implements AutoCloseable {
         }
     }
 
-    /** Builds the target described by {@code config} and starts listening. */
+    /** Builds the target described by {@code config} and starts listening; reservations do not persist. */
     public static NvmeTarget start(TargetConfig config) throws IOException {
+        return start(config, null);
+    }
+
+    /**
+     * Builds the target described by {@code config} and starts listening. {@code stateDirectory} (may be null: then
+     * Persist Through Power Loss cannot be turned on) is where namespaces' reservations persist, in {@value
+     * #RESERVATIONS_DIRECTORY}/.
+     */
+    public static NvmeTarget start(TargetConfig config, java.nio.file.Path stateDirectory) throws IOException {
         TargetLimits d = TargetLimits.defaults();
         TargetLimits limits = new TargetLimits(
                 config.maxIoQueues() != null ? config.maxIoQueues() : d.maxIoQueues(),
@@ -120,6 +131,9 @@ public final class NvmeTarget implements AutoCloseable {
         int threads = pollGroupCount(config, cpus);
         Duration busyPoll = busyPoll(config);
         TargetCore core = new TargetCore(limits);
+        if (stateDirectory != null) {
+            core.persistReservationsIn(new io.nvmeof.tgt.core.ReservationStore(stateDirectory.resolve(RESERVATIONS_DIRECTORY)));
+        }
         ThreadPlacement placement;
         try {
             placement = cpus == null ? null : ThreadPlacement.start(cpus);

@@ -71,6 +71,8 @@ public final class IdentifyController extends Flyweight {
     public static final int ONCS_COMPARE = 1;
     public static final int ONCS_DSM = 1 << 2;
     public static final int ONCS_WRITE_ZEROES = 1 << 3;
+    /** Reservation Register, Report, Acquire and Release. */
+    public static final int ONCS_RESERVATIONS = 1 << 5;
 
     // OAES: Namespace Attribute Notices
     public static final int OAES_NS_ATTR = 1 << 8;

@@ -16,6 +16,14 @@ public final class IdentifyNamespace extends Flyweight {
     /** Namespace Multi-path I/O and Namespace Sharing Capabilities: bit 0, may be attached to several controllers. */
     public static final int NMIC = 30;
     public static final int NMIC_SHARED = 1;
+    /**
+     * Reservation Capabilities: bit 0 Persist Through Power Loss, bits 6:1 the reservation types 1..6 (bit n for type
+     * n), bit 7 IEKEY as NVMe 1.3 and later define it (only Register heeds it).
+     */
+    public static final int RESCAP = 31;
+    public static final int RESCAP_PTPL = 1;
+    public static final int RESCAP_ALL_TYPES = 0x7E;
+    public static final int RESCAP_IEKEY_1_3 = 0x80;
     /** Preferred write granularity and alignment, deallocate granularity and alignment, optimal write size (NVMe 1.4). */
     public static final int NPWG = 64;
     public static final int NPWA = 66;
@@ -56,6 +64,8 @@ public final class IdentifyNamespace extends Flyweight {
     public int dlfeat() { return u8(DLFEAT); }
     public IdentifyNamespace dlfeat(int v) { u8(DLFEAT, v); return this; }
     public int nmic() { return u8(NMIC); }
+    public int rescap() { return u8(RESCAP); }
+    public IdentifyNamespace rescap(int v) { u8(RESCAP, v); return this; }
     public IdentifyNamespace nmic(int v) { u8(NMIC, v); return this; }
     /** NPWG, NPWA, NPDG, NPDA: 0-based numbers of logical blocks. */
     public int npwg() { return u16(NPWG); }

@@ -245,7 +245,8 @@ public final class AdminCommands {
                     .nanagrpid(AnaGroups.MAX_GROUP_ID)
                     .nn(s.maxNamespaces())
                     .mnan(s.maxNamespaces())
-                    .oncs(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DSM | IdentifyController.ONCS_WRITE_ZEROES)
+                    .oncs(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DSM | IdentifyController.ONCS_WRITE_ZEROES
+                            | IdentifyController.ONCS_RESERVATIONS)
                     // A volatile write cache (the page cache in front of file namespaces), and Flush takes NSID
                     // FFFFFFFFh (bits 2:1 = 11b). Writes are durable when they complete only with FUA, after a Flush,
                     // or while the host has turned the cache off (Set Features, Volatile Write Cache).
@@ -262,6 +263,9 @@ public final class AdminCommands {
                 // Shared: every controller of the subsystem (one per host and listener) reaches it, and Linux's native
                 // multipath joins the paths of a namespace only when it says so (as nvmet and SPDK do).
                 .nmic(IdentifyNamespace.NMIC_SHARED)
+                // Every reservation type; PTPL where the target has a state directory to persist in.
+                .rescap(IdentifyNamespace.RESCAP_ALL_TYPES | IdentifyNamespace.RESCAP_IEKEY_1_3
+                        | (ns.reservations().canPersist() ? IdentifyNamespace.RESCAP_PTPL : 0))
                 .lbaf(0, 0, ns.blockShift(), 0)
                 .anagrpid(ns.anaGroup())
                 .nguid(ns.nguid())
@@ -306,6 +310,9 @@ public final class AdminCommands {
                 if (!req.cmd.retainAsyncEvent()) {
                     c.anaLogRead();
                 }
+                break;
+            case Opcodes.LOG_RESERVATION_NOTIFICATION:
+                log = c.readReservationLog(req.cmd.retainAsyncEvent());
                 break;
             case Opcodes.LOG_COMMAND_EFFECTS:
                 if (req.cmd.logPageCsi() != Opcodes.CSI_NVM) {
@@ -384,7 +391,8 @@ public final class AdminCommands {
                 Opcodes.ADMIN_KEEP_ALIVE}) {
             l.admin(op, CommandEffectsLog.CSUPP);
         }
-        for (int op : new int[] {Opcodes.IO_FLUSH, Opcodes.IO_READ, Opcodes.IO_COMPARE}) {
+        for (int op : new int[] {Opcodes.IO_FLUSH, Opcodes.IO_READ, Opcodes.IO_COMPARE, Opcodes.IO_RESERVATION_REGISTER,
+                Opcodes.IO_RESERVATION_REPORT, Opcodes.IO_RESERVATION_ACQUIRE, Opcodes.IO_RESERVATION_RELEASE}) {
             l.io(op, CommandEffectsLog.CSUPP);
         }
         for (int op : new int[] {Opcodes.IO_WRITE, Opcodes.IO_WRITE_ZEROES, Opcodes.IO_DATASET_MANAGEMENT}) {
@@ -451,6 +459,10 @@ public final class AdminCommands {
                 req.dataView().putBytes(0, c.hostId());
                 req.complete(Status.SUCCESS);
                 return;
+            case Opcodes.FEAT_RESERVATION_NOTIFICATION_MASK:
+            case Opcodes.FEAT_RESERVATION_PERSISTENCE:
+                ReservationCommands.getFeature(req);
+                return;
             default:
                 req.errorLocation = Command.CDW10;
                 req.complete(Status.INVALID_FIELD | Status.DNR);
@@ -507,6 +519,10 @@ public final class AdminCommands {
                 // Fabrics hosts give their ID in Connect; nvmet and SPDK refuse to change it afterwards the same way.
                 req.errorLocation = Command.CDW10;
                 req.complete(Status.COMMAND_SEQUENCE_ERROR | Status.DNR);
+                return;
+            case Opcodes.FEAT_RESERVATION_NOTIFICATION_MASK:
+            case Opcodes.FEAT_RESERVATION_PERSISTENCE:
+                ReservationCommands.setFeature(req);
                 return;
             default:
                 req.errorLocation = Command.CDW10;

@@ -51,6 +51,12 @@ public final class IoCommands {
         if (ana != Status.SUCCESS) {
             return ana;
         }
+        // Then the reservation (nvmet checks ANA first, then nvmet_pr_check_cmd_access).
+        int access = ns.reservations().checkAccess(req.sq().controller().hostUuid(), opcode);
+        if (access != Status.SUCCESS) {
+            req.errorLocation = Command.OPCODE;
+            return access;
+        }
         switch (opcode) {
             case Opcodes.IO_READ:
                 req.execute = IoCommands::executeRead;
@@ -76,6 +82,11 @@ public final class IoCommands {
                 req.execute = IoCommands::executeDatasetManagement;
                 return Status.SUCCESS;
             }
+            case Opcodes.IO_RESERVATION_REGISTER:
+            case Opcodes.IO_RESERVATION_REPORT:
+            case Opcodes.IO_RESERVATION_ACQUIRE:
+            case Opcodes.IO_RESERVATION_RELEASE:
+                return ReservationCommands.parse(req);
             default:
                 req.errorLocation = Command.OPCODE;
                 return Status.INVALID_OPCODE | Status.DNR;

@@ -55,6 +55,7 @@ public final class Controller {
     private boolean discoveryChangePending;
     private boolean discoveryChangeMasked;
     private final TreeSet<Long> changedNamespaces = new TreeSet<>();
+    private final ReservationNotices reservationNotices = new ReservationNotices();
 
     // Error log: rare, so a lock is fine here.
     private final long[][] errorLog = new long[ERROR_LOG_ENTRIES][];
@@ -67,6 +68,7 @@ public final class Controller {
         this.cntlid = cntlid;
         this.hostNqn = hostNqn;
         this.hostId = hostId.clone();
+        this.hostUuid = uuidOf(hostId);
         this.adminQueue = adminQueue;
         this.kato = kato;
         this.queues = new AtomicReferenceArray<>(maxIoQueues + 1);
@@ -83,6 +85,15 @@ public final class Controller {
     public PortAnaStates anaStates() { return anaStates; }
 
     private final java.time.Instant connectedAt;
+    /** The host ID as a value: the key of the host's reservation registrations, compared on the I/O path. */
+    private final java.util.UUID hostUuid;
+
+    static java.util.UUID uuidOf(byte[] id) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(id);
+        return new java.util.UUID(b.getLong(0), b.getLong(8));
+    }
+
+    public java.util.UUID hostUuid() { return hostUuid; }
 
     /** When the admin queue's Connect created this controller. */
     public java.time.Instant connectedAt() { return connectedAt; }
@@ -427,6 +438,39 @@ public final class Controller {
             r.completeWithResult(Features.asyncEvent(Features.AER_TYPE_NOTICE, Features.AER_INFO_NS_ATTRIBUTE_CHANGED,
                     Opcodes.LOG_CHANGED_NAMESPACE_LIST) & 0xFFFF_FFFFL);
         }
+        if (!parkedAers.isEmpty() && reservationNotices.takeEvent()) {
+            parkedAers.poll().completeWithResult(Features.asyncEvent(Features.AER_TYPE_IO_COMMAND_SPECIFIC,
+                    Features.AER_INFO_RESERVATION_LOG_AVAILABLE, Opcodes.LOG_RESERVATION_NOTIFICATION) & 0xFFFF_FFFFL);
+        }
+    }
+
+    /**
+     * A reservation notice for this controller's host on namespace {@code nsid}: queued in its Reservation
+     * Notification log, and an Asynchronous Event (I/O command specific, log 80h) when one is due. Any thread.
+     */
+    public void reservationNotice(long nsid, int type) {
+        try {
+            adminQueue.transport().execute(() -> {
+                if (reservationNotices.add(nsid, type)) {
+                    deliverEvents();
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            LOG.debug("controller {}: closing, reservation notice dropped", cntlid); // the association ends anyway
+        }
+    }
+
+    /** The Reservation Notification masks (and log, for tests). Admin thread. */
+    public ReservationNotices reservationNotices() { return reservationNotices; }
+
+    /**
+     * Get Log Page 80h: the oldest unread notice, then gone; without {@code retain} a notice still unread raises the
+     * next event. Admin thread.
+     */
+    public byte[] readReservationLog(boolean retain) {
+        byte[] log = reservationNotices.read(retain);
+        deliverEvents();
+        return log;
     }
 
     /** Returns and (unless {@code retain}) clears the changed namespace list, unmasking the notice. Admin thread. */

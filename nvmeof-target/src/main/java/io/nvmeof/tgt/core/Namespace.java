@@ -7,6 +7,7 @@ import java.util.UUID;
 /** A namespace: a backend exported in fixed-size logical blocks, with its identifiers. */
 public final class Namespace {
     private final long nsid;
+    private final NamespaceReservations reservations;
     private final BlockBackend backend;
     private final int blockShift;
     /** Changes only by {@link #grow}; read on the data path (a plain load on x86). */
@@ -36,6 +37,7 @@ public final class Namespace {
             throw new IllegalArgumentException("block size must be 512 or 4096, got " + blockSize);
         }
         this.nsid = nsid;
+        this.reservations = new NamespaceReservations(nsid);
         this.backend = backend;
         this.spaceLane = new BackendLane("namespace " + nsid + " space", SPACE_THREADS);
         this.flushLane = new BackendLane("namespace " + nsid + " flush", FLUSH_THREADS);
@@ -84,6 +86,9 @@ public final class Namespace {
         anaGroup = group;
         return this;
     }
+
+    /** Its registrants and reservation, shared by every controller of the subsystem. */
+    public NamespaceReservations reservations() { return reservations; }
 
     /** See {@link #limitDeviceQueue}. */
     public int deviceQueueDepth() { return deviceQueueDepth; }

@@ -22,6 +22,7 @@ public final class Subsystem {
     private final Map<Integer, Controller> controllers = new ConcurrentHashMap<>();
     private int nextCntlid = 1;
     /** Flushes of all namespaces (NSID FFFFFFFFh) that may block run here; each namespace's own work has its lanes. */
+    private volatile ReservationStore reservationStore;
     private final BackendLane flushAllLane = new BackendLane("flush of all namespaces", 2);
 
     public Subsystem(String nqn, Type type, String serial, String model, int maxNamespaces, boolean allowAnyHost) {
@@ -73,6 +74,10 @@ public final class Subsystem {
         if (namespaces.putIfAbsent(ns.nsid(), ns) != null) {
             throw new IllegalArgumentException("NSID " + ns.nsid() + " already exists in " + nqn);
         }
+        ReservationStore store = reservationStore;
+        if (store != null) {
+            attachReservations(store, ns);
+        }
         for (Controller c : controllers.values()) {
             c.namespaceChanged(ns.nsid());
         }
@@ -92,6 +97,26 @@ public final class Subsystem {
     public void namespaceAttributesChanged(long nsid) {
         for (Controller c : controllers.values()) {
             c.namespaceChanged(nsid);
+        }
+    }
+
+    /**
+     * Where this subsystem's namespaces keep their reservations while Persist Through Power Loss is on; each namespace
+     * takes back what it saved there under the same identity.
+     */
+    public void persistReservationsIn(ReservationStore store) {
+        reservationStore = store;
+        for (Namespace ns : namespaces.values()) {
+            attachReservations(store, ns);
+        }
+    }
+
+    private void attachReservations(ReservationStore store, Namespace ns) {
+        try {
+            ns.reservations().attach(store.forNamespace(nqn, ns));
+        } catch (java.io.IOException | RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(Subsystem.class).error("subsystem {} namespace {}: {}; it starts with no"
+                    + " registrants and cannot persist them", nqn, ns.nsid(), e.getMessage());
         }
     }
 

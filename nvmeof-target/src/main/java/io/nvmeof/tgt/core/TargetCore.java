@@ -144,7 +144,21 @@ public final class TargetCore {
         if (subsystems.putIfAbsent(s.nqn(), s) != null) {
             throw new IllegalArgumentException("subsystem " + s.nqn() + " already exists");
         }
+        ReservationStore store = reservationStore;
+        if (store != null && !s.isDiscovery()) {
+            s.persistReservationsIn(store);
+        }
         configChanged();
+    }
+
+    private volatile ReservationStore reservationStore;
+
+    /**
+     * Where namespaces persist their reservations (Persist Through Power Loss); without one PTPL cannot be turned on.
+     * Set before subsystems are added.
+     */
+    public void persistReservationsIn(ReservationStore store) {
+        reservationStore = store;
     }
 
     public Subsystem removeSubsystem(String nqn) {

@@ -1,0 +1,458 @@
+package io.nvmeof.tgt.core;
+
+import static io.nvmeof.protocol.reservation.Reservations.EXCLUSIVE_ACCESS;
+import static io.nvmeof.protocol.reservation.Reservations.EXCLUSIVE_ACCESS_ALL_REGISTRANTS;
+import static io.nvmeof.protocol.reservation.Reservations.EXCLUSIVE_ACCESS_REGISTRANTS_ONLY;
+import static io.nvmeof.protocol.reservation.Reservations.WRITE_EXCLUSIVE;
+import static io.nvmeof.protocol.reservation.Reservations.WRITE_EXCLUSIVE_ALL_REGISTRANTS;
+import static io.nvmeof.protocol.reservation.Reservations.WRITE_EXCLUSIVE_REGISTRANTS_ONLY;
+
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.Status;
+import io.nvmeof.protocol.reservation.Reservations;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A namespace's reservation and its registrants (NVMe Base 2.0 section 8.19), shared by every controller of the
+ * subsystem. Registrants are hosts, keyed by their 128-bit host identifier from Connect: every controller of one host
+ * shares its registration, and it outlives the host's associations (a host that disconnects stays registered, and a
+ * holder keeps its reservation).
+ *
+ * <p>Changes come from reservation commands on any poll group and are made under this object's monitor; each change
+ * publishes an immutable {@link Held} that the I/O path reads with one volatile load, so a namespace with no
+ * reservation (the common case) costs each command a null check: no lock, no allocation. Notices for other hosts are
+ * returned to the caller, which delivers them once the change is made.
+ */
+public final class NamespaceReservations {
+    private static final Logger LOG = LoggerFactory.getLogger(NamespaceReservations.class);
+    private static final int CONFLICT = Status.RESERVATION_CONFLICT | Status.DNR;
+    private static final int INVALID_FIELD = Status.INVALID_FIELD | Status.DNR;
+
+    /** A registrant: a host and its reservation key. */
+    public record Registrant(UUID host, long key) {
+    }
+
+    /** A notice for every controller of {@code host}: one of {@link Reservations}' NOTICE_ types. */
+    public record Notice(UUID host, int type) {
+    }
+
+    /**
+     * Everything Reservation Report tells and the state file keeps, as one value: the generation, the reservation type
+     * (0: none), its holder (null for none and for the all-registrants types, where every registrant holds it), the
+     * registrants in the order they registered, and whether it all persists through power loss.
+     */
+    public record State(long generation, int type, UUID holder, List<Registrant> registrants,
+            boolean persistThroughPowerLoss) {
+        public State {
+            registrants = List.copyOf(registrants);
+        }
+
+        /** Whether {@code host} holds the reservation (with the all-registrants types, any registrant does). */
+        public boolean holds(UUID host) {
+            return type != 0 && (Reservations.allRegistrants(type) ? isRegistrant(host) : host.equals(holder));
+        }
+
+        public boolean isRegistrant(UUID host) {
+            return registrants.stream().anyMatch(r -> r.host().equals(host));
+        }
+    }
+
+    /** Where a namespace's state persists while PTPL is on (see {@link ReservationStore}). */
+    public interface Store {
+        /** The saved state, or null when none is saved for this namespace. */
+        State load() throws IOException;
+
+        void save(State state) throws IOException;
+
+        void delete() throws IOException;
+    }
+
+    /**
+     * What the I/O path reads: a held reservation, its holder and the registrants, immutable. Null while none is held.
+     */
+    private record Held(int type, UUID holder, Set<UUID> registrants) {
+        boolean allows(UUID host, int opcode) {
+            int group = commandGroup(opcode);
+            if (group == OTHER) {
+                return true; // reservation commands check their keys themselves; nothing else reaches the media
+            }
+            boolean registrant = registrants.contains(host);
+            if (Reservations.allRegistrants(type) ? registrant : host.equals(holder)) {
+                return true;
+            }
+            // NVMe Base 2.0 Figure 8.19 ("Command Behavior in the Presence of a Reservation") for a host that does
+            // not hold the reservation: its read and write command groups, as a registrant or not.
+            switch (type) {
+                case WRITE_EXCLUSIVE:
+                    return group == READ_GROUP;
+                case EXCLUSIVE_ACCESS:
+                    return false;
+                case WRITE_EXCLUSIVE_REGISTRANTS_ONLY:
+                case WRITE_EXCLUSIVE_ALL_REGISTRANTS:
+                    return group == READ_GROUP || registrant;
+                case EXCLUSIVE_ACCESS_REGISTRANTS_ONLY:
+                case EXCLUSIVE_ACCESS_ALL_REGISTRANTS:
+                    return registrant;
+                default:
+                    return true;
+            }
+        }
+    }
+
+    private static final int OTHER = 0;
+    private static final int READ_GROUP = 1;
+    private static final int WRITE_GROUP = 2;
+
+    /** The spec's command groups: reads (Read, Compare) and writes (Write, Write Zeroes, Dataset Management, Flush). */
+    static int commandGroup(int opcode) {
+        switch (opcode) {
+            case Opcodes.IO_READ:
+            case Opcodes.IO_COMPARE:
+                return READ_GROUP;
+            case Opcodes.IO_WRITE:
+            case Opcodes.IO_WRITE_ZEROES:
+            case Opcodes.IO_DATASET_MANAGEMENT:
+            case Opcodes.IO_FLUSH:
+                return WRITE_GROUP;
+            default:
+                return OTHER;
+        }
+    }
+
+    private final long nsid;
+    private volatile Held held;
+    private volatile State state;
+
+    // Under this monitor.
+    private final LinkedHashMap<UUID, Long> registrants = new LinkedHashMap<>();
+    private int type;
+    private UUID holder;
+    private long generation;
+    private boolean persistThroughPowerLoss;
+    private Store store;
+
+    public NamespaceReservations(long nsid) {
+        this.nsid = nsid;
+        this.state = new State(0, 0, null, List.of(), false);
+    }
+
+    // ---- the I/O path ----
+
+    /** Success, or Reservation Conflict when the namespace's reservation denies {@code host} the command. */
+    public int checkAccess(UUID host, int opcode) {
+        Held h = held;
+        if (h == null || h.allows(host, opcode)) {
+            return Status.SUCCESS;
+        }
+        return CONFLICT;
+    }
+
+    /** The state as of the last change (Reservation Report, tests). */
+    public State state() {
+        return state;
+    }
+
+    // ---- persistence ----
+
+    /** Whether a store is attached: Persist Through Power Loss can be turned on (RESCAP bit 0). */
+    public synchronized boolean canPersist() {
+        return store != null;
+    }
+
+    public boolean persistThroughPowerLoss() {
+        return state.persistThroughPowerLoss();
+    }
+
+    /**
+     * Attaches where the state persists and restores what it saved there (registrants, reservation, PTPL on): the
+     * namespace came back with the identity it had when saved.
+     */
+    public synchronized void attach(Store s) throws IOException {
+        State saved = s.load(); // one that cannot be read leaves PTPL off and the file as it is, for inspection
+        store = s;
+        if (saved == null) {
+            return;
+        }
+        registrants.clear();
+        saved.registrants().forEach(r -> registrants.put(r.host(), r.key()));
+        type = saved.type();
+        holder = Reservations.allRegistrants(type) ? null : saved.holder();
+        if (type != 0 && (registrants.isEmpty() || !Reservations.allRegistrants(type) && !registrants.containsKey(holder))) {
+            type = 0; // a reservation whose holder is not registered cannot be: dropped
+            holder = null;
+        }
+        generation = saved.generation();
+        persistThroughPowerLoss = true;
+        publish();
+        LOG.info("namespace {}: restored {} registrant(s) and reservation '{}' saved with Persist Through Power Loss",
+                nsid, registrants.size(), Reservations.typeName(type));
+    }
+
+    /**
+     * Whether a change made now must be written to the store before it completes (PTPL is on, or {@code cptpl} turns
+     * it on or off): such a command runs where it may block.
+     */
+    public boolean changeIsPersisted(int cptpl) {
+        return persistThroughPowerLoss() || cptpl == Reservations.CPTPL_SET || cptpl == Reservations.CPTPL_CLEAR;
+    }
+
+    /** Set Features Reservation Persistence (83h): turns PTPL on or off; Invalid Field when it cannot persist. */
+    public synchronized int persistThroughPowerLoss(boolean on) {
+        if (on && store == null) {
+            return INVALID_FIELD;
+        }
+        persistThroughPowerLoss = on;
+        return commit(Status.SUCCESS);
+    }
+
+    // ---- Reservation Register ----
+
+    public synchronized int register(UUID host, int action, boolean ignoreKey, int cptpl, long currentKey, long newKey,
+            List<Notice> notices) {
+        if (cptpl == 1 || cptpl == Reservations.CPTPL_SET && store == null) {
+            return INVALID_FIELD; // 01b is reserved; PTPL needs somewhere to persist
+        }
+        Long key = registrants.get(host);
+        int status;
+        switch (action) {
+            case Reservations.REGISTER:
+                if (key != null) {
+                    status = key == newKey ? Status.SUCCESS : CONFLICT; // registering the same key again is no error
+                } else if (newKey == 0) {
+                    status = INVALID_FIELD; // as SPDK: a zero key could never be told from "no key"
+                } else {
+                    registrants.put(host, newKey);
+                    status = Status.SUCCESS;
+                }
+                break;
+            case Reservations.UNREGISTER:
+                if (key == null || !ignoreKey && key != currentKey) {
+                    return CONFLICT;
+                }
+                unregister(host, notices);
+                status = Status.SUCCESS;
+                break;
+            case Reservations.REPLACE:
+                if (key == null || !ignoreKey && key != currentKey) {
+                    return CONFLICT;
+                }
+                if (newKey == 0) {
+                    return INVALID_FIELD;
+                }
+                registrants.put(host, newKey); // a holder keeps its reservation under the new key
+                status = Status.SUCCESS;
+                break;
+            default:
+                return INVALID_FIELD;
+        }
+        if (status != Status.SUCCESS) {
+            return status;
+        }
+        generation++; // every Register that succeeds counts (GEN of the Report), even one that changed nothing
+        if (cptpl != Reservations.CPTPL_NO_CHANGE) {
+            persistThroughPowerLoss = cptpl == Reservations.CPTPL_SET;
+        }
+        return commit(status);
+    }
+
+    /**
+     * Removes a registrant. A holder's reservation goes with it, except with the all-registrants types while other
+     * registrants remain; the registrants left of a registrants-only reservation are told it was released.
+     */
+    private void unregister(UUID host, List<Notice> notices) {
+        registrants.remove(host);
+        if (type == 0) {
+            return;
+        }
+        if (Reservations.allRegistrants(type)) {
+            if (registrants.isEmpty()) {
+                release();
+            }
+            return;
+        }
+        if (host.equals(holder)) {
+            int was = type;
+            release();
+            if (Reservations.registrantsOnly(was)) {
+                notifyOthers(host, Reservations.NOTICE_RESERVATION_RELEASED, notices);
+            }
+        }
+    }
+
+    private void release() {
+        type = 0;
+        holder = null;
+    }
+
+    private void notifyOthers(UUID except, int notice, List<Notice> notices) {
+        for (UUID other : registrants.keySet()) {
+            if (!other.equals(except)) {
+                notices.add(new Notice(other, notice));
+            }
+        }
+    }
+
+    // ---- Reservation Acquire ----
+
+    public synchronized int acquire(UUID host, int action, int newType, long currentKey, long preemptKey,
+            List<Notice> notices) {
+        Long key = registrants.get(host);
+        if (key == null || key != currentKey) {
+            return CONFLICT;
+        }
+        switch (action) {
+            case Reservations.ACQUIRE:
+                if (type == 0) {
+                    take(host, newType);
+                    return commit(Status.SUCCESS);
+                }
+                // Acquiring again what one holds is no error; anything else held is someone's to release first.
+                return type == newType && holds(host) ? Status.SUCCESS : CONFLICT;
+            case Reservations.PREEMPT:
+            case Reservations.PREEMPT_AND_ABORT: {
+                int status = preempt(host, newType, preemptKey, notices);
+                if (status == Status.SUCCESS) {
+                    generation++; // as every preempt that succeeds
+                }
+                return commit(status);
+            }
+            default:
+                return INVALID_FIELD;
+        }
+    }
+
+    private boolean holds(UUID host) {
+        return type != 0 && (Reservations.allRegistrants(type) ? registrants.containsKey(host) : host.equals(holder));
+    }
+
+    private void take(UUID host, int newType) {
+        type = newType;
+        holder = Reservations.allRegistrants(newType) ? null : host;
+    }
+
+    /** Preempt (NVMe Base 2.0 section 8.19.6 and its figure of preempt cases); returns the status. */
+    private int preempt(UUID host, int newType, long preemptKey, List<Notice> notices) {
+        if (type == 0) {
+            // No reservation: preempting only unregisters the registrants with that key.
+            return unregisterByKey(preemptKey, null, host, notices) > 0 ? Status.SUCCESS : CONFLICT;
+        }
+        if (Reservations.allRegistrants(type)) {
+            if (preemptKey == 0) {
+                // Everyone else goes; the preempting host holds a new reservation of the type it asked for.
+                take(host, newType);
+                for (UUID other : new ArrayList<>(registrants.keySet())) {
+                    if (!other.equals(host)) {
+                        registrants.remove(other);
+                        notices.add(new Notice(other, Reservations.NOTICE_REGISTRATION_PREEMPTED));
+                    }
+                }
+                return Status.SUCCESS;
+            }
+            return unregisterByKey(preemptKey, null, host, notices) > 0 ? Status.SUCCESS : CONFLICT;
+        }
+        long holderKey = registrants.get(holder);
+        if (preemptKey == holderKey) {
+            // The holder's key: the preempting host takes the reservation (or, holding it, changes its type) and the
+            // other registrants with that key go.
+            int was = type;
+            take(host, newType);
+            unregisterByKey(preemptKey, host, host, notices);
+            if (was != newType) {
+                notifyOthers(host, Reservations.NOTICE_RESERVATION_RELEASED, notices);
+            }
+            return Status.SUCCESS;
+        }
+        if (preemptKey == 0) {
+            return INVALID_FIELD; // a zero PRKEY names no holder
+        }
+        return unregisterByKey(preemptKey, null, host, notices) > 0 ? Status.SUCCESS : CONFLICT;
+    }
+
+    /** Unregisters the registrants with {@code key} but {@code keep}; tells each but {@code issuer}. Returns how many. */
+    private int unregisterByKey(long key, UUID keep, UUID issuer, List<Notice> notices) {
+        int removed = 0;
+        for (Map.Entry<UUID, Long> r : new ArrayList<>(registrants.entrySet())) {
+            UUID other = r.getKey();
+            if (r.getValue() == key && !other.equals(keep)) {
+                unregister(other, notices);
+                if (!other.equals(issuer)) {
+                    notices.add(new Notice(other, Reservations.NOTICE_REGISTRATION_PREEMPTED));
+                }
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    // ---- Reservation Release ----
+
+    public synchronized int release(UUID host, int action, int releaseType, long currentKey, List<Notice> notices) {
+        Long key = registrants.get(host);
+        if (key == null || key != currentKey) {
+            return CONFLICT;
+        }
+        switch (action) {
+            case Reservations.RELEASE: {
+                if (!holds(host)) {
+                    return Status.SUCCESS; // nothing held, or held by another: no effect, no error
+                }
+                if (releaseType != type) {
+                    return INVALID_FIELD;
+                }
+                int was = type;
+                release();
+                if (was != WRITE_EXCLUSIVE && was != EXCLUSIVE_ACCESS) {
+                    notifyOthers(host, Reservations.NOTICE_RESERVATION_RELEASED, notices);
+                }
+                return commit(Status.SUCCESS);
+            }
+            case Reservations.CLEAR:
+                notifyOthers(host, Reservations.NOTICE_RESERVATION_PREEMPTED, notices);
+                release();
+                registrants.clear();
+                generation++;
+                return commit(Status.SUCCESS);
+            default:
+                return INVALID_FIELD;
+        }
+    }
+
+    // ---- publishing ----
+
+    /** Publishes the change and, while PTPL is on (or was just turned off), makes it durable; returns the status. */
+    private int commit(int status) {
+        boolean persistedBefore = state.persistThroughPowerLoss();
+        publish();
+        if (store == null || !persistThroughPowerLoss && !persistedBefore) {
+            return status;
+        }
+        try {
+            if (persistThroughPowerLoss) {
+                store.save(state);
+            } else {
+                store.delete(); // PTPL off: a restart starts with no registrants, as a power loss would
+            }
+            return status;
+        } catch (IOException e) {
+            LOG.error("namespace {}: the reservation state could not be saved: {}; the change holds until the target"
+                    + " stops", nsid, e.toString());
+            return Status.INTERNAL;
+        }
+    }
+
+    private void publish() {
+        List<Registrant> list = new ArrayList<>(registrants.size());
+        registrants.forEach((h, k) -> list.add(new Registrant(h, k)));
+        state = new State(generation, type, holder, list, persistThroughPowerLoss);
+        held = type == 0 ? null : new Held(type, holder, Set.copyOf(new HashSet<>(registrants.keySet())));
+    }
+}
