@@ -28,6 +28,7 @@ path_dev() { # PORT: the path device (nvmeXcYn1) whose controller connected to P
 }
 ana_of() { cat /sys/block/$1/ana_state 2>/dev/null; }
 writes_of() { awk '{print $5}' /sys/block/$1/stat; }
+ios_of() { awk '{print $1 + $5}' /sys/block/$1/stat; } # reads and writes completed (fio verifies with reads)
 # wait_ana DEV STATE: seconds (0.1 s steps, at most 10 s) until DEV's ana_state reads STATE; prints them, 1 if never.
 wait_ana() {
   local i
@@ -38,11 +39,11 @@ wait_ana() {
   echo never; return 1
 }
 idle() { ! grows "$1"; }
-# grows DEV: whether DEV's completed writes grow within 3 s
+# grows DEV: whether DEV's completed reads and writes grow within 3 s
 grows() {
   local a i
-  a=$(writes_of $1)
-  for i in $(seq 1 30); do sleep 0.1; [ "$(writes_of $1)" -gt "$a" ] && return 0; done
+  a=$(ios_of $1)
+  for i in $(seq 1 30); do sleep 0.1; [ "$(ios_of $1)" -gt "$a" ] && return 0; done
   return 1
 }
 start_fio() { # NAME
@@ -81,8 +82,9 @@ check "one multipath device /dev/$HEAD over two paths ($P1, $P2)" sh -c "[ -n '$
 check "the kernel reads the configured states: $P1 (port 4420) optimized, $P2 (port 4421) non-optimized" \
   sh -c "[ '$(ana_of $P1)' = optimized ] && [ '$(ana_of $P2)' = non-optimized ]"
 check "ANA group 1 on both paths (ana_grpid)" sh -c "[ \$(cat /sys/block/$P1/ana_grpid) = 1 ] && [ \$(cat /sys/block/$P2/ana_grpid) = 1 ]"
-nvme list-subsys > "$RESULTS/$JOB-list-subsys.txt" 2>&1
-check "nvme list-subsys shows both paths with their ANA states" \
+# nvme-cli prints the paths' ANA states when given the namespace.
+nvme list-subsys /dev/$HEAD > "$RESULTS/$JOB-list-subsys.txt" 2>&1
+check "nvme list-subsys /dev/$HEAD shows both paths with their ANA states" \
   sh -c "grep -q 'live optimized' '$RESULTS/$JOB-list-subsys.txt' && grep -q 'live non-optimized' '$RESULTS/$JOB-list-subsys.txt'"
 
 start_fio ana-states 6
@@ -152,7 +154,7 @@ echo "$PAUSE" > "$RESULTS/$JOB-failover-pause-s.txt"
 check "writes resumed through target b ${PAUSE}s after target a was killed (at most ANATT + 1 = 11 s)" \
   sh -c "[ '$PAUSE' != never ] && awk 'BEGIN{exit !($PAUSE <= 11)}'"
 end_fio shared-failover
-nvme list-subsys > "$RESULTS/$JOB-list-subsys-shared.txt" 2>&1
+nvme list-subsys /dev/$HEAD > "$RESULTS/$JOB-list-subsys-shared.txt" 2>&1
 nvme disconnect -n $NQN2 > /dev/null 2>&1
 kill $TB; wait $TB 2>/dev/null
 dmesg > "$RESULTS/dmesg-ana.txt" 2>&1
