@@ -79,10 +79,7 @@ class WiresharkDecodeTest {
 
     @Test
     void dissectorDecodesEveryPduWithoutErrors() throws Exception {
-        Tshark.requireInstalled();
-        java.nio.file.Files.createDirectories(ARTIFACTS);
-        Path pcap = ARTIFACTS.resolve("session.pcapng").toAbsolutePath();
-        java.nio.file.Files.deleteIfExists(pcap);
+        Path pcap = freshCapture("session.pcapng");
         try (NvmeTarget target = TestTargets.start()) {
             int port = target.tcpPort(0);
             try (Tshark.Capture capture = new Tshark.Capture(port, pcap)) {
@@ -126,10 +123,7 @@ class WiresharkDecodeTest {
      */
     @Test
     void dissectorDecodesAReferralEntryOfTheDiscoveryLog() throws Exception {
-        Tshark.requireInstalled();
-        java.nio.file.Files.createDirectories(ARTIFACTS);
-        Path pcap = ARTIFACTS.resolve("referral.pcapng").toAbsolutePath();
-        java.nio.file.Files.deleteIfExists(pcap);
+        Path pcap = freshCapture("referral.pcapng");
         try (NvmeTarget target = TestTargets.start()) {
             target.live().addReferral(new io.nvmeof.tgt.config.TargetConfig.ReferralConfig(null, "tcp", "192.0.2.20",
                     4420, null, null, 7));
@@ -158,6 +152,15 @@ class WiresharkDecodeTest {
         assertEquals("0xffff", fields[5].split("\\|")[referral]);
         assertEquals(List.of(), Tshark.decode(pcap, port(pcap), "-Y",
                 "_ws.malformed || _ws.expert.severity >= 0x00800000"), "malformed packets or expert errors");
+    }
+
+    /** Where a capture goes, none there yet (skips the test without tshark). */
+    private static Path freshCapture(String name) throws Exception {
+        Tshark.requireInstalled();
+        java.nio.file.Files.createDirectories(ARTIFACTS);
+        Path pcap = ARTIFACTS.resolve(name).toAbsolutePath();
+        java.nio.file.Files.deleteIfExists(pcap);
+        return pcap;
     }
 
     /** The port the session used, read back from the capture (the first SYN's destination). */
