@@ -134,6 +134,25 @@ class ReferralTest {
         }
     }
 
+    /**
+     * A target listening on the wildcard address lists the address the host reached instead (nvmet's
+     * nvmet_set_disc_traddr): a host that followed a referral to it can connect to what its log lists.
+     */
+    @Test
+    void aListenerOnTheWildcardAddressIsListedWithTheAddressTheHostReached() throws Exception {
+        try (NvmeTarget any = NvmeTarget.start(TargetConfig.defaults("0.0.0.0", 0, "4MiB", 512, null))) {
+            List<DiscoveryEntry> log;
+            try (NvmeofController d = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", any.tcpPort(0),
+                    Nqn.DISCOVERY), ConnectOptions.defaults())) {
+                log = d.discoveryLog();
+            }
+            assertEquals(List.of("127.0.0.1", "127.0.0.1"), log.stream().map(DiscoveryEntry::traddr).toList());
+            try (NvmeofController c = NvmeofController.connect(log.get(1).toTransportId(), ConnectOptions.defaults())) {
+                assertEquals(TargetConfig.DEFAULT_NQN, c.info().subnqn());
+            }
+        }
+    }
+
     private static void postAsyncEventRequest(RawTcpHost disc, int cid) throws Exception {
         byte[] aer = RawTcpHost.sqe();
         RawTcpHost.cmd(aer).opcode(Opcodes.ADMIN_ASYNC_EVENT_REQUEST).cid(cid);

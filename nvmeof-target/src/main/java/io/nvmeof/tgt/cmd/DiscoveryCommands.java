@@ -63,7 +63,7 @@ public final class DiscoveryCommands {
             return;
         }
         Controller c = req.sq().controller();
-        byte[] log = discoveryLog(c);
+        byte[] log = discoveryLog(c, req.sq().transport().localAddress());
         if (!req.cmd.retainAsyncEvent()) {
             c.discoveryLogRead();
         }
@@ -74,8 +74,10 @@ public final class DiscoveryCommands {
      * The discovery log for one host: for every listener, the discovery subsystem itself (subtype 3, "current
      * discovery subsystem") and every NVM subsystem exported there that the host may connect to; then every referral
      * (subtype 1, or 2 for a referral that names an NVM subsystem), which every host sees, as nvmet lists a port's.
+     * A listener on the wildcard address is listed with {@code reached}, the address the host connected to (null:
+     * as configured), since no host can connect to "0.0.0.0"; a host that follows a referral here needs one it can.
      */
-    public static byte[] discoveryLog(Controller c) {
+    public static byte[] discoveryLog(Controller c, java.net.InetAddress reached) {
         TargetCore core = c.core();
         String host = c.hostNqn();
         long generation = core.discoveryGeneration();
@@ -100,9 +102,11 @@ public final class DiscoveryCommands {
         for (int i = 0; i < entryListeners.size(); i++) {
             ListenerInfo l = entryListeners.get(i);
             Subsystem s = entrySubsystems.get(i);
+            boolean wildcard = reached != null && isWildcard(l.traddr());
             e.<DiscoveryLogEntry>wrap(b, DiscoveryLogHeader.entryOffset(i))
                     .trtype(l.trtype())
-                    .adrfam(l.adrfam())
+                    .adrfam(wildcard ? (reached instanceof java.net.Inet6Address ? DiscoveryLogEntry.ADRFAM_IPV6
+                            : DiscoveryLogEntry.ADRFAM_IPV4) : l.adrfam())
                     .subtype(s.isDiscovery() ? DiscoveryLogEntry.SUBTYPE_CURRENT_DISCOVERY : DiscoveryLogEntry.SUBTYPE_NVM)
                     .treq(l.tls().treq() | DiscoveryLogEntry.TREQ_DISABLE_SQFLOW)
                     .portid(l.portId())
@@ -110,7 +114,7 @@ public final class DiscoveryCommands {
                     .asqsz(TargetLimits.ADMIN_QUEUE_SIZE)
                     .trsvcid(l.trsvcid())
                     .subnqn(s.nqn())
-                    .traddr(l.traddr());
+                    .traddr(wildcard ? reached.getHostAddress() : l.traddr());
             transportSpecific(e, l.trtype(), l.tls());
         }
         for (int i = 0; i < referrals.size(); i++) {
@@ -131,6 +135,11 @@ public final class DiscoveryCommands {
             transportSpecific(e, r.trtype(), r.tls());
         }
         return log;
+    }
+
+    /** Whether a listener's configured address is the wildcard (0.0.0.0, ::): an IP literal, so no lookup. */
+    private static boolean isWildcard(String traddr) {
+        return traddr.equals("0.0.0.0") || traddr.equals("::") || traddr.equals("0:0:0:0:0:0:0:0");
     }
 
     /**
