@@ -10,6 +10,7 @@ import io.nvmeof.tgt.LiveConfiguration;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.ReferralConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import io.vertx.core.Vertx;
@@ -130,13 +131,15 @@ final class ConfigurationRoutes {
                     + d.address() + ":" + d.port() + (d.subsystems() != null && !d.subsystems().isEmpty()
                     ? ", exposing " + d.subsystems() : "") + ")");
         });
-        on(rb, "removeListener", rc -> {
-            int id = validated(rc).getPathParameters().get("id").getInteger();
-            change(rc, 204, () -> {
-                live.removeListener(id);
-                return null;
-            }, none -> "remove listener " + id);
+        onRemoveById(rb, "removeListener", "listener", live::removeListener);
+        on(rb, "listReferrals", rc -> reply(rc, 200, live::referrals));
+        on(rb, "addReferral", rc -> {
+            ReferralConfig r = body(rc, ReferralConfig.class);
+            change(rc, 201, () -> live.addReferral(r), d -> "add referral " + d.id() + " (" + d.transport() + "://"
+                    + d.address() + ":" + d.port() + (d.subsystem() != null ? ", subsystem " + d.subsystem() : "")
+                    + ")");
         });
+        onRemoveById(rb, "removeReferral", "referral", live::removeReferral);
         on(rb, "listAnaStates", rc -> reply(rc, 200,
                 () -> live.anaStates(validated(rc).getPathParameters().get("id").getInteger())));
         on(rb, "setAnaState", rc -> {
@@ -265,6 +268,18 @@ final class ConfigurationRoutes {
         } catch (JsonProcessingException e) {
             throw new PathPolicy.ApiRefusal("the configuration document is not valid: " + JsonErrors.describe(e));
         }
+    }
+
+    /** A DELETE of the {@code what} whose id the path names: 204, audited as "remove WHAT ID". */
+    private void onRemoveById(RouterBuilder rb, String operationId, String what,
+                              java.util.function.IntConsumer remove) {
+        on(rb, operationId, rc -> {
+            int id = validated(rc).getPathParameters().get("id").getInteger();
+            change(rc, 204, () -> {
+                remove.accept(id);
+                return null;
+            }, none -> "remove " + what + " " + id);
+        });
     }
 
     private static void on(RouterBuilder rb, String operationId, io.vertx.core.Handler<RoutingContext> h) {

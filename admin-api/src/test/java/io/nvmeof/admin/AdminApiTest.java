@@ -937,6 +937,44 @@ class AdminApiTest {
         assertEquals(204, call("DELETE", "/api/v1/subsystems/" + NQN, null).statusCode());
     }
 
+    /**
+     * Referrals over the API: added (201 with the entry), listed, in the discovery log our initiator reads, in the
+     * export, removed; bad input refused with problem+json and nothing changed.
+     */
+    @Test
+    void referralsAreAddedListedDiscoveredAndRemoved() throws Exception {
+        HttpResponse<String> added = call("POST", "/api/v1/referrals", "{\"address\":\"127.0.0.2\",\"port\":4421}");
+        assertEquals(201, added.statusCode(), added.body());
+        assertEquals("{\"id\":1,\"transport\":\"tcp\",\"address\":\"127.0.0.2\",\"port\":4421}", added.body());
+        String listed = call("GET", "/api/v1/referrals", null).body();
+        assertEquals("[" + added.body() + "]", listed);
+        try (NvmeofController d = NvmeofController.connect(new TransportId("tcp", "127.0.0.1", target.tcpPort(0),
+                io.nvmeof.protocol.fabrics.Nqn.DISCOVERY), ConnectOptions.defaults())) {
+            assertTrue(d.discoveryLog().stream().anyMatch(e -> e.isReferral() && e.traddr().equals("127.0.0.2")
+                    && e.trsvcid().equals("4421")), "the discovery log lists it");
+        }
+        assertEquals(1, json(call("GET", "/api/v1/config", null)).get("referrals").size(), "the export carries it");
+
+        problem(call("POST", "/api/v1/referrals", "{\"address\":\"127.0.0.2\",\"port\":4421}"), 409, "already refers to");
+        problem(call("POST", "/api/v1/referrals", "{\"address\":\"127.0.0.1\",\"port\":" + target.tcpPort(0) + "}"),
+                409, "own listener");
+        problem(call("POST", "/api/v1/referrals", "{\"address\":\"127.0.0.3\",\"port\":0}"), 400, "port");
+        problem(call("POST", "/api/v1/referrals", "{\"address\":\"127.0.0.3\",\"transport\":\"fc\"}"), 400,
+                "transport");
+        problem(call("POST", "/api/v1/referrals", "{\"address\":\"127.0.0.3\",\"subsystem\":\"no nqn\"}"), 400,
+                "subsystem");
+        problem(call("POST", "/api/v1/referrals", "{\"address\":\"no-such-host.invalid\"}"), 400, "cannot be resolved");
+        problem(call("POST", "/api/v1/referrals", "{\"port\":4420}"), 400, "address");
+        problem(call("POST", "/api/v1/referrals", "{\"address\":\"127.0.0.3\",\"secure\":true}"), 400, "secure");
+        assertEquals(listed, call("GET", "/api/v1/referrals", null).body(), "nothing refused was added");
+
+        assertEquals(204, call("DELETE", "/api/v1/referrals/1", null).statusCode());
+        problem(call("DELETE", "/api/v1/referrals/1", null), 404, "referral 1 does not exist");
+        problem(call("DELETE", "/api/v1/referrals/0", null), 400, "");
+        assertEquals("[]", call("GET", "/api/v1/referrals", null).body());
+        assertEquals(0, target.core().referrals().size());
+    }
+
     private static List<Path> listing(Path dir) throws java.io.IOException {
         if (!Files.isDirectory(dir)) {
             return List.of();

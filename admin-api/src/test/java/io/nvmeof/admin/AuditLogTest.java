@@ -114,6 +114,9 @@ class AuditLogTest {
         String added = change("POST", "/api/v1/listeners", "{\"address\":\"127.0.0.1\",\"port\":0}", 201);
         assertTrue(added.contains("add listener 2 (tcp://127.0.0.1:"), added);
         assertTrue(change("DELETE", "/api/v1/listeners/2", null, 204).contains("remove listener 2"));
+        assertTrue(change("POST", "/api/v1/referrals", "{\"address\":\"10.0.0.9\",\"port\":4420}", 201)
+                .contains("add referral 1 (tcp://10.0.0.9:4420)"));
+        assertTrue(change("DELETE", "/api/v1/referrals/1", null, 204).contains("remove referral 1"));
         assertTrue(change("DELETE", sub, null, 204).contains("delete subsystem " + NQN));
         String refused = change("DELETE", sub, null, 404);
         assertTrue(refused.contains("refused (404)") && refused.contains("does not exist"), refused);

@@ -79,10 +79,7 @@ class WiresharkDecodeTest {
 
     @Test
     void dissectorDecodesEveryPduWithoutErrors() throws Exception {
-        Tshark.requireInstalled();
-        java.nio.file.Files.createDirectories(ARTIFACTS);
-        Path pcap = ARTIFACTS.resolve("session.pcapng").toAbsolutePath();
-        java.nio.file.Files.deleteIfExists(pcap);
+        Path pcap = freshCapture("session.pcapng");
         try (NvmeTarget target = TestTargets.start()) {
             int port = target.tcpPort(0);
             try (Tshark.Capture capture = new Tshark.Capture(port, pcap)) {
@@ -118,6 +115,52 @@ class WiresharkDecodeTest {
         for (String expected : new String[] {"NVMeOF Connect", "Property Set Controller Configuration", "Identify Controller", "Identify Namespace", "NVMe Write", "NVMe Read", "NVMe Flush", "Ready To Transfer", "Get Log Page"}) {
             assertTrue(text.contains(expected), "tshark's decode does not mention '" + expected + "'");
         }
+    }
+
+    /**
+     * A referral entry of the discovery log (issue 35 part 3) as Wireshark's NVMe dissector reads it: SUBTYPE 1 with
+     * the referred address, port and PORTID and the discovery NQN, next to the entries of our own listener.
+     */
+    @Test
+    void dissectorDecodesAReferralEntryOfTheDiscoveryLog() throws Exception {
+        Path pcap = freshCapture("referral.pcapng");
+        try (NvmeTarget target = TestTargets.start()) {
+            target.live().addReferral(new io.nvmeof.tgt.config.TargetConfig.ReferralConfig(null, "tcp", "192.0.2.20",
+                    4420, null, null, 7));
+            int port = target.tcpPort(0);
+            try (Tshark.Capture capture = new Tshark.Capture(port, pcap);
+                 io.nvmeof.initiator.NvmeofController d = io.nvmeof.initiator.NvmeofController.connect(
+                         new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port,
+                                 io.nvmeof.protocol.fabrics.Nqn.DISCOVERY),
+                         io.nvmeof.initiator.ConnectOptions.defaults())) {
+                assertTrue(d.discoveryLog().stream().anyMatch(io.nvmeof.initiator.DiscoveryEntry::isReferral));
+            }
+        }
+        String rcrd = "nvme.cmd.get_logpage.identify.rcrd.";
+        List<String> rows = Tshark.decode(pcap, port(pcap), "-Y", rcrd + "subtype", "-T", "fields", "-E",
+                "occurrence=a", "-E", "aggregator=|", "-e", rcrd + "subtype", "-e", rcrd + "portid", "-e",
+                rcrd + "trsvcid", "-e", rcrd + "subnqn", "-e", rcrd + "traddr", "-e", rcrd + "cntlid");
+        assertEquals(1, rows.size(), "one read of the whole log: " + rows);
+        String[] fields = rows.get(0).split("\t");
+        List<String> subtypes = List.of(fields[0].split("\\|"));
+        int referral = subtypes.indexOf("0x01");
+        assertTrue(referral > 0, "a SUBTYPE 1 entry after our own: " + subtypes);
+        assertEquals("0x0007", fields[1].split("\\|")[referral]);
+        assertEquals("4420", fields[2].split("\\|")[referral].trim());
+        assertEquals(io.nvmeof.protocol.fabrics.Nqn.DISCOVERY, fields[3].split("\\|")[referral]);
+        assertEquals("192.0.2.20", fields[4].split("\\|")[referral].trim());
+        assertEquals("0xffff", fields[5].split("\\|")[referral]);
+        assertEquals(List.of(), Tshark.decode(pcap, port(pcap), "-Y",
+                "_ws.malformed || _ws.expert.severity >= 0x00800000"), "malformed packets or expert errors");
+    }
+
+    /** Where a capture goes, none there yet (skips the test without tshark). */
+    private static Path freshCapture(String name) throws Exception {
+        Tshark.requireInstalled();
+        java.nio.file.Files.createDirectories(ARTIFACTS);
+        Path pcap = ARTIFACTS.resolve(name).toAbsolutePath();
+        java.nio.file.Files.deleteIfExists(pcap);
+        return pcap;
     }
 
     /** The port the session used, read back from the capture (the first SYN's destination). */

@@ -33,7 +33,9 @@ import picocli.CommandLine.Spec;
         subcommands = {AdminCommand.Subsystems.class, AdminCommand.SubsystemAdd.class, AdminCommand.SubsystemRemove.class,
                 AdminCommand.NamespaceAdd.class, AdminCommand.NamespaceRemove.class, AdminCommand.HostAdd.class,
                 AdminCommand.HostRemove.class, AdminCommand.Listeners.class, AdminCommand.ListenerAdd.class,
-                AdminCommand.ListenerRemove.class, AdminCommand.Ana.class, AdminCommand.AnaSet.class, AdminCommand.Stats.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
+                AdminCommand.ListenerRemove.class, AdminReferralCommands.Referrals.class,
+                AdminReferralCommands.ReferralAdd.class, AdminReferralCommands.ReferralRemove.class,
+                AdminCommand.Ana.class, AdminCommand.AnaSet.class, AdminCommand.Stats.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
                 AdminCommand.Export.class, AdminCommand.Import.class, AdminCommand.NamespaceResize.class})
 final class AdminCommand {
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -63,6 +63,12 @@ final class DiscoverCommand implements Callable<Integer> {
             System.out.printf("subnqn:  %s%n", e.subnqn());
             System.out.printf("traddr:  %s%n", e.traddr());
         }
+        long referrals = entries.stream().filter(DiscoveryEntry::isReferral).count();
+        if (referrals > 0) {
+            // Not followed here: the host decides which other discovery services it asks.
+            System.out.printf("%n%d referral(s) to other discovery services: run discover against their traddr and"
+                    + " trsvcid to list what they offer%n", referrals);
+        }
         return 0;
     }
 }

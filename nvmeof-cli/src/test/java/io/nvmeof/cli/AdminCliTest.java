@@ -61,6 +61,21 @@ class AdminCliTest {
             assertTrue(CliTest.run(0, concat(a, "listeners"))[0].contains("2   tcp"), "listed");
             CliTest.run(0, concat(a, "listener-remove", "2"));
 
+            out = CliTest.run(0, concat(a, "referral-add", "--address", "127.0.0.2", "--port", "4421"))[0];
+            assertTrue(out.startsWith("referral 1: tcp 127.0.0.2:4421"), out);
+            out = CliTest.run(0, concat(a, "referral-add", "--address", "127.0.0.3", "--subsystem",
+                    "nqn.2026-12.io.example:remote", "--tls", "required"))[0];
+            assertTrue(out.startsWith("referral 2: tcp 127.0.0.3:8009 (nqn.2026-12.io.example:remote)"), out);
+            String referrals = CliTest.run(0, concat(a, "referrals"))[0];
+            assertTrue(referrals.startsWith("ID") && referrals.contains("127.0.0.2") && referrals.contains("discovery")
+                    && referrals.contains("required"), referrals);
+            err = CliTest.run(1, concat(a, "referral-add", "--address", "127.0.0.2", "--port", "4421"));
+            assertTrue(err[1].contains("HTTP 409 Conflict: referral 1 already refers to"), err[1]);
+            CliTest.run(0, concat(a, "referral-remove", "1"));
+            err = CliTest.run(1, concat(a, "referral-remove", "1"));
+            assertTrue(err[1].contains("HTTP 404"), err[1]);
+            assertEquals(1, target.live().referrals().size());
+
             String stats = CliTest.run(0, concat(a, "stats"))[0];
             assertTrue(stats.startsWith("SUBSYSTEM") && stats.contains(NQN), stats);
 

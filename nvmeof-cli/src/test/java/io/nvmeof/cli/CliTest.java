@@ -96,6 +96,21 @@ class CliTest {
     }
 
     @Test
+    void discoverShowsAReferralAsOne() {
+        int id = target.live().addReferral(new io.nvmeof.tgt.config.TargetConfig.ReferralConfig(null, "tcp",
+                "127.0.0.2", 4421, null, null, null)).id();
+        String out;
+        try {
+            out = run(0, "discover", "-t", "tcp", "-a", "127.0.0.1", "-s", port)[0];
+        } finally {
+            target.live().removeReferral(id); // the target is the other tests' too
+        }
+        assertTrue(out.contains("subtype: discovery subsystem referral\ntreq:    not required\nportid:  0\n"
+                + "trsvcid: 4421\nsubnqn:  nqn.2014-08.org.nvmexpress.discovery\ntraddr:  127.0.0.2"), out);
+        assertTrue(out.contains("1 referral(s) to other discovery services"), out);
+    }
+
+    @Test
     void benchReportsFioCompatibleJson() throws Exception {
         String out = run(0, "bench", "-s", port, "-n", NQN, "--rw", "randwrite", "--bs", "4k", "--qd", "4", "--time", "1",
                 "--ramp", "0", "--json")[0];

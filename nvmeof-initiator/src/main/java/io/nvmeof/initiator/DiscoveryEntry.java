@@ -14,6 +14,15 @@ public record DiscoveryEntry(int trtype, int adrfam, int subtype, int treq, int 
         this(trtype, adrfam, subtype, treq, portid, cntlid, asqsz, trsvcid, subnqn, traddr, 0);
     }
 
+    /**
+     * Whether this entry refers the host to another discovery service (SUBTYPE 1, a referral): connecting to it with
+     * {@link Nqn#DISCOVERY} and reading its log lists what it offers (this initiator does not follow referrals by
+     * itself; {@code nvme connect-all} does).
+     */
+    public boolean isReferral() {
+        return subtype == io.nvmeof.protocol.log.DiscoveryLogEntry.SUBTYPE_DISCOVERY_REFERRAL;
+    }
+
     /** Whether the port requires a secure channel (TLS): TREQ says required. */
     public boolean tlsRequired() {
         return (treq & 3) == 1;

@@ -8,6 +8,7 @@ import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.ReferralConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Subsystem;
@@ -31,6 +32,8 @@ final class ConfigurationDocument {
     final Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>();
     /** The hosts' DH-HMAC-CHAP entries by host NQN, secrets included: saved, never exported. */
     final Map<String, HostConfig> hosts = new LinkedHashMap<>();
+    /** Referrals by id, normalized ({@link ReferralChecks#normalize}). */
+    final Map<Integer, ReferralConfig> referrals = new java.util.TreeMap<>();
     private volatile Store store;
 
     /** The document of a target just started from {@code started}, with the ports its listeners got. */
@@ -47,6 +50,9 @@ final class ConfigurationDocument {
         }
         if (started.hosts() != null) {
             started.hosts().forEach(h -> hosts.put(h.nqn(), h));
+        }
+        if (started.referrals() != null) {
+            started.referrals().forEach(r -> referrals.put(r.id(), r)); // ids given when the target started
         }
         if (started.subsystems() != null) {
             for (SubsystemConfig s : started.subsystems()) {
@@ -82,8 +88,20 @@ final class ConfigurationDocument {
 
     /** The document with these subsystems, listeners and host entries (none: no {@code hosts} at all). */
     TargetConfig of(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls, Map<String, HostConfig> hs) {
+        return of(subs, ls, hs, referrals);
+    }
+
+    /** The document with these subsystems, listeners, host entries and referrals (none: no such key at all). */
+    TargetConfig of(Map<String, SubsystemConfig> subs, Map<Integer, ListenerConfig> ls, Map<String, HostConfig> hs,
+                    Map<Integer, ReferralConfig> refs) {
         return base.withContents(List.copyOf(ls.values()), List.copyOf(subs.values()))
-                .withHosts(hs.isEmpty() ? null : List.copyOf(hs.values()));
+                .withHosts(hs.isEmpty() ? null : List.copyOf(hs.values()))
+                .withReferrals(refs.isEmpty() ? null : List.copyOf(refs.values()));
+    }
+
+    /** The document with {@code entry} as referral {@code id} (null: without it). */
+    TargetConfig withReferral(int id, ReferralConfig entry) {
+        return of(subsystems, listeners, hosts, withEntry(new java.util.TreeMap<>(referrals), id, entry));
     }
 
     /** The document with {@code entry} as host {@code hostNqn}'s DH-HMAC-CHAP settings (null: without any). */

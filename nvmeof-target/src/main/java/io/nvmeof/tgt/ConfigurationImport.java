@@ -48,6 +48,7 @@ final class ConfigurationImport {
     private final SubsystemImportPlanner subsystemPlanner;
     private final ListenerImportPlanner listenerPlanner;
     private final HostImportPlanner hostPlanner;
+    private final ReferralImportPlanner referralPlanner;
 
     ConfigurationImport(ConfigurationDocument document, NvmeTarget target, ImportMode mode,
                         Consumer<NamespaceConfig> pathCheck) {
@@ -57,6 +58,7 @@ final class ConfigurationImport {
         this.subsystemPlanner = new SubsystemImportPlanner(target, mode, pathCheck, plan);
         this.listenerPlanner = new ListenerImportPlanner(document, target, mode, plan);
         this.hostPlanner = new HostImportPlanner(target.core().hostAuth(), target.core().tlsKeys(), document.hosts, plan);
+        this.referralPlanner = new ReferralImportPlanner(document.referrals, target.core(), mode, plan);
     }
 
     /** Plans, then (unless {@code dryRun}) applies; the caller holds the configuration's lock. */
@@ -76,6 +78,9 @@ final class ConfigurationImport {
         Map<Integer, ListenerConfig> listeners = new java.util.TreeMap<>(document.listeners);
         Map<String, HostConfig> hosts = new LinkedHashMap<>(document.hosts);
         hosts.putAll(plan.hostsAfter);
+        Map<Integer, TargetConfig.ReferralConfig> referrals = new java.util.TreeMap<>(document.referrals);
+        plan.referralsRemoved.forEach(referrals::remove);
+        referrals.putAll(plan.referralsAdded);
         try {
             for (ImportStep s : plan.steps) {
                 s.prepare();
@@ -89,7 +94,7 @@ final class ConfigurationImport {
             plan.subsystemsAfter.forEach((nqn, entry) -> subsystems.put(nqn, entry.get()));
             plan.listenersRemoved.forEach(listeners::remove);
             plan.listenersAdded.forEach(entry -> listeners.put(entry.get().id(), entry.get()));
-            document.save(document.of(subsystems, listeners, hosts));
+            document.save(document.of(subsystems, listeners, hosts, referrals));
         } catch (Exception e) {
             for (int i = prepared.size() - 1; i >= 0; i--) {
                 prepared.get(i).undo();
@@ -114,6 +119,8 @@ final class ConfigurationImport {
         document.listeners.clear();
         document.listeners.putAll(listeners);
         document.hosts.putAll(plan.hostsAfter);
+        document.referrals.clear();
+        document.referrals.putAll(referrals);
         target.core().configChanged();
         return new ImportResult(mode.name().toLowerCase(Locale.ROOT), false, changes, List.copyOf(plan.notApplied),
                 document.current());
@@ -181,6 +188,8 @@ final class ConfigurationImport {
                     + " import; it takes at most " + LiveConfiguration.MAX_SUBSYSTEMS);
         }
         listenerPlanner.planListeners(doc.listeners() != null ? doc.listeners() : List.of(), nqnsAfter);
+        // Checked against the listeners running now: one the import adds on port 0 has no port yet.
+        referralPlanner.planReferrals(doc.referrals(), target.core().listeners());
     }
 
     /** Settings the running target cannot change: said, not silently dropped. */

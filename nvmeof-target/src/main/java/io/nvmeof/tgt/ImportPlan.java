@@ -28,6 +28,9 @@ final class ImportPlan {
     final Map<String, java.util.function.Supplier<SubsystemConfig>> subsystemsAfter = new LinkedHashMap<>();
     final Set<Integer> listenersRemoved = new HashSet<>();
     final List<java.util.function.Supplier<ListenerConfig>> listenersAdded = new ArrayList<>();
+    /** Referrals the import removes, and those it adds or changes (normalized, ids given), by id. */
+    final Set<Integer> referralsRemoved = new HashSet<>();
+    final Map<Integer, io.nvmeof.tgt.config.TargetConfig.ReferralConfig> referralsAdded = new LinkedHashMap<>();
     /** Host entries (DH-HMAC-CHAP settings) set or rotated, by host NQN, as the state file keeps them. */
     final Map<String, HostConfig> hostsAfter = new LinkedHashMap<>();
     /** The namespaces the prepared steps opened, by subsystem and NSID. */

@@ -13,6 +13,7 @@ import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.ReferralConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import io.nvmeof.tgt.core.Controller;
 import io.nvmeof.tgt.core.Namespace;
@@ -295,6 +296,52 @@ public final class LiveConfiguration {
         target.core().ana().set(id, group, want);
         io.nvmeof.tgt.core.PortAnaStates port = target.core().ana().port(id);
         return new AnaGroupView(group, port.state(group).label(), port.changeCount(group));
+    }
+
+    // ------------------------------------------------------------------------------------------ referrals
+
+    /** The discovery log's referrals to other discovery services, in id order. */
+    public synchronized List<ReferralConfig> referrals() {
+        return List.copyOf(document.referrals.values());
+    }
+
+    /**
+     * Adds a referral (nvmet's {@code ports/N/referrals}, SPDK's {@code nvmf_discovery_add_referral}): saved first,
+     * then every host's discovery log lists it, the generation counter grows, and the discovery controllers that asked
+     * get a Discovery Log Change notice. Refused: an id or an entry (transport, address, port, NQN) the target already
+     * has, and a referral to one of this target's own listeners.
+     */
+    public synchronized ReferralConfig addReferral(ReferralConfig given) {
+        ReferralConfig r = ReferralChecks.normalize(given);
+        if (r.id() != null && document.referrals.containsKey(r.id())) {
+            throw conflict("referral " + r.id() + " already exists; choose another id or remove it first");
+        }
+        String key = ReferralChecks.key(r);
+        for (ReferralConfig have : document.referrals.values()) {
+            if (ReferralChecks.key(have).equals(key)) {
+                throw conflict("referral " + have.id() + " already refers to " + key);
+            }
+        }
+        ReferralChecks.refuseLoop(r, target.core().listeners());
+        int id = r.id() != null ? r.id() : ReferralChecks.freeId(document.referrals.keySet());
+        ReferralConfig entry = r.withId(id);
+        io.nvmeof.tgt.core.DiscoveryReferral logEntry = ReferralChecks.toLogEntry(entry, id);
+        document.save(document.withReferral(id, entry));
+        document.referrals.put(id, entry);
+        target.core().putReferral(logEntry);
+        LOG.info("referral {} added: {}", id, key);
+        return entry;
+    }
+
+    /** Removes a referral; the discovery log drops it and its discovery controllers are told. */
+    public synchronized void removeReferral(int id) {
+        if (!document.referrals.containsKey(id)) {
+            throw notFound("referral " + id + " does not exist");
+        }
+        document.save(document.withReferral(id, null));
+        document.referrals.remove(id);
+        target.core().removeReferral(id);
+        LOG.info("referral {} removed", id);
     }
 
     public synchronized List<SubsystemConfig> subsystems() {

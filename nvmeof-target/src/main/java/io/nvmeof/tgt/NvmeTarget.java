@@ -182,7 +182,7 @@ public final class NvmeTarget implements AutoCloseable {
                 target.addListener(l, l.id() != null ? l.id() : portId);
                 portId++;
             }
-            target.live = new LiveConfiguration(target, config);
+            target.live = new LiveConfiguration(target, config.withReferrals(startReferrals(config, core)));
             group.next().scheduleAtFixedRate(target::checkKeepAlive, TargetCore.KEEP_ALIVE_CHECK_NANOS,
                     TargetCore.KEEP_ALIVE_CHECK_NANOS, TimeUnit.NANOSECONDS);
         } catch (IOException | RuntimeException e) {
@@ -199,6 +199,22 @@ public final class NvmeTarget implements AutoCloseable {
                         + placement.housekeeping() + ")",
                 core.subsystems().size() - 1);
         return target;
+    }
+
+    /** The configuration's referrals checked (after the listeners are bound: none may point back at one), listed. */
+    private static List<TargetConfig.ReferralConfig> startReferrals(TargetConfig config, TargetCore core) {
+        List<TargetConfig.ReferralConfig> referrals = ReferralChecks.normalizeAll(config.referrals());
+        java.util.Set<Integer> taken = new java.util.HashSet<>();
+        referrals.forEach(r -> { if (r.id() != null) { taken.add(r.id()); } });
+        List<TargetConfig.ReferralConfig> withIds = new java.util.ArrayList<>();
+        for (TargetConfig.ReferralConfig r : referrals) {
+            ReferralChecks.refuseLoop(r, core.listeners());
+            int id = r.id() != null ? r.id() : ReferralChecks.freeId(taken);
+            taken.add(id);
+            withIds.add(r.withId(id));
+            core.putReferral(ReferralChecks.toLogEntry(r, id));
+        }
+        return withIds.isEmpty() ? null : withIds;
     }
 
     /** A periodic task that throws is never run again: the check must outlive any one failure of it. */

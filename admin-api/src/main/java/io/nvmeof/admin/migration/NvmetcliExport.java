@@ -46,7 +46,8 @@ final class NvmetcliExport {
             hosts.addAll(orEmpty(s.hosts()));
             subsystemsOut.add(writeSubsystem(s, "subsystems[" + i + "]", notMapped));
         }
-        ArrayNode portsOut = writePorts(orEmpty(c.listeners()), allNqns, notMapped);
+        ArrayNode referrals = NvmetcliReferrals.write(c.referrals(), notMapped, true);
+        ArrayNode portsOut = writePorts(orEmpty(c.listeners()), allNqns, referrals, notMapped);
         ObjectNode root = JSON.objectNode();
         ArrayNode hostsOut = root.putArray("hosts");
         hosts.forEach(h -> hostsOut.addObject().put("nqn", h));
@@ -90,7 +91,8 @@ final class NvmetcliExport {
         }
     }
 
-    private static ArrayNode writePorts(List<ListenerConfig> listeners, List<String> allNqns, List<String> notMapped) {
+    private static ArrayNode writePorts(List<ListenerConfig> listeners, List<String> allNqns, ArrayNode referrals,
+            List<String> notMapped) {
         Set<Integer> used = new HashSet<>();
         listeners.stream().filter(l -> l != null && l.id() != null).forEach(l -> used.add(l.id()));
         ArrayNode ports = JSON.arrayNode();
@@ -119,7 +121,9 @@ final class NvmetcliExport {
             if (l.maxH2CData() != null) {
                 notMapped.add(where + ".maxH2CData=" + l.maxH2CData() + ": nvmet has no setting for it; not exported");
             }
-            ports.add(writePort(l, portid, transport, exposedSubsystems(l, where, allNqns, notMapped)));
+            ObjectNode port = writePort(l, portid, transport, exposedSubsystems(l, where, allNqns, notMapped));
+            port.set("referrals", referrals.deepCopy()); // ours are target-wide: hosts saw them on every port
+            ports.add(port);
         }
         return ports;
     }

@@ -55,6 +55,9 @@ import java.util.TreeMap;
  * <li>The top-level {@code hosts} declare host NQNs for {@code allowed_hosts} to link to; a host with a
  *     DH-HMAC-CHAP key ({@code dhchap_key}, {@code dhchap_ctrl_key}, {@code dhchap_hash}, {@code dhchap_dhgroup},
  *     flat or as the group {@code dhchap}) becomes an entry of our {@code hosts}, so it must authenticate here too.</li>
+ * <li>A port's enabled {@code referrals} become our {@code referrals} ({@code addr.trtype}, {@code traddr},
+ *     {@code trsvcid}, {@code portid}; {@code treq} "required" as {@code tls} required): ours are target-wide, so one
+ *     listed under several ports is one, and one under some ports only is listed as widened to every listener.</li>
  * <li>Security this target does not have is listed in {@link Imported#securityLost()} too: a port's
  *     {@code addr.treq} "required" or TLS {@code addr.tsas}.</li>
  * </ul>
@@ -74,7 +77,8 @@ import java.util.TreeMap;
  * is dropped (nvmet serves discovery on every port). Serial and model numbers, namespace UUIDs and NGUIDs are written
  * with their effective values (the target's derived defaults included) so hosts recognise controllers and namespaces
  * on nvmet; {@code allow_any_host} is the effective flag too. RAM namespaces cannot be expressed and are listed.
- * {@code ana_groups} are left out: {@code nvmetcli restore} keeps the default group, and writing it fails on kernels
+ * Every referral is written under every port (ours are target-wide), as {@code referral-ID}; one that names a
+ * subsystem (SPDK's kind) cannot be and is listed. {@code ana_groups} are left out: {@code nvmetcli restore} keeps the default group, and writing it fails on kernels
  * without ANA.
  */
 public final class NvmetcliFormat {
@@ -108,9 +112,11 @@ public final class NvmetcliFormat {
         List<SubsystemConfig> subsystems = readSubsystems(root.field("subsystems"), notMapped);
         Set<String> nqns = new HashSet<>();
         subsystems.forEach(s -> nqns.add(s.nqn()));
-        List<ListenerConfig> listeners = readPorts(root.field("ports"), nqns, notMapped);
+        NvmetcliReferrals referrals = new NvmetcliReferrals(notMapped);
+        List<ListenerConfig> listeners = readPorts(root.field("ports"), nqns, referrals, notMapped);
         return notMapped.imported(new TargetConfig(null, null, null, null, listeners, subsystems)
-                .withHosts(hosts.isEmpty() ? null : hosts));
+                .withHosts(hosts.isEmpty() ? null : hosts)
+                .withReferrals(referrals.build(listeners.stream().map(l -> (long) l.id()).toList())));
     }
 
     /**
@@ -190,11 +196,12 @@ public final class NvmetcliFormat {
         return text == null || text.isBlank() ? null : text;
     }
 
-    private static List<ListenerConfig> readPorts(JsonAt ports, Set<String> nqns, ImportReport notMapped) {
+    private static List<ListenerConfig> readPorts(JsonAt ports, Set<String> nqns, NvmetcliReferrals referrals,
+            ImportReport notMapped) {
         List<ListenerConfig> listeners = new ArrayList<>();
         Set<Long> ids = new HashSet<>();
         for (JsonAt port : ports.elements()) {
-            ListenerConfig l = readPort(port, ids, nqns, notMapped);
+            ListenerConfig l = readPort(port, ids, nqns, referrals, notMapped);
             if (l != null) {
                 listeners.add(l);
             }
@@ -202,7 +209,8 @@ public final class NvmetcliFormat {
         return listeners;
     }
 
-    private static ListenerConfig readPort(JsonAt port, Set<Long> ids, Set<String> nqns, ImportReport notMapped) {
+    private static ListenerConfig readPort(JsonAt port, Set<Long> ids, Set<String> nqns, NvmetcliReferrals referrals,
+            ImportReport notMapped) {
         port.requireObject();
         long portid = port.field("portid").integer(1, 65535);
         if (!ids.add(portid)) {
@@ -228,7 +236,7 @@ public final class NvmetcliFormat {
         int trsvcid = (int) addr.field("trsvcid").integer(1, 65535);
         String tls = readAddrExtras(addr, trtype, notMapped);
         Integer inlineDataSize = readParams(port.field("param").optObject(), notMapped);
-        readReferrals(port.field("referrals"), notMapped);
+        referrals.readPort(port.field("referrals"), portid);
         Map<String, String> ana = readAnaGroups(port.field("ana_groups"), notMapped);
         List<String> exposed = new ArrayList<>();
         for (JsonAt s : port.field("subsystems").elements()) {
@@ -311,18 +319,6 @@ public final class NvmetcliFormat {
     private static boolean isDefaultParam(String key, JsonAt value) {
         String text = value.display().trim();
         return text.equals("-1") || (key.equals("pi_enable") && text.equals("0"));
-    }
-
-    private static void readReferrals(JsonAt referrals, ImportReport notMapped) {
-        for (JsonAt referral : referrals.elements()) {
-            referral.requireObject();
-            JsonAt addr = referral.field("addr");
-            String target = addr.present() ? " to " + addr.field("trtype").display() + " "
-                    + addr.field("traddr").display() + ":" + addr.field("trsvcid").display() : "";
-            String name = referral.field("name").present() ? " " + referral.field("name").display() : "";
-            notMapped.add(referral.path() + " (referral" + name + target + "): referrals are not supported; "
-                    + "not imported");
-        }
     }
 
     /**

@@ -59,6 +59,7 @@ final class SpdkExport {
             subsystemCalls.writeSubsystem(subsystems.get(i), "subsystems[" + i + "]");
         }
         listenerCalls.writeListeners();
+        SpdkReferrals.write(c.referrals(), nvmfConfig, notMapped);
         ObjectNode root = JSON.objectNode();
         ArrayNode list = root.putArray("subsystems");
         list.addObject().put("subsystem", "bdev").set("config", bdevConfig);

@@ -23,6 +23,7 @@ final class SpdkImport {
     private final SpdkHostKeys hostKeys;
     private final SpdkSubsystemImport subsystems;
     private final SpdkListenerImport listeners;
+    private final SpdkReferrals referrals = new SpdkReferrals(notMapped);
 
     /** {@code keyFiles} reads the files of the keyring keys hosts use (the caller's policy on paths). */
     SpdkImport(KeyFiles.Reader keyFiles) {
@@ -86,6 +87,7 @@ final class SpdkImport {
                 case "nvmf_subsystem_add_host" -> subsystems.readHost(call);
                 case "nvmf_subsystem_add_ns" -> subsystems.readNamespace(call);
                 case "nvmf_subsystem_add_listener" -> listeners.readListener(call);
+                case "nvmf_discovery_add_referral" -> referrals.readReferral(call);
                 default -> listOtherNvmfCall(call);
             }
         }
@@ -97,14 +99,10 @@ final class SpdkImport {
                     + " subsystems; ignored";
             case "nvmf_set_crdt" -> "command retry delay times are not supported; ignored";
             case "nvmf_set_config" -> "target-wide SPDK options have no equivalent here; ignored";
-            case "nvmf_discovery_add_referral" -> "referrals are not supported; not imported";
             case "nvmf_ns_add_host" -> "per-host namespace visibility is not supported; ignored";
             default -> "no equivalent here; ignored";
         };
         String what = switch (call.method()) {
-            case "nvmf_discovery_add_referral" -> "(" + call.params().field("address").field("trtype").display()
-                    + " " + call.params().field("address").field("traddr").display() + ":"
-                    + call.params().field("address").field("trsvcid").display() + ")";
             case "nvmf_ns_add_host" -> "(" + call.params().field("nqn").display() + ", nsid "
                     + call.params().field("nsid").display() + ", " + call.params().field("host").display() + ")";
             default -> "";
@@ -128,6 +126,6 @@ final class SpdkImport {
         return new TargetConfig(null, listeners.global("max_io_qpairs_per_ctrlr", Transport::maxIoQpairs),
                 listeners.global("max_queue_depth", Transport::maxQueueDepth),
                 listeners.global("max_io_size", Transport::maxIoSize), result, subs)
-                .withHosts(hosts.isEmpty() ? null : hosts);
+                .withHosts(hosts.isEmpty() ? null : hosts).withReferrals(referrals.build());
     }
 }

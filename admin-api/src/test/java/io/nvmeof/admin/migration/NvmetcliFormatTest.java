@@ -113,14 +113,16 @@ class NvmetcliFormatTest {
                 "subsystems[1].attr.serial=this-serial-is-far-too-long-for-nvme: must be 1 to 20 printable ASCII "
                         + "characters here; not imported (the target's default is used)",
                 "subsystems[1].attr.version=1.3: the NVMe version reported is this target's own; ignored",
-                "ports[1].referrals[0] (referral peer-b to rdma 10.0.0.6:4420): referrals are not supported; "
-                        + "not imported",
                 "ports[2] (portid 3): transport loop is not supported (tcp and rdma only); not imported",
                 "ports[3].addr.treq=required: the port admits hosts only over a secure channel, but names none (tsas);"
-                        + " here they would connect in clear text"),
+                        + " here they would connect in clear text",
+                "ports[1].referrals[0] (referral peer-b to rdma 10.0.0.6:4420): nvmet lists it on port(s) [2] only;"
+                        + " referrals are target-wide here, so hosts see it on every listener"),
                 imported.notMapped());
-        assertEquals(List.of(imported.notMapped().get(imported.notMapped().size() - 1)), imported.securityLost(),
+        assertEquals(List.of(imported.notMapped().get(imported.notMapped().size() - 2)), imported.securityLost(),
                 "a port that requires TLS is security the import would drop");
+        assertEquals(List.of(new TargetConfig.ReferralConfig(null, "rdma", "10.0.0.6", 4420, null, null, null)),
+                imported.config().referrals(), "the port's referral, target-wide");
     }
 
     /**
@@ -243,7 +245,19 @@ class NvmetcliFormatTest {
                         new SubsystemConfig(SCRATCH, "SN-SCRATCH", "nvmeof-java", null, true, List.of(),
                                 List.of(new NamespaceConfig(1L, "file", null, null, "/var/lib/scratch.img",
                                         "e4a1c9d0-6b3f-4f2e-8c7a-1d5b9e0f2a36",
-                                        "e4a1c9d06b3f4f2e8c7a1d5b9e0f2a36")))));
+                                        "e4a1c9d06b3f4f2e8c7a1d5b9e0f2a36")))))
+                .withReferrals(List.of(new TargetConfig.ReferralConfig(null, "tcp", "192.168.10.9", 8009, null,
+                        "required", 3)));
+    }
+
+    /** SPDK's kind of referral, to one subsystem, is not one nvmet has. */
+    @Test
+    void aReferralToOneSubsystemIsNotExported() throws IOException {
+        Exported exported = NvmetcliFormat.write(canonical().withReferrals(List.of(new TargetConfig.ReferralConfig(
+                4, "tcp", "10.0.0.1", 4420, "nqn.2026-12.io.example:remote", null, null))));
+        assertEquals(List.of("referrals[0].subsystem=nqn.2026-12.io.example:remote: nvmet's referrals name discovery"
+                + " services only; not exported"), exported.notMapped());
+        assertEquals(0, JSON.readTree(exported.document()).at("/ports/0/referrals").size());
     }
 
     @Test
@@ -274,7 +288,17 @@ class NvmetcliFormatTest {
         assertEquals("4420", port.at("/addr/trsvcid").asText());
         assertEquals("tcp", port.at("/addr/trtype").asText());
         assertEquals("16384", port.at("/param/inline_data_size").asText());
-        assertEquals(0, port.get("referrals").size());
+        assertEquals(1, port.get("referrals").size(), "every referral under every port");
+        assertEquals(port.get("referrals"), doc.at("/ports/1/referrals"));
+        JsonNode referral = port.at("/referrals/0");
+        assertEquals(List.of("addr", "enable", "name"), fieldNames(referral));
+        assertEquals(List.of("adrfam", "portid", "traddr", "treq", "trsvcid", "trtype"), fieldNames(referral.get("addr")));
+        assertEquals("192.168.10.9", referral.at("/addr/traddr").asText());
+        assertEquals("8009", referral.at("/addr/trsvcid").asText());
+        assertEquals("required", referral.at("/addr/treq").asText());
+        assertEquals("3", referral.at("/addr/portid").asText());
+        assertEquals(1, referral.get("enable").intValue());
+        assertEquals("referral-1", referral.get("name").asText());
         assertEquals(List.of(DB, SCRATCH), texts(port.get("subsystems")));
         assertEquals("rdma", doc.at("/ports/1/addr/trtype").asText());
         assertTrue(doc.at("/ports/1/param").isObject() && doc.at("/ports/1/param").isEmpty());

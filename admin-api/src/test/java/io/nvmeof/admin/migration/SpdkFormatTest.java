@@ -14,6 +14,7 @@ import io.nvmeof.admin.migration.Migration.Imported;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.ReferralConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -145,7 +146,6 @@ class SpdkFormatTest {
                         + " defaults sha256 and the null group); ignored",
                 "nvmf_set_max_subsystems: the limit here is fixed at 1024 subsystems; ignored",
                 "nvmf_set_crdt: command retry delay times are not supported; ignored",
-                "nvmf_discovery_add_referral(TCP 192.168.20.7:4420): referrals are not supported; not imported",
                 "nvmf_subsystem_add_host(" + CNODE1 + ", " + HOST_B + ").psk: key key0 is not in the document's keyring"
                         + " (a Linux kernel keyring key cannot be read here): the host would connect without TLS; give it"
                         + " its TLS key with PUT /api/v1/hosts/{hostnqn} (tlsKey) after the import",
@@ -315,7 +315,29 @@ class SpdkFormatTest {
                                                 "00000000000000000000000000000abc"))),
                         new SubsystemConfig(CNODE2, "SN2", "nvmeof-java", null, true, List.of(),
                                 List.of(new NamespaceConfig(1L, "ram", "1GiB", 4096, null,
-                                        "2a7e9c41-0d3b-4f58-a6e2-9b1c7d4f8e03", "2a7e9c410d3b4f58a6e29b1c7d4f8e03")))));
+                                        "2a7e9c41-0d3b-4f58-a6e2-9b1c7d4f8e03", "2a7e9c410d3b4f58a6e29b1c7d4f8e03")))))
+                .withReferrals(List.of(new ReferralConfig(null, "tcp", "192.168.20.7", 4420, null, null, null),
+                        new ReferralConfig(null, "tcp", "192.168.20.8", 4420, REMOTE, "required", null)));
+    }
+
+    private static final String REMOTE = "nqn.2016-06.io.spdk:remote";
+
+    /** SPDK's referrals: to discovery services, or (subnqn) to one subsystem there, secure_channel as tls required. */
+    @Test
+    void importsReferrals() throws IOException {
+        Imported imported = SpdkFormat.read(resource("spdk-save-config.json"));
+        assertEquals(List.of(new ReferralConfig(null, "tcp", "192.168.20.7", 4420, null, null, null)),
+                imported.config().referrals());
+        JsonNode referral = JSON.readTree(SpdkFormat.write(canonical()).document()).at("/subsystems/1/config/16");
+        assertEquals("nvmf_discovery_add_referral", referral.get("method").asText());
+        assertEquals("{\"address\":{\"trtype\":\"TCP\",\"adrfam\":\"IPv4\",\"traddr\":\"192.168.20.8\","
+                + "\"trsvcid\":\"4420\"},\"secure_channel\":true,\"subnqn\":\"" + REMOTE + "\"}",
+                referral.get("params").toString());
+        Exported partly = SpdkFormat.write(canonical().withReferrals(List.of(new ReferralConfig(2, "tcp", "10.0.0.1",
+                null, null, "allowed", 5))));
+        assertEquals(List.of("referrals[0].tls=allowed: SPDK's referral says only whether a secure channel is"
+                + " required; exported as not required", "referrals[0].portId=5: SPDK's referrals have PORTID 0;"
+                + " not exported"), partly.notMapped());
     }
 
     @Test
@@ -356,7 +378,8 @@ class SpdkFormatTest {
                 "nvmf_subsystem_add_ns", "nvmf_subsystem_add_ns", "nvmf_subsystem_add_ns",
                 "nvmf_create_subsystem", "nvmf_subsystem_add_ns",
                 "nvmf_subsystem_add_listener", "nvmf_subsystem_add_listener", "nvmf_subsystem_add_listener",
-                "nvmf_subsystem_add_listener", "nvmf_subsystem_add_listener"), methods(nvmf));
+                "nvmf_subsystem_add_listener", "nvmf_subsystem_add_listener",
+                "nvmf_discovery_add_referral", "nvmf_discovery_add_referral"), methods(nvmf));
         JsonNode tcp = nvmf.at("/0/params");
         assertEquals("TCP", tcp.get("trtype").asText());
         assertEquals(128, tcp.get("max_queue_depth").intValue());

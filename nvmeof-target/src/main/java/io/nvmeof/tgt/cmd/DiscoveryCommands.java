@@ -6,10 +6,13 @@ import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
 import io.nvmeof.protocol.log.DiscoveryLogHeader;
 import io.nvmeof.tgt.core.Controller;
+import io.nvmeof.tgt.core.DiscoveryReferral;
 import io.nvmeof.tgt.core.ListenerInfo;
 import io.nvmeof.tgt.core.Request;
 import io.nvmeof.tgt.core.Subsystem;
 import io.nvmeof.tgt.core.TargetCore;
+import io.nvmeof.tgt.core.TargetLimits;
+import io.nvmeof.tgt.core.TlsMode;
 import java.util.ArrayList;
 import java.util.List;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -60,7 +63,7 @@ public final class DiscoveryCommands {
             return;
         }
         Controller c = req.sq().controller();
-        byte[] log = discoveryLog(c);
+        byte[] log = discoveryLog(c, req.sq().transport().localAddress());
         if (!req.cmd.retainAsyncEvent()) {
             c.discoveryLogRead();
         }
@@ -69,48 +72,90 @@ public final class DiscoveryCommands {
 
     /**
      * The discovery log for one host: for every listener, the discovery subsystem itself (subtype 3, "current
-     * discovery subsystem") and every NVM subsystem exported there that the host may connect to.
+     * discovery subsystem") and every NVM subsystem exported there that the host may connect to; then every referral
+     * (subtype 1, or 2 for a referral that names an NVM subsystem), which every host sees, as nvmet lists a port's.
+     * A listener on the wildcard address is listed with {@code reached}, the address the host connected to (null:
+     * as configured), since no host can connect to "0.0.0.0"; a host that follows a referral here needs one it can.
      */
-    public static byte[] discoveryLog(Controller c) {
+    public static byte[] discoveryLog(Controller c, java.net.InetAddress reached) {
         TargetCore core = c.core();
         String host = c.hostNqn();
         long generation = core.discoveryGeneration();
-        List<Object[]> records = new ArrayList<>();
+        List<ListenerInfo> entryListeners = new ArrayList<>();
+        List<Subsystem> entrySubsystems = new ArrayList<>();
         for (ListenerInfo l : core.listeners()) {
-            records.add(new Object[] {l, c.subsystem()});
+            entryListeners.add(l);
+            entrySubsystems.add(c.subsystem());
             for (Subsystem s : core.subsystems()) {
                 if (!s.isDiscovery() && l.exports(s.nqn()) && s.hostAllowed(host)) {
-                    records.add(new Object[] {l, s});
+                    entryListeners.add(l);
+                    entrySubsystems.add(s);
                 }
             }
         }
-        byte[] log = new byte[DiscoveryLogHeader.LENGTH + records.size() * DiscoveryLogEntry.LENGTH];
+        List<DiscoveryReferral> referrals = List.copyOf(core.referrals());
+        int records = entryListeners.size() + referrals.size();
+        byte[] log = new byte[DiscoveryLogHeader.LENGTH + records * DiscoveryLogEntry.LENGTH];
         UnsafeBuffer b = new UnsafeBuffer(log);
-        new DiscoveryLogHeader().<DiscoveryLogHeader>wrap(b, 0).genctr(generation).numrec(records.size()).recfmt(0);
+        new DiscoveryLogHeader().<DiscoveryLogHeader>wrap(b, 0).genctr(generation).numrec(records).recfmt(0);
         DiscoveryLogEntry e = new DiscoveryLogEntry();
-        for (int i = 0; i < records.size(); i++) {
-            ListenerInfo l = (ListenerInfo) records.get(i)[0];
-            Subsystem s = (Subsystem) records.get(i)[1];
+        for (int i = 0; i < entryListeners.size(); i++) {
+            ListenerInfo l = entryListeners.get(i);
+            Subsystem s = entrySubsystems.get(i);
+            boolean wildcard = reached != null && isWildcard(l.traddr());
             e.<DiscoveryLogEntry>wrap(b, DiscoveryLogHeader.entryOffset(i))
                     .trtype(l.trtype())
-                    .adrfam(l.adrfam())
+                    .adrfam(wildcard ? (reached instanceof java.net.Inet6Address ? DiscoveryLogEntry.ADRFAM_IPV6
+                            : DiscoveryLogEntry.ADRFAM_IPV4) : l.adrfam())
                     .subtype(s.isDiscovery() ? DiscoveryLogEntry.SUBTYPE_CURRENT_DISCOVERY : DiscoveryLogEntry.SUBTYPE_NVM)
                     .treq(l.tls().treq() | DiscoveryLogEntry.TREQ_DISABLE_SQFLOW)
                     .portid(l.portId())
                     .cntlid(DiscoveryLogEntry.CNTLID_DYNAMIC)
-                    .asqsz(io.nvmeof.tgt.core.TargetLimits.ADMIN_QUEUE_SIZE)
+                    .asqsz(TargetLimits.ADMIN_QUEUE_SIZE)
                     .trsvcid(l.trsvcid())
                     .subnqn(s.nqn())
-                    .traddr(l.traddr());
-            if (l.trtype() == DiscoveryLogEntry.TRTYPE_TCP) {
-                e.tsas(0, l.tls().sectype());
-            }
-            if (l.trtype() == DiscoveryLogEntry.TRTYPE_RDMA) {
-                e.tsas(0, DiscoveryLogEntry.RDMA_QPTYPE_RC).tsas(1, DiscoveryLogEntry.RDMA_PRTYPE_NOT_SPECIFIED)
-                        .tsas(2, DiscoveryLogEntry.RDMA_CMS_RDMA_CM);
-            }
+                    .traddr(wildcard ? reached.getHostAddress() : l.traddr());
+            transportSpecific(e, l.trtype(), l.tls());
+        }
+        for (int i = 0; i < referrals.size(); i++) {
+            DiscoveryReferral r = referrals.get(i);
+            // TREQ says only what the other end told us (its TLS); whether it can run without SQ flow control is its
+            // own to say in its log, so that bit stays clear, as nvmet and SPDK leave it.
+            e.<DiscoveryLogEntry>wrap(b, DiscoveryLogHeader.entryOffset(entryListeners.size() + i))
+                    .trtype(r.trtype())
+                    .adrfam(r.adrfam())
+                    .subtype(r.subtype())
+                    .treq(r.tls().treq())
+                    .portid(r.portId())
+                    .cntlid(DiscoveryLogEntry.CNTLID_DYNAMIC)
+                    .asqsz(REFERRAL_ASQSZ)
+                    .trsvcid(r.trsvcid())
+                    .subnqn(r.subnqn())
+                    .traddr(r.traddr());
+            transportSpecific(e, r.trtype(), r.tls());
         }
         return log;
     }
 
+    /** Whether a listener's configured address is the wildcard (0.0.0.0, ::): an IP literal, so no lookup. */
+    private static boolean isWildcard(String traddr) {
+        return traddr.equals("0.0.0.0") || traddr.equals("::") || traddr.equals("0:0:0:0:0:0:0:0");
+    }
+
+    /**
+     * ASQSZ of a referral entry: the other end's admin queue size is not known here; 32 entries is the least any
+     * NVMe-oF controller takes (nvmet writes its NVME_AQ_DEPTH, also 32).
+     */
+    static final int REFERRAL_ASQSZ = 32;
+
+    /** TSAS: the TCP security type, or RDMA's reliable connected queue pairs over RDMA_CM. */
+    private static void transportSpecific(DiscoveryLogEntry e, int trtype, TlsMode tls) {
+        if (trtype == DiscoveryLogEntry.TRTYPE_TCP) {
+            e.tsas(0, tls.sectype());
+        }
+        if (trtype == DiscoveryLogEntry.TRTYPE_RDMA) {
+            e.tsas(0, DiscoveryLogEntry.RDMA_QPTYPE_RC).tsas(1, DiscoveryLogEntry.RDMA_PRTYPE_NOT_SPECIFIED)
+                    .tsas(2, DiscoveryLogEntry.RDMA_CMS_RDMA_CM);
+        }
+    }
 }

@@ -21,6 +21,7 @@ import java.util.regex.Pattern;
  * {
  *   "pollGroups": 2, "busyPollUs": 50, "pollGroupCpus": "2-3",
  *   "listeners": [ {"transport": "tcp", "address": "127.0.0.1", "port": 4420} ],
+ *   "referrals": [ {"transport": "tcp", "address": "192.168.1.20", "port": 4420} ],
  *   "subsystems": [ {
  *       "nqn": "nqn.2026-11.io.nvmeof:default", "allowAnyHost": true, "hosts": [],
  *       "namespaces": [ {"nsid": 1, "backend": "ram", "size": "1GiB", "blockSize": 512} ] } ]
@@ -46,17 +47,25 @@ import java.util.regex.Pattern;
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonPropertyOrder({"pollGroups", "busyPollUs", "pollGroupCpus", "maxIoQueues", "maxQueueSize", "maxTransferSize",
-        "maxConnectionMemory", "maxMemory", "maxSparseMemory", "hosts"})
+        "maxConnectionMemory", "maxMemory", "maxSparseMemory", "hosts", "referrals"})
 public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
         List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
         String maxConnectionMemory, String maxMemory, String maxSparseMemory, String pollGroupCpus,
-        List<HostConfig> hosts) {
+        List<HostConfig> hosts, List<ReferralConfig> referrals) {
 
     public TargetConfig {
         // 0 is the default (block at once): one spelling, so an export, an import and a comparison agree.
         if (busyPollUs != null && busyPollUs == 0) {
             busyPollUs = null;
         }
+    }
+
+    public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
+            List<ListenerConfig> listeners, List<SubsystemConfig> subsystems, Integer busyPollUs,
+            String maxConnectionMemory, String maxMemory, String maxSparseMemory, String pollGroupCpus,
+            List<HostConfig> hosts) {
+        this(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts, null);
     }
 
     public TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQueueSize, Integer maxTransferSize,
@@ -93,31 +102,31 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     /** This configuration with {@code us} microseconds of busy polling (0: none). */
     public TargetConfig withBusyPollUs(int us) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, us,
-                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts);
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts, referrals);
     }
 
     /** This configuration with its poll groups on {@code cpus} (a cpulist; null: placed by the kernel). */
     public TargetConfig withPollGroupCpus(String cpus) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, cpus, hosts);
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, cpus, hosts, referrals);
     }
 
     /** This configuration with {@code n} poll groups (null: one per core). */
     public TargetConfig withPollGroups(Integer n) {
         return new TargetConfig(n, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems, busyPollUs,
-                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts);
+                maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts, referrals);
     }
 
     /** This configuration with the given memory limits (sizes with units; null: the default). */
     public TargetConfig withMemoryLimits(String perConnection, String total) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                busyPollUs, perConnection, total, maxSparseMemory, pollGroupCpus, hosts);
+                busyPollUs, perConnection, total, maxSparseMemory, pollGroupCpus, hosts, referrals);
     }
 
     /** This configuration with other listeners and subsystems, every global setting kept. */
     public TargetConfig withContents(List<ListenerConfig> newListeners, List<SubsystemConfig> newSubsystems) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, newListeners, newSubsystems,
-                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts);
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts, referrals);
     }
 
     public static final String DEFAULT_NQN = "nqn.2026-11.io.nvmeof:default";
@@ -129,7 +138,40 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     /** This configuration with other host entries (their DH-HMAC-CHAP secrets); null: none. */
     public TargetConfig withHosts(List<HostConfig> newHosts) {
         return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
-                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, newHosts);
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, newHosts, referrals);
+    }
+
+    /** This configuration with other referrals (null: none). */
+    public TargetConfig withReferrals(List<ReferralConfig> newReferrals) {
+        return new TargetConfig(pollGroups, maxIoQueues, maxQueueSize, maxTransferSize, listeners, subsystems,
+                busyPollUs, maxConnectionMemory, maxMemory, maxSparseMemory, pollGroupCpus, hosts, newReferrals);
+    }
+
+    /**
+     * A referral: an entry of this target's discovery log that sends hosts to another discovery service (nvmet's
+     * {@code ports/N/referrals/NAME}, SPDK's {@code nvmf_discovery_add_referral}), so one discovery controller can
+     * point hosts at every target of a deployment. Target-wide: every host reads it on every listener (nvmet keeps
+     * referrals per port).
+     *
+     * @param id        this target's handle for the referral (1 to 65535; null: the lowest free), for the admin API
+     * @param transport {@code tcp} (default) or {@code rdma}
+     * @param address   the other service's IP address (a name is resolved once, when the referral is set: the log
+     *                  carries the address, as kernel hosts need one)
+     * @param port      its port; null: the one {@code nvme discover} assumes, 8009 (the IANA NVMe/TCP discovery port)
+     *                  for tcp and 4420 for rdma. This target serves discovery on every listener, usually 4420
+     * @param subsystem null (default) or the discovery NQN: a referral to a discovery service (SUBTYPE 1); an NVM
+     *                  subsystem's NQN: a direct entry for that subsystem there (SUBTYPE 2, as SPDK's {@code subnqn})
+     * @param tls       how the other end takes NVMe/TCP: {@code none} (default), {@code allowed} or {@code required}
+     *                  (TREQ and TSAS as our listeners say theirs; SPDK's {@code secure_channel} is required)
+     * @param portId    the PORTID of the other end's port (nvmet's {@code addr_portid}); null: 0, as SPDK gives
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record ReferralConfig(Integer id, String transport, String address, Integer port, String subsystem,
+            String tls, Integer portId) {
+        /** This referral with another id (what the admin API or an import gave it). */
+        public ReferralConfig withId(int newId) {
+            return new ReferralConfig(newId, transport, address, port, subsystem, tls, portId);
+        }
     }
 
     /**

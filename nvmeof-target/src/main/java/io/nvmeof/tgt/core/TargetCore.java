@@ -38,6 +38,8 @@ public final class TargetCore {
     private final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
     private final AnaGroups ana = new AnaGroups(this);
     private final List<ListenerInfo> listeners = new CopyOnWriteArrayList<>();
+    /** The discovery log's referrals, by their id (the log lists them in this order). */
+    private final Map<Integer, DiscoveryReferral> referrals = new java.util.concurrent.ConcurrentSkipListMap<>();
     private final Set<Controller> controllers = ConcurrentHashMap.newKeySet();
     private final AtomicLong discoveryGeneration = new AtomicLong(1);
     private final AtomicInteger liveQueues = new AtomicInteger();
@@ -190,6 +192,22 @@ public final class TargetCore {
     }
 
     public List<ListenerInfo> listeners() { return listeners; }
+
+    /** Adds or replaces (same id) a referral; the discovery controllers are told. */
+    public void putReferral(DiscoveryReferral r) {
+        referrals.put(r.id(), r);
+        configChanged();
+    }
+
+    /** Removes referral {@code id}, if there; the discovery controllers are told. */
+    public void removeReferral(int id) {
+        if (referrals.remove(id) != null) {
+            configChanged();
+        }
+    }
+
+    /** The referrals, in id order. */
+    public Collection<DiscoveryReferral> referrals() { return referrals.values(); }
 
     /**
      * Bumps the discovery log generation counter and tells the discovery controllers that asked (Discovery Log Page

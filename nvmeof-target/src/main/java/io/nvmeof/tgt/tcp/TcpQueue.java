@@ -287,6 +287,12 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         return peer;
     }
 
+    @Override
+    public java.net.InetAddress localAddress() {
+        ChannelHandlerContext c = ctx;
+        return c != null && c.channel().localAddress() instanceof java.net.InetSocketAddress a ? a.getAddress() : null;
+    }
+
     /** The core's queue, for tests and statistics. */
     public SubmissionQueue submissionQueue() {
         return sq;

@@ -50,6 +50,14 @@ public interface TransportQueue {
     String peer();
 
     /**
+     * The address of this machine the host reached (null where unknown): what the discovery log says for a listener
+     * on the wildcard address, where hosts cannot connect to "0.0.0.0" (nvmet's {@code nvmet_set_disc_traddr}).
+     */
+    default java.net.InetAddress localAddress() {
+        return null;
+    }
+
+    /**
      * Whether data of {@code ns} still waits here to be sent from the namespace's own memory (zero-copy reads, after
      * their requests were released): a removed namespace is not closed under it. Only on this queue's thread.
      */
