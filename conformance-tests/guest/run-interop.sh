@@ -54,6 +54,7 @@ jobs=(
   "kernel-host-multipath|kernel-host-multipath||900|"
   "kernel-host-ana|kernel-host-ana||900|"
   "kernel-host-resv|kernel-host-resv||900|"
+  "kernel-host-referral|kernel-host-referral||900|"
   "kernel-host-auth|kernel-host-auth|--kernel trixie|900|"
   "our-initiator-kernel-auth|our-initiator-kernel-auth|--kernel trixie|900|"
   "kernel-host-tls|kernel-host-tls|--kernel trixie|900|"

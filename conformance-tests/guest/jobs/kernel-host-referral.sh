@@ -84,7 +84,7 @@ admin_a referral-remove 1 > "$RESULTS/$JOB-remove.out" 2>&1
 check "referral removed through A's admin API" grep -q "removed referral 1" "$RESULTS/$JOB-remove.out"
 nvme discover -t tcp -a $GUEST_IP -s 4420 > "$RESULTS/$JOB-discover-after.txt" 2>&1
 check "nvme discover against A no longer lists a referral" \
-  sh -c "grep -q 'subnqn: *$NQN_A' '$RESULTS/$JOB-discover-after.txt' && ! grep -q 'referral' '$RESULTS/$JOB-discover-after.txt'"
+  sh -c "grep -q 'subnqn: *$NQN_A' '$RESULTS/$JOB-discover-after.txt' && ! grep -q 'subsystem referral' '$RESULTS/$JOB-discover-after.txt'"
 
 nvme disconnect-all > /dev/null 2>&1
 kill $PID_A $PID_B

@@ -72,7 +72,9 @@ class ReferralTest {
             assertEquals(3, log.get(at) & 0xFF, "TRTYPE: TCP");
             assertEquals(1, log.get(at + 1) & 0xFF, "ADRFAM: IPv4");
             assertEquals(1, log.get(at + 2) & 0xFF, "SUBTYPE: referral to a discovery service");
-            assertEquals(2, log.get(at + 3) & 0xFF, "TREQ: secure channel not required, nothing else");
+            // Not specified, as nvmet's referrals: Debian 12's libnvme turns TLS on for a TCP entry that says "not
+            // required", and its connect-all failed against kernels without TLS (the guest's kernel-host-referral).
+            assertEquals(0, log.get(at + 3) & 0xFF, "TREQ: secure channel not specified, nothing else");
             assertEquals(7, log.getShort(at + 4) & 0xFFFF, "PORTID: the other end's");
             assertEquals(0xFFFF, log.getShort(at + 6) & 0xFFFF, "CNTLID: dynamic");
             assertEquals(32, log.getShort(at + 8) & 0xFFFF, "ASQSZ");

@@ -115,6 +115,38 @@ class ReservationEndToEndTest {
         }
     }
 
+    /**
+     * Review finding (fencing): access was checked only when a command was parsed. A write whose data was still on its
+     * way (R2T outstanding) when another host took a Write Exclusive reservation went on to the media once its data
+     * arrived; the writer was fenced in name only. It is checked again when the data is in.
+     */
+    @Test
+    void aWriteWhoseDataArrivesAfterTheReservationIsRefused() throws Exception {
+        NvmeofController b = host(ID_B);
+        NamespaceHandle nsB = b.namespace(1);
+        try (RawTcpHost admin = new RawTcpHost(target.tcpPort(0))) {
+            int cntlid = admin.bringUpAdmin(TestTargets.NQN); // host ID all zeroes: not host B
+            try (RawTcpHost queue = new RawTcpHost(target.tcpPort(0))) {
+                queue.initialize(0);
+                assertEquals(0, queue.connect(1, 31, cntlid, TestTargets.NQN, RawTcpHost.HOSTNQN, 0).status());
+                byte[] write = RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, 0, 128, 128 * 512, false); // 64 KiB: R2T
+                RawTcpHost.cmd(write).cid(91);
+                queue.send(queue.capsule(write, null));
+                byte[] r2t = queue.readPdu();
+                assertEquals(io.nvmeof.protocol.tcp.PduHeader.TYPE_R2T, r2t[0], "the target asks for the data");
+                int ttag = new io.nvmeof.protocol.tcp.R2TPdu().<io.nvmeof.protocol.tcp.R2TPdu>wrap(
+                        new org.agrona.concurrent.UnsafeBuffer(r2t), 0).ttag();
+                get(nsB.reservations().register(0xB, Reservations.CPTPL_NO_CHANGE));
+                get(nsB.reservations().acquire(0xB, Reservations.WRITE_EXCLUSIVE));
+                queue.send(queue.h2cData(91, ttag, 0, new byte[128 * 512], true));
+                Completion c = queue.awaitResponse();
+                assertEquals(91, c.cid());
+                assertEquals(Status.RESERVATION_CONFLICT, Status.code(c.status()),
+                        "the data came after host B's Write Exclusive: refused, not written");
+            }
+        }
+    }
+
     @Test
     void writeExclusiveThenPreemptBetweenTwoHosts() throws Exception {
         NvmeofController a = host(ID_A);

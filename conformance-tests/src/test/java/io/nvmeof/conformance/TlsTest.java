@@ -137,7 +137,9 @@ class TlsTest {
                     assertEquals(2, e.tcpSectype());
                 } else {
                     assertEquals(plainPort, port);
-                    assertEquals(2, treq);
+                    // Not specified, as nvmet: Debian 12's libnvme turns TLS on for a TCP entry saying "not required"
+                    // and its connect-all then failed on kernels without TLS (the guest's kernel-host-referral job).
+                    assertEquals(0, treq);
                     assertEquals(0, e.tcpSectype(), "no security");
                 }
             }

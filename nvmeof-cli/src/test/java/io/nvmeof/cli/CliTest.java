@@ -105,7 +105,7 @@ class CliTest {
         } finally {
             target.live().removeReferral(id); // the target is the other tests' too
         }
-        assertTrue(out.contains("subtype: discovery subsystem referral\ntreq:    not required\nportid:  0\n"
+        assertTrue(out.contains("subtype: discovery subsystem referral\ntreq:    not specified\nportid:  0\n"
                 + "trsvcid: 4421\nsubnqn:  nqn.2014-08.org.nvmexpress.discovery\ntraddr:  127.0.0.2"), out);
         assertTrue(out.contains("1 referral(s) to other discovery services"), out);
     }

@@ -137,8 +137,9 @@ public final class LiveConfiguration {
     /** A transition that outlasted ANATT ended inaccessible: the document says so too (if no one changed it since). */
     private synchronized void keepExpiredTransition(int id, int group) {
         ListenerConfig l = document.listeners.get(id);
-        if (l == null || l.ana() == null || !"change".equals(l.ana().get(Integer.toString(group)))) {
-            return;
+        if (l == null || l.ana() == null || !"change".equals(l.ana().get(Integer.toString(group)))
+                || target.core().ana().port(id).state(group) != io.nvmeof.protocol.log.AnaState.INACCESSIBLE) {
+            return; // changed again since: the document already says what hosts were told
         }
         try {
             setAnaState(id, group, io.nvmeof.protocol.log.AnaState.INACCESSIBLE.label());

@@ -130,6 +130,12 @@ public final class NvmeTarget implements AutoCloseable {
         CpuList cpus = pollGroupCpus(config);
         int threads = pollGroupCount(config, cpus);
         Duration busyPoll = busyPoll(config);
+        int anaLog = io.nvmeof.protocol.log.AnaLog.length(io.nvmeof.tgt.core.AnaGroups.MAX_GROUP_ID, 1024);
+        if (limits.maxTransferSize() < anaLog) {
+            LOG.warn("maxTransferSize {} is smaller than the ANA log a Linux host sizes for these controllers ({} bytes"
+                    + " with 1024 namespaces): Linux turns ANA off (\"disabling ANA support\") and multipath cannot"
+                    + " follow ANA states; give maxTransferSize 16384 or more", limits.maxTransferSize(), anaLog);
+        }
         TargetCore core = new TargetCore(limits);
         if (stateDirectory != null) {
             core.persistReservationsIn(new io.nvmeof.tgt.core.ReservationStore(stateDirectory.resolve(RESERVATIONS_DIRECTORY)));
@@ -488,9 +494,17 @@ public final class NvmeTarget implements AutoCloseable {
     /** Starts a listener; returns the port it is bound to (port 0 in {@code l}: any free one). */
     int addListener(ListenerConfig l, int portId) throws IOException {
         var ana = io.nvmeof.tgt.core.AnaGroups.parseStates(l.ana()); // checked before anything binds
-        int bound = bindListener(l, portId);
+        // Applied before it binds: a host connecting at once must not read "optimized" for a group set otherwise.
         core.ana().apply(portId, ana);
-        return bound;
+        try {
+            return bindListener(l, portId);
+        } catch (IOException | RuntimeException e) {
+            if (tcpListeners.stream().noneMatch(t -> t.info() != null && t.info().portId() == portId)
+                    && rdmaListeners.stream().noneMatch(r -> r.info() != null && r.info().portId() == portId)) {
+                core.ana().forget(portId);
+            }
+            throw e;
+        }
     }
 
     private int bindListener(ListenerConfig l, int portId) throws IOException {

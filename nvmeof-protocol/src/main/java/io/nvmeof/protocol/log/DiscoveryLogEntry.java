@@ -33,6 +33,7 @@ public final class DiscoveryLogEntry extends Flyweight {
     public static final int SUBTYPE_CURRENT_DISCOVERY = 3;
 
     /** TREQ bits 1:0: secure channel not specified (0), required (1), not required (2); bit 2: SQ flow control disable supported. */
+    public static final int TREQ_NOT_SPECIFIED = 0;
     public static final int TREQ_REQUIRED = 1;
     public static final int TREQ_NOT_REQUIRED = 2;
     public static final int TREQ_DISABLE_SQFLOW = 4;

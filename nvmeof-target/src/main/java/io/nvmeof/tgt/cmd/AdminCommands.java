@@ -8,6 +8,7 @@ import io.nvmeof.protocol.identify.IdentifyController;
 import io.nvmeof.protocol.identify.IdentifyNamespace;
 import io.nvmeof.protocol.identify.NamespaceDescriptor;
 import io.nvmeof.protocol.log.AnaLog;
+import io.nvmeof.protocol.reservation.ReservationNotificationLog;
 import io.nvmeof.protocol.log.ChangedNamespaceList;
 import io.nvmeof.protocol.log.CommandEffectsLog;
 import io.nvmeof.protocol.log.ErrorLogEntry;
@@ -307,11 +308,16 @@ public final class AdminCommands {
                     return;
                 }
                 log = anaLog(c, (req.cmd.logSpecificField() & AnaLog.LSP_GROUPS_ONLY) != 0);
-                if (!req.cmd.retainAsyncEvent()) {
-                    c.anaLogRead();
+                if (!req.cmd.retainAsyncEvent() && Long.compareUnsigned(req.cmd.logPageOffset(), log.length) <= 0) {
+                    c.anaLogRead(); // read (an offset past the end is refused below and reads nothing)
                 }
                 break;
             case Opcodes.LOG_RESERVATION_NOTIFICATION:
+                if (Long.compareUnsigned(req.cmd.logPageOffset(), ReservationNotificationLog.LENGTH) > 0) {
+                    req.errorLocation = Command.CDW12; // before the read, which takes the notice out of the log
+                    req.complete(Status.INVALID_FIELD | Status.DNR);
+                    return;
+                }
                 log = c.readReservationLog(req.cmd.retainAsyncEvent());
                 break;
             case Opcodes.LOG_COMMAND_EFFECTS:

@@ -9,6 +9,7 @@ import io.nvmeof.protocol.reservation.Reservations;
 import io.nvmeof.tgt.core.Controller;
 import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.NamespaceReservations;
+import io.nvmeof.tgt.core.PreemptedCommands;
 import io.nvmeof.tgt.core.Request;
 import io.nvmeof.tgt.core.Subsystem;
 import io.nvmeof.tgt.core.TargetCore;
@@ -116,8 +117,19 @@ public final class ReservationCommands {
         long preempt = keys.preemptKey();
         int cdw10 = req.cmd.cdw10();
         UUID host = req.sq().controller().hostUuid();
-        change(req, req.ns.reservations().changeIsPersisted(Reservations.CPTPL_NO_CHANGE), (rs, notices) ->
-                rs.acquire(host, Reservations.action(cdw10), Reservations.type(cdw10), current, preempt, notices));
+        int action = Reservations.action(cdw10);
+        // Preempt and Abort fences the preempted hosts: it completes only once none of their commands for the
+        // namespace is still in flight (as nvmet waits for them), so it waits off the poll group.
+        boolean fence = action == Reservations.PREEMPT_AND_ABORT;
+        Namespace ns = req.ns;
+        Subsystem subsystem = req.sq().controller().subsystem();
+        change(req, fence || ns.reservations().changeIsPersisted(Reservations.CPTPL_NO_CHANGE), (rs, notices) -> {
+            int status = rs.acquire(host, action, Reservations.type(cdw10), current, preempt, notices);
+            if (status == Status.SUCCESS && fence) {
+                PreemptedCommands.awaitDone(ns, host, subsystem);
+            }
+            return status;
+        });
     }
 
     static void executeRelease(Request req) {
@@ -143,7 +155,9 @@ public final class ReservationCommands {
         TargetCore.BackendCall call = r -> {
             List<NamespaceReservations.Notice> notices = new ArrayList<>();
             int status = change.apply(ns.reservations(), notices);
-            notify(subsystem, ns.nsid(), notices);
+            if (status == Status.SUCCESS) { // a change that failed (not saved) was undone: nothing to tell
+                notify(subsystem, ns.nsid(), notices);
+            }
             return status;
         };
         if (persisted) {

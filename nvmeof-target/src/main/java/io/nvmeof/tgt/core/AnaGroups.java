@@ -74,13 +74,18 @@ public final class AnaGroups {
         }
         if (changed) {
             LOG.info("port {}: ANA group {} is now {}", portId, group, state.label());
-            for (Controller c : core.controllers()) {
-                if (c.anaStates() == p) {
-                    c.anaChanged();
-                }
-            }
+            tell(p);
         }
         return changed;
+    }
+
+    /** An ANA Change notice to every controller whose host connected through {@code p}. */
+    private void tell(PortAnaStates p) {
+        for (Controller c : core.controllers()) {
+            if (c.anaStates() == p) {
+                c.anaChanged();
+            }
+        }
     }
 
     /**
@@ -159,10 +164,21 @@ public final class AnaGroups {
         long deadline = now - TimeUnit.SECONDS.toNanos(TRANSITION_SECONDS);
         for (PortAnaStates p : ports.values()) {
             for (int group : p.transitionsStartedBefore(deadline)) {
-                LOG.warn("port {}: ANA group {} stayed in the change state longer than ANATT ({} s): now inaccessible;"
-                        + " set its state to end a transition", p.portId(), group, TRANSITION_SECONDS);
-                set(p.portId(), group, AnaState.INACCESSIBLE);
-                transitionExpired.accept(p.portId(), group);
+                boolean expired;
+                synchronized (this) {
+                    // Only a transition still under way since before the deadline: an administrator may have ended
+                    // it, or started another, since the groups were listed.
+                    expired = p.expireTransition(group, deadline, changeCount.get() + 1, now);
+                    if (expired) {
+                        changeCount.incrementAndGet();
+                    }
+                }
+                if (expired) {
+                    LOG.warn("port {}: ANA group {} stayed in the change state longer than ANATT ({} s): now"
+                            + " inaccessible; set its state to end a transition", p.portId(), group, TRANSITION_SECONDS);
+                    tell(p);
+                    transitionExpired.accept(p.portId(), group);
+                }
             }
         }
     }

@@ -80,8 +80,14 @@ public final class NamespaceReservations {
      * What the I/O path reads: a held reservation, its holder and the registrants, immutable. Null while none is held.
      */
     private record Held(int type, UUID holder, Set<UUID> registrants) {
+        /** What a namespace whose saved state could not be read holds: nothing reaches its media (fail closed). */
+        static final Held UNKNOWN = new Held(-1, null, Set.of());
+
         boolean allows(UUID host, int opcode) {
             int group = commandGroup(opcode);
+            if (type == -1) {
+                return false;
+            }
             if (group == OTHER) {
                 return true; // reservation commands check their keys themselves; nothing else reaches the media
             }
@@ -138,7 +144,12 @@ public final class NamespaceReservations {
     private UUID holder;
     private long generation;
     private boolean persistThroughPowerLoss;
-    private Store store;
+    /** Read without the monitor (Identify Namespace's RESCAP on a poll group): never waits for a save. */
+    private volatile Store store;
+    /** Whether a change now must be saved (PTPL on): read by the queue deciding where a command runs. */
+    private volatile boolean saving;
+    /** Why every command is refused (the saved state could not be read); null normally. */
+    private volatile String refusedBecause;
 
     public NamespaceReservations(long nsid) {
         this.nsid = nsid;
@@ -164,8 +175,17 @@ public final class NamespaceReservations {
     // ---- persistence ----
 
     /** Whether a store is attached: Persist Through Power Loss can be turned on (RESCAP bit 0). */
-    public synchronized boolean canPersist() {
+    public boolean canPersist() {
         return store != null;
+    }
+
+    /**
+     * The saved state could not be read: refuse every command to the namespace (Reservation Conflict) rather than
+     * start with no registrants, which would let a host the saved reservation fences write again.
+     */
+    public synchronized void refuseAll(String why) {
+        refusedBecause = why;
+        held = Held.UNKNOWN;
     }
 
     public boolean persistThroughPowerLoss() {
@@ -202,7 +222,7 @@ public final class NamespaceReservations {
      * it on or off): such a command runs where it may block.
      */
     public boolean changeIsPersisted(int cptpl) {
-        return persistThroughPowerLoss() || cptpl == Reservations.CPTPL_SET || cptpl == Reservations.CPTPL_CLEAR;
+        return saving || store != null && (cptpl == Reservations.CPTPL_SET || cptpl == Reservations.CPTPL_CLEAR);
     }
 
     /** Set Features Reservation Persistence (83h): turns PTPL on or off; Invalid Field when it cannot persist. */
@@ -218,8 +238,16 @@ public final class NamespaceReservations {
 
     public synchronized int register(UUID host, int action, boolean ignoreKey, int cptpl, long currentKey, long newKey,
             List<Notice> notices) {
-        if (cptpl == 1 || cptpl == Reservations.CPTPL_SET && store == null) {
-            return INVALID_FIELD; // 01b is reserved; PTPL needs somewhere to persist
+        if (cptpl == 1) {
+            return INVALID_FIELD; // 01b is reserved
+        }
+        if (refusedBecause != null) {
+            return CONFLICT;
+        }
+        if (cptpl == Reservations.CPTPL_SET && store == null) {
+            // Linux's own nvme_pr_register asks for PTPL on every register; nvmet, which cannot persist either,
+            // takes it and keeps the registration in memory. So do we: RESCAP says PTPL is not supported.
+            cptpl = Reservations.CPTPL_NO_CHANGE;
         }
         Long key = registrants.get(host);
         int status;
@@ -305,6 +333,9 @@ public final class NamespaceReservations {
 
     public synchronized int acquire(UUID host, int action, int newType, long currentKey, long preemptKey,
             List<Notice> notices) {
+        if (refusedBecause != null) {
+            return CONFLICT;
+        }
         Long key = registrants.get(host);
         if (key == null || key != currentKey) {
             return CONFLICT;
@@ -396,6 +427,9 @@ public final class NamespaceReservations {
     // ---- Reservation Release ----
 
     public synchronized int release(UUID host, int action, int releaseType, long currentKey, List<Notice> notices) {
+        if (refusedBecause != null) {
+            return CONFLICT;
+        }
         Long key = registrants.get(host);
         if (key == null || key != currentKey) {
             return CONFLICT;
@@ -428,31 +462,57 @@ public final class NamespaceReservations {
 
     // ---- publishing ----
 
-    /** Publishes the change and, while PTPL is on (or was just turned off), makes it durable; returns the status. */
+    /**
+     * While PTPL is on (or was just turned off) makes the change durable, then publishes it; returns the status. A
+     * change that cannot be saved is undone, so what hosts are told, what is enforced and what a restart restores
+     * agree.
+     */
     private int commit(int status) {
-        boolean persistedBefore = state.persistThroughPowerLoss();
-        publish();
-        if (store == null || !persistThroughPowerLoss && !persistedBefore) {
-            return status;
-        }
-        try {
-            if (persistThroughPowerLoss) {
-                store.save(state);
-            } else {
-                store.delete(); // PTPL off: a restart starts with no registrants, as a power loss would
+        State before = state;
+        State next = snapshot();
+        Store s = store;
+        if (s != null && (next.persistThroughPowerLoss() || before.persistThroughPowerLoss())) {
+            try {
+                if (next.persistThroughPowerLoss()) {
+                    s.save(next);
+                } else {
+                    s.delete(); // PTPL off: a restart starts with no registrants, as a power loss would
+                }
+            } catch (IOException e) {
+                LOG.error("namespace {}: the reservation state could not be saved: {}; the change is undone", nsid,
+                        e.toString());
+                restore(before);
+                return Status.INTERNAL;
             }
-            return status;
-        } catch (IOException e) {
-            LOG.error("namespace {}: the reservation state could not be saved: {}; the change holds until the target"
-                    + " stops", nsid, e.toString());
-            return Status.INTERNAL;
         }
+        publish(next);
+        return status;
+    }
+
+    private State snapshot() {
+        List<Registrant> list = new ArrayList<>(registrants.size());
+        registrants.forEach((h, k) -> list.add(new Registrant(h, k)));
+        return new State(generation, type, holder, list, persistThroughPowerLoss);
+    }
+
+    private void restore(State s) {
+        registrants.clear();
+        s.registrants().forEach(r -> registrants.put(r.host(), r.key()));
+        generation = s.generation();
+        type = s.type();
+        holder = s.holder();
+        persistThroughPowerLoss = s.persistThroughPowerLoss();
     }
 
     private void publish() {
-        List<Registrant> list = new ArrayList<>(registrants.size());
-        registrants.forEach((h, k) -> list.add(new Registrant(h, k)));
-        state = new State(generation, type, holder, list, persistThroughPowerLoss);
-        held = type == 0 ? null : new Held(type, holder, Set.copyOf(new HashSet<>(registrants.keySet())));
+        publish(snapshot());
+    }
+
+    private void publish(State next) {
+        state = next;
+        saving = store != null && next.persistThroughPowerLoss();
+        held = refusedBecause != null ? Held.UNKNOWN
+                : next.type() == 0 ? null : new Held(next.type(), next.holder(),
+                        Set.copyOf(new HashSet<>(registrants.keySet())));
     }
 }

@@ -64,6 +64,14 @@ public final class PortAnaStates {
         return true;
     }
 
+    /** Ends a transition begun before {@code deadline} (inaccessible); false when the group is not in one any more. */
+    synchronized boolean expireTransition(int group, long deadline, long changeCount, long nowNanos) {
+        if (states[group] != AnaState.CHANGE || transitionSince[group] - deadline >= 0) {
+            return false;
+        }
+        return set(group, AnaState.INACCESSIBLE, changeCount, nowNanos);
+    }
+
     /** Groups in the change state since before {@code deadline} (nanoTime), lowest first; empty when none. */
     synchronized int[] transitionsStartedBefore(long deadline) {
         int n = 0;

@@ -71,12 +71,15 @@ public final class Subsystem {
         if (ns.nsid() > maxNamespaces) {
             throw new IllegalArgumentException("NSID " + ns.nsid() + " exceeds the subsystem's maximum of " + maxNamespaces);
         }
-        if (namespaces.putIfAbsent(ns.nsid(), ns) != null) {
+        if (namespaces.containsKey(ns.nsid())) {
             throw new IllegalArgumentException("NSID " + ns.nsid() + " already exists in " + nqn);
         }
         ReservationStore store = reservationStore;
         if (store != null) {
-            attachReservations(store, ns);
+            attachReservations(store, ns); // before hosts can reach it: a saved reservation holds from its first command
+        }
+        if (namespaces.putIfAbsent(ns.nsid(), ns) != null) {
+            throw new IllegalArgumentException("NSID " + ns.nsid() + " already exists in " + nqn);
         }
         for (Controller c : controllers.values()) {
             c.namespaceChanged(ns.nsid());
@@ -115,8 +118,11 @@ public final class Subsystem {
         try {
             ns.reservations().attach(store.forNamespace(nqn, ns));
         } catch (java.io.IOException | RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(Subsystem.class).error("subsystem {} namespace {}: {}; it starts with no"
-                    + " registrants and cannot persist them", nqn, ns.nsid(), e.getMessage());
+            // Fail closed: starting with no registrants would let a host the saved reservation fences write again.
+            ns.reservations().refuseAll(e.getMessage());
+            org.slf4j.LoggerFactory.getLogger(Subsystem.class).error("subsystem {} namespace {}: {}; every command"
+                    + " to it is refused (Reservation Conflict) until the file is repaired or removed and the namespace"
+                    + " added again (or the target restarted)", nqn, ns.nsid(), e.getMessage());
         }
     }
 

@@ -143,12 +143,15 @@ public final class TargetCore {
     // ---- configuration ----
 
     public void addSubsystem(Subsystem s) {
-        if (subsystems.putIfAbsent(s.nqn(), s) != null) {
+        if (subsystems.containsKey(s.nqn())) {
             throw new IllegalArgumentException("subsystem " + s.nqn() + " already exists");
         }
         ReservationStore store = reservationStore;
         if (store != null && !s.isDiscovery()) {
-            s.persistReservationsIn(store);
+            s.persistReservationsIn(store); // before hosts can reach it: its saved reservations hold from the start
+        }
+        if (subsystems.putIfAbsent(s.nqn(), s) != null) {
+            throw new IllegalArgumentException("subsystem " + s.nqn() + " already exists");
         }
         configChanged();
     }
@@ -566,6 +569,16 @@ public final class TargetCore {
     /** Runs the execute step chosen at parse time (data, if any, is present). */
     public void execute(Request req) {
         try {
+            Namespace ns = req.ns;
+            if (ns != null) {
+                // Checked again now that its data is in: a reservation taken while it moved (a Preempt and Abort
+                // fencing this host) refuses it before it reaches the backend. One volatile read while none is held.
+                int access = ns.reservations().checkAccess(req.sq().controller().hostUuid(), req.cmd.opcode());
+                if (access != Status.SUCCESS) {
+                    req.complete(access);
+                    return;
+                }
+            }
             req.execute.execute(req);
         } catch (RuntimeException e) {
             LOG.error("internal error executing opcode 0x{} on queue {}", Integer.toHexString(req.cmd.opcode()), req.sq().qid(), e);

@@ -7,8 +7,13 @@ import io.nvmeof.protocol.log.DiscoveryLogEntry;
  * {@code addr_treq} say it for a port, and how the discovery log shows it (TREQ, TSAS SECTYPE).
  */
 public enum TlsMode {
-    /** Plain TCP only (a ClientHello gets no answer but the connection's end). */
-    NONE("none", DiscoveryLogEntry.TREQ_NOT_REQUIRED, DiscoveryLogEntry.TCP_SECTYPE_NONE),
+    /**
+     * Plain TCP only (a ClientHello gets no answer but the connection's end). TREQ "not specified", as nvmet's
+     * default: libnvme up to 1.x (Debian 12's nvme-cli 2.3) turns TLS on for any NVMe/TCP entry that says "required"
+     * or "not required", so `nvme connect-all` failed against "not required" on kernels without TLS ("unknown
+     * parameter tls").
+     */
+    NONE("none", DiscoveryLogEntry.TREQ_NOT_SPECIFIED, DiscoveryLogEntry.TCP_SECTYPE_NONE),
     /** TLS or plain TCP: a connection whose first byte starts a TLS handshake record gets TLS (as nvmet peeks). */
     ALLOWED("allowed", DiscoveryLogEntry.TREQ_NOT_REQUIRED, DiscoveryLogEntry.TCP_SECTYPE_TLS13),
     /** TLS only: plain NVMe/TCP is refused before any PDU is read. */
