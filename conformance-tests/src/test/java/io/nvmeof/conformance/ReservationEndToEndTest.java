@@ -147,6 +147,55 @@ class ReservationEndToEndTest {
         }
     }
 
+    static byte[] keys(long first, long second) {
+        return ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(first).putLong(second).array();
+    }
+
+    static byte[] reservationSqe(int opcode, int cdw10) {
+        byte[] b = RawTcpHost.sqe();
+        RawTcpHost.cmd(b).opcode(opcode).nsid(1).cdw10(cdw10);
+        RawTcpHost.sgl(b).inCapsule(0, 16);
+        return b;
+    }
+
+    /**
+     * Review finding (fencing): Preempt and Abort completed at once while the preempted host's write was still in
+     * flight, so a cluster that took the success as "fenced" could have its own write overwritten by the old one. It
+     * completes only once the preempted host's commands for the namespace are done (as nvmet waits for them).
+     */
+    @Test
+    void preemptAndAbortCompletesOnlyOnceThePreemptedHostsCommandsAreDone() throws Exception {
+        NvmeofController b = host(ID_B);
+        NamespaceHandle nsB = b.namespace(1);
+        try (RawTcpHost admin = new RawTcpHost(target.tcpPort(0))) {
+            int cntlid = admin.bringUpAdmin(TestTargets.NQN); // host A: host ID all zeroes
+            try (RawTcpHost queue = new RawTcpHost(target.tcpPort(0))) {
+                queue.initialize(0);
+                assertEquals(0, queue.connect(1, 31, cntlid, TestTargets.NQN, RawTcpHost.HOSTNQN, 0).status());
+                assertEquals(0, queue.execute(reservationSqe(Opcodes.IO_RESERVATION_REGISTER, 0), keys(0, 0xA))
+                        .status(), "host A registers");
+                assertEquals(0, queue.execute(reservationSqe(Opcodes.IO_RESERVATION_ACQUIRE,
+                        Reservations.WRITE_EXCLUSIVE << 8), keys(0xA, 0)).status(), "and holds Write Exclusive");
+                get(nsB.reservations().register(0xB, Reservations.CPTPL_NO_CHANGE));
+                byte[] write = RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, 0, 128, 128 * 512, false);
+                RawTcpHost.cmd(write).cid(92);
+                queue.send(queue.capsule(write, null));
+                byte[] r2t = queue.readPdu();
+                assertEquals(io.nvmeof.protocol.tcp.PduHeader.TYPE_R2T, r2t[0], "host A's write waits for its data");
+                int ttag = new io.nvmeof.protocol.tcp.R2TPdu().<io.nvmeof.protocol.tcp.R2TPdu>wrap(
+                        new org.agrona.concurrent.UnsafeBuffer(r2t), 0).ttag();
+                CompletableFuture<Void> preempt = nsB.reservations().preempt(0xB, 0xA, Reservations.WRITE_EXCLUSIVE,
+                        true);
+                Thread.sleep(500);
+                assertFalse(preempt.isDone(), "host A's write is still in flight: the preempt has not fenced it yet");
+                queue.send(queue.h2cData(92, ttag, 0, new byte[128 * 512], true));
+                Completion c = queue.awaitResponse();
+                assertEquals(Status.RESERVATION_CONFLICT, Status.code(c.status()), "host A's write did not land");
+                get(preempt); // and now host B is told it holds the namespace alone
+            }
+        }
+    }
+
     @Test
     void writeExclusiveThenPreemptBetweenTwoHosts() throws Exception {
         NvmeofController a = host(ID_A);
