@@ -279,6 +279,30 @@ class MultipathTest {
     }
 
     @Test
+    void withNoUsablePathIoWaitsForOneThenFailsNamingEachPathsState() throws Exception {
+        target.live().setAnaState(1, 1, "inaccessible");
+        target.live().setAnaState(2, 1, "inaccessible");
+        await("both paths read inaccessible", () -> c1.namespace(1).anaState() == AnaState.INACCESSIBLE
+                && c2.namespace(1).anaState() == AnaState.INACCESSIBLE);
+        mp = MultipathNamespace.of(List.of(c1.namespace(1), c2.namespace(1)), IoPolicy.QUEUE_DEPTH,
+                Duration.ofMillis(500));
+        long start = System.nanoTime();
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> mp.write(0, 1, pattern(0, 1)).get(10, TimeUnit.SECONDS));
+        assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(450), "it waited the failover timeout");
+        assertTrue(e.getCause().getMessage().contains("path 0") && e.getCause().getMessage().contains("path 1")
+                && e.getCause().getMessage().contains("ANA inaccessible"), e.getCause().getMessage());
+
+        // A request waiting for a path goes as soon as one comes back.
+        CompletableFuture<Void> w = mp.write(0, 1, pattern(0, 2));
+        Thread.sleep(100);
+        assertEquals(1, mp.waitingRequests());
+        target.live().setAnaState(2, 1, "non-optimized");
+        w.get(10, TimeUnit.SECONDS);
+        assertEquals(0, mp.waitingRequests());
+    }
+
+    @Test
     void handlesOfDifferentNamespacesAreRefused() {
         NamespaceHandle a = c1.namespace(1);
         NamespaceHandle b = c2.namespace(2);
