@@ -74,6 +74,7 @@ final class AssociationSetup {
             // Remembered until reported: an attempt that found the change may fail after it (the next one then
             // finds nothing new), and the change must still be told.
             namespacesUnreported |= ctrl.namespaceScanner.identifyNamespaces() && gen > 0;
+            ctrl.anaStates.refresh();
             connectIoQueues(count, gen);
             if (namespacesUnreported) {
                 namespacesUnreported = false;

@@ -25,10 +25,17 @@ final class AsyncEvents {
         this.id = ctrl.id;
     }
 
-    /** Enables Namespace Attribute Changed notices and keeps one Asynchronous Event Request outstanding. */
+    /**
+     * Enables Namespace Attribute Changed notices, and ANA Change notices where the controller reports ANA and sends
+     * them (OAES bit 11: a bit the controller does not support may be refused, which would leave no notices at all),
+     * and keeps one Asynchronous Event Request outstanding.
+     */
     void arm(int gen) {
+        ControllerInfo info = ctrl.info;
+        int config = Features.AEC_NS_ATTRIBUTE
+                | (info.anaReporting() && info.anaChangeNotices() ? Features.AEC_ANA_CHANGE : 0);
         try {
-            ctrl.adminCommands.setFeature(Opcodes.FEAT_ASYNC_EVENT_CONFIG, Features.AEC_NS_ATTRIBUTE);
+            ctrl.adminCommands.setFeature(Opcodes.FEAT_ASYNC_EVENT_CONFIG, config);
         } catch (NvmeofException e) {
             LOG.debug("{}: no asynchronous event configuration ({}); namespace changes are seen at reconnect only", id,
                     e.getMessage());
@@ -78,6 +85,8 @@ final class AsyncEvents {
         try {
             if (lid == Opcodes.LOG_RESERVATION_NOTIFICATION) {
                 readReservationNotices();
+            } else if (lid == Opcodes.LOG_ANA) {
+                ctrl.anaStates.refresh(); // reading the whole log clears the notice
             } else if (lid != 0) {
                 ctrl.adminCommands.getLogPage(lid, 0xFFFF_FFFFL, lid == Opcodes.LOG_CHANGED_NAMESPACE_LIST ? 4096 : 64, 0);
             }

@@ -38,6 +38,38 @@ public record ControllerInfo(int vid, int ssvid, String serial, String model, St
                 id.sgls(), id.kas(), id.oncs(), id.subnqn(), id.controllerType(), data);
     }
 
+    /**
+     * CMIC bit 3: the controller reports Asymmetric Namespace Access (ANA log 0Ch, ANAGRPID in Identify Namespace),
+     * which a multipathing host uses to choose among its paths.
+     */
+    public boolean anaReporting() {
+        return (identify().cmic() & IdentifyController.CMIC_ANA) != 0;
+    }
+
+    /** OAES bit 11: the controller sends ANA Change notices (enabled by Async Event Configuration bit 11). */
+    public boolean anaChangeNotices() {
+        return (identify().oaes() & IdentifyController.OAES_ANA_CHANGE) != 0;
+    }
+
+    /** ANATT: the longest, in seconds, a group of this controller stays in the ANA change state (0: not reported). */
+    public int anaTransitionTimeSeconds() {
+        return identify().anatt();
+    }
+
+    /** NANAGRPID: how many ANA groups the ANA log may describe. */
+    long anaGroupCount() {
+        return identify().nanagrpid();
+    }
+
+    /** MNAN: the most namespaces the subsystem supports (0: not reported; NN applies). */
+    long maxNamespaces() {
+        return identify().mnan();
+    }
+
+    private IdentifyController identify() {
+        return new IdentifyController().<IdentifyController>wrap(new UnsafeBuffer(raw), 0);
+    }
+
     /** "major.minor.tertiary" of {@link #version()}. */
     public String versionString() {
         return (version >>> 16) + "." + ((version >>> 8) & 0xFF) + "." + (version & 0xFF);

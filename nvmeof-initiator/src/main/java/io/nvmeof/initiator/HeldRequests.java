@@ -68,8 +68,8 @@ final class HeldRequests implements HostQueue {
             failLater(p, IoCallback.ERR_NAMESPACE_GONE); // would never be sent again: fail it now, as it is
             return true;
         }
-        if (!owner.holds() || owner.failFast()) {
-            return false;
+        if (!owner.holds() || owner.failFast() || p.namespace().failsOver()) {
+            return false; // a multipath I/O goes back to its multipath namespace, which picks another path
         }
         ControllerState s = owner.state();
         if (s == ControllerState.FAILED || s == ControllerState.CLOSED) {

@@ -5,6 +5,7 @@ import io.nvmeof.initiator.transport.HostQueue;
 import io.nvmeof.initiator.transport.NamespaceRef;
 import io.nvmeof.protocol.DatasetRange;
 import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.log.AnaState;
 import java.nio.ByteBuffer;
 import java.util.Optional;
 import java.util.UUID;
@@ -48,7 +49,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 public final class NamespaceHandle implements NamespaceRef {
     private static final int MAX_BLOCKS = 65536; // NLB is a 16-bit 0-based field
     /** CDW12 bit 30 of Read and Write: Force Unit Access. */
-    private static final int CDW12_FUA = 1 << 30;
+    static final int CDW12_FUA = 1 << 30;
 
     private final NvmeofController ctrl;
     private final long nsid;
@@ -61,6 +62,32 @@ public final class NamespaceHandle implements NamespaceRef {
      * by the controller's scan; read on every send ({@link #isCurrent()}).
      */
     private volatile String retiredBecause;
+    /**
+     * The namespace's ANA state through this controller: OPTIMIZED for a controller that does not report ANA. Written
+     * by the housekeeping thread (the ANA log), and by an I/O thread when a command met a path status (until the log
+     * is read again); read by every multipath path choice, so one volatile read.
+     */
+    private volatile AnaState anaState = AnaState.OPTIMIZED;
+    /** ANAGRPID from Identify Namespace (0: none reported). */
+    private volatile long anaGroup;
+    /**
+     * This namespace as a multipath namespace sends on it: the same NSID and identity check, but a request the
+     * controller cannot send now (connection lost, reconnecting) fails at once instead of being held, so the multipath
+     * namespace can send it on another path.
+     */
+    final NamespaceRef failoverRef = new NamespaceRef() {
+        @Override
+        public long nsid() { return nsid; }
+
+        @Override
+        public boolean isCurrent() { return retiredBecause == null; }
+
+        @Override
+        public boolean failsOver() { return true; }
+
+        @Override
+        public String toString() { return "nsid " + nsid + " (multipath)"; }
+    };
 
     NamespaceHandle(NvmeofController ctrl, long nsid, long blockCount, int blockSize, NamespaceIdentifiers ids) {
         this.ctrl = ctrl;
@@ -69,6 +96,16 @@ public final class NamespaceHandle implements NamespaceRef {
         this.blockSize = blockSize;
         this.ids = ids;
     }
+
+    /**
+     * The namespace's Asymmetric Namespace Access state through this controller, as of the last ANA log read (at
+     * connect, reconnect, rescan and each ANA Change notice) or the last path status an I/O met since:
+     * {@link AnaState#OPTIMIZED} when the controller does not report ANA. A volatile read.
+     */
+    public AnaState anaState() { return anaState; }
+
+    /** The namespace's ANA group (ANAGRPID of Identify Namespace); 0 when the controller reports none. */
+    public long anaGroup() { return anaGroup; }
 
     @Override
     public long nsid() { return nsid; }
@@ -209,6 +246,40 @@ public final class NamespaceHandle implements NamespaceRef {
         submitRw(Opcodes.IO_WRITE, lba, blocks, HostQueue.DIR_H2C, src, len, requireCallback(cb), context, null);
     }
 
+    // ------------------------------------------------------------------------------------ multipath
+
+    /**
+     * A read, write or flush of a multipath namespace through this path ({@code blocks} 0 for a flush): as the
+     * callback flavour, but through {@link #failoverRef}, so a request this controller cannot send now fails with
+     * {@link IoCallback#ERR_TRANSPORT} at once instead of waiting for its reconnect. The caller checked the sizes.
+     */
+    void submitForPath(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int len, int cdw12Flags,
+                       IoCallback cb, long ctx) {
+        HostQueue q = ctrl.pickQueue();
+        if (blocks == 0) {
+            q.submit(opcode, failoverRef, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, ctx, null);
+        } else {
+            q.submit(opcode, failoverRef, (int) lba, (int) (lba >>> 32), (blocks - 1) | cdw12Flags, 0, 0, 0, dir, buf,
+                    buf.position(), len, cb, ctx, null);
+        }
+    }
+
+    /** The ANA log (or Identify Namespace) says so. */
+    void anaState(long group, AnaState state) {
+        anaGroup = group;
+        anaState = state;
+    }
+
+    /** Identify Namespace names the group; the ANA log, read next, gives its state. */
+    void anaGroupIdentified(long group) {
+        anaGroup = group;
+    }
+
+    /** An I/O met the path status of {@code state}: take it until the ANA log is read again. */
+    void anaStateSeen(AnaState state) {
+        anaState = state;
+    }
+
     // ------------------------------------------------------------------------------------ internals
 
     private void submitRw(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int len, IoCallback cb, long ctx,
@@ -247,6 +318,12 @@ public final class NamespaceHandle implements NamespaceRef {
             throw new IllegalArgumentException(blocks + " blocks (" + len + " bytes) exceed the controller's maximum"
                     + " transfer of " + ctrl.maxTransfer() + " bytes; split the I/O (maxBlocksPerIo() = " + maxBlocksPerIo() + ")");
         }
+        checkBuffer(buf, len, intoBuffer);
+        return (int) len;
+    }
+
+    /** {@code buf} has {@code len} bytes from its position, and can be written when {@code intoBuffer}. */
+    static void checkBuffer(ByteBuffer buf, long len, boolean intoBuffer) {
         if (len > buf.remaining()) {
             throw new IllegalArgumentException("buffer has " + buf.remaining() + " bytes between its position "
                     + buf.position() + " and limit " + buf.limit() + ", the I/O needs " + len);
@@ -254,7 +331,6 @@ public final class NamespaceHandle implements NamespaceRef {
         if (intoBuffer && buf.isReadOnly()) {
             throw new IllegalArgumentException("cannot read into a read-only buffer");
         }
-        return (int) len;
     }
 
     /** Same namespace as far as the controller tells: see {@link NvmeofController}'s scan. */
@@ -289,91 +365,31 @@ public final class NamespaceHandle implements NamespaceRef {
                 + (why != null ? ", retired: " + why : "") + "]";
     }
 
-    /**
-     * The future handed to callers; it is its own completion listener, so one object per I/O. Completing it from
-     * outside (cancel, orTimeout, complete) is deferred until the command is done with the caller's buffer.
-     */
-    private static final class IoFuture extends CompletableFuture<Void> implements CompletionListener {
+    /** The future handed to callers; it is its own completion listener, so one object per I/O. */
+    private static final class IoFuture extends BufferSafeFuture implements CompletionListener {
         private final NamespaceHandle ns;
-        private final String op;
         private final long lba;
         private final int blocks;
         volatile HostQueue queue;
-        /** An outcome set from outside before the I/O finished; it wins once the I/O is done. */
-        private volatile Throwable early;
-        private volatile boolean earlySuccess;
-        private volatile boolean ioDone;
 
         IoFuture(NamespaceHandle ns, String op, long lba, int blocks) {
+            super(op);
             this.ns = ns;
-            this.op = op;
             this.lba = lba;
             this.blocks = blocks;
         }
 
         @Override
         public void onCompletion(int status, long result) {
-            ioDone = true;
-            if (early != null) {
-                super.completeExceptionally(early);
-            } else if (earlySuccess || status == 0) {
-                super.complete(null);
-            } else {
-                String what = lba < 0 ? op + " (nsid " + ns.nsid + ")"
-                        : op + " (nsid " + ns.nsid + ", lba " + lba + ", " + blocks + " blocks)";
-                super.completeExceptionally(status == IoCallback.ERR_NAMESPACE_GONE
-                        ? new NvmeofException(ns.goneMessage(what), ErrorKind.NAMESPACE_GONE)
-                        : Errors.failure(what, status, io.nvmeof.protocol.Status.SET_IO, queue,
-                                ns.ctrl.commandTimeout()));
+            if (status == 0) {
+                ioDone(null);
+                return;
             }
-        }
-
-        /** Deferred: the future completes exceptionally with {@code ex} once the command is done with the buffer. */
-        @Override
-        public boolean completeExceptionally(Throwable ex) {
-            if (ioDone) {
-                return super.completeExceptionally(ex);
-            }
-            if (early == null && !earlySuccess) {
-                early = ex;
-            }
-            if (ioDone) {
-                return super.completeExceptionally(early); // the I/O finished meanwhile; first outcome wins
-            }
-            return false;
-        }
-
-        /** Deferred: the future completes normally once the command is done with the buffer. */
-        @Override
-        public boolean complete(Void value) {
-            if (ioDone) {
-                return super.complete(value);
-            }
-            if (early == null) {
-                earlySuccess = true;
-            }
-            return false;
-        }
-
-        /**
-         * The command cannot be withdrawn from the controller: this returns false, and the future completes as
-         * cancelled once the command is done with the buffer.
-         */
-        @Override
-        public boolean cancel(boolean mayInterruptIfRunning) {
-            completeExceptionally(new java.util.concurrent.CancellationException(op + " cancelled; completed once the"
-                    + " controller was done with the buffer"));
-            return isCancelled();
-        }
-
-        @Override
-        public void obtrudeValue(Void value) {
-            throw new UnsupportedOperationException("an I/O future completes when its command does");
-        }
-
-        @Override
-        public void obtrudeException(Throwable ex) {
-            throw new UnsupportedOperationException("an I/O future completes when its command does");
+            String what = lba < 0 ? op + " (nsid " + ns.nsid + ")"
+                    : op + " (nsid " + ns.nsid + ", lba " + lba + ", " + blocks + " blocks)";
+            ioDone(status == IoCallback.ERR_NAMESPACE_GONE
+                    ? new NvmeofException(ns.goneMessage(what), ErrorKind.NAMESPACE_GONE)
+                    : Errors.failure(what, status, io.nvmeof.protocol.Status.SET_IO, queue, ns.ctrl.commandTimeout()));
         }
     }
 }

@@ -59,7 +59,9 @@ final class NamespaceScanner {
     List<NamespaceHandle> rescan() {
         ctrl.association.lock();
         try {
-            if (identifyNamespaces()) {
+            boolean changed = identifyNamespaces();
+            ctrl.anaStates.refresh();
+            if (changed) {
                 LOG.info("{}: namespaces now {}", id, byNsid.keySet());
                 report();
             }
@@ -186,8 +188,11 @@ final class NamespaceScanner {
                     resized.put(old, ns.nsze());
                 }
                 map.put(nsid, old);
+                old.anaGroupIdentified(ns.anagrpid());
             } else {
-                map.put(nsid, new NamespaceHandle(ctrl, nsid, ns.nsze(), blockSize, ids));
+                NamespaceHandle h = new NamespaceHandle(ctrl, nsid, ns.nsze(), blockSize, ids);
+                h.anaGroupIdentified(ns.anagrpid());
+                map.put(nsid, h);
             }
         }
         Map<Long, NamespaceHandle> before = byNsid;

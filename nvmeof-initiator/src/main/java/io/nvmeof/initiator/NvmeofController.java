@@ -99,6 +99,14 @@ public final class NvmeofController implements AutoCloseable {
     final NamespaceScanner namespaceScanner;
     final KeepAlive keepAlive;
     final AsyncEvents asyncEvents;
+    /** The namespaces' ANA states: reads the ANA log. */
+    final AnaStates anaStates;
+    /**
+     * Told whenever a path through this controller may have changed: its state (lost, reconnected, failed, closed) or
+     * a namespace's ANA state. Multipath namespaces listen, to send waiting I/O on a path that became usable.
+     */
+    private final java.util.concurrent.CopyOnWriteArrayList<Runnable> pathListeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private NvmeofController(TransportId id, ConnectOptions options, HostTransport transport) {
         this.id = id;
@@ -117,6 +125,7 @@ public final class NvmeofController implements AutoCloseable {
         this.namespaceScanner = new NamespaceScanner(this);
         this.keepAlive = new KeepAlive(this);
         this.asyncEvents = new AsyncEvents(this);
+        this.anaStates = new AnaStates(this);
         this.held = new HeldRequests(recovery, "controller " + id + " (reconnecting)");
     }
 
@@ -177,6 +186,25 @@ public final class NvmeofController implements AutoCloseable {
             housekeeping.execute(task);
         } catch (java.util.concurrent.RejectedExecutionException e) {
             LOG.debug("{}: closing; housekeeping task dropped", id);
+        }
+    }
+
+    void addPathListener(Runnable l) {
+        pathListeners.add(l);
+    }
+
+    void removePathListener(Runnable l) {
+        pathListeners.remove(l);
+    }
+
+    /** A path through this controller may have changed: tells the path listeners (which must not block). */
+    void pathsChanged() {
+        for (Runnable l : pathListeners) {
+            try {
+                l.run();
+            } catch (RuntimeException e) {
+                LOG.warn("{}: path listener threw", id, e);
+            }
         }
     }
 

@@ -211,6 +211,7 @@ final class Reconnector implements HeldRequests.Owner {
 
     /** Tells the state listener (on the calling thread); a listener that throws is logged, not passed on. */
     void report(ControllerState s, String reason) {
+        ctrl.pathsChanged();
         ControllerStateListener l = options.stateListener();
         if (l != null) {
             try {

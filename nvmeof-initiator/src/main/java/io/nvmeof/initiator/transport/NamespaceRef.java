@@ -20,6 +20,16 @@ public interface NamespaceRef {
      */
     boolean isCurrent();
 
+    /**
+     * True when a request interrupted by a connection loss, or submitted while the controller reconnects, fails at
+     * once with {@link io.nvmeof.initiator.IoCallback#ERR_TRANSPORT} instead of being held for the reconnect: a
+     * multipath I/O, which another path can serve now (as Linux fails over a REQ_NVME_MPATH request instead of
+     * requeueing it on its own controller).
+     */
+    default boolean failsOver() {
+        return false;
+    }
+
     /** Commands whose SQE the caller prepared (admin, Fabrics): not bound to a namespace's identity. */
     NamespaceRef UNBOUND = fixed(0);
 

@@ -1,0 +1,142 @@
+package io.nvmeof.initiator;
+
+import io.nvmeof.protocol.Opcodes;
+import io.nvmeof.protocol.log.AnaLog;
+import io.nvmeof.protocol.log.AnaState;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The controller's Asymmetric Namespace Access states: reads the ANA log (0Ch) when Identify Controller CMIC says the
+ * controller reports ANA, at each association set-up and rescan, on each ANA Change notice, and soon after an I/O met
+ * a path status; sets each namespace handle's group and state, and tells the controller's path listeners (multipath
+ * namespaces) when a state changed. As Linux's {@code nvme_update_ana_state}: a namespace the log does not list has no
+ * usable state (inaccessible).
+ */
+final class AnaStates {
+    /** Logs under the controller's name, as before the split: log configurations name NvmeofController. */
+    private static final Logger LOG = LoggerFactory.getLogger(NvmeofController.class);
+    /** The most group descriptors sized for: ANAGRPMAX beyond this is a corrupt Identify, not memory to spend. */
+    private static final long MAX_GROUPS = 65536;
+
+    private final NvmeofController ctrl;
+    /** A read is queued on the housekeeping thread: I/O threads that meet path statuses queue one, not one each. */
+    private final AtomicBoolean readQueued = new AtomicBoolean();
+
+    AnaStates(NvmeofController ctrl) {
+        this.ctrl = ctrl;
+    }
+
+    /**
+     * Reads the ANA log and applies it to the current namespace handles (blocks: an admin command). No-op for a
+     * controller that does not report ANA. Under the association lock, so the handles it applies to are the ones the
+     * scan published.
+     */
+    void refresh() {
+        ControllerInfo info = ctrl.info;
+        if (info == null || !info.anaReporting()) {
+            return;
+        }
+        ctrl.association.lock();
+        try {
+            List<NamespaceHandle> handles = ctrl.namespaceScanner.namespaces();
+            long groups = Math.min(info.anaGroupCount(), MAX_GROUPS);
+            // Sized as Linux sizes it (MNAN NSIDs, else NN), and never smaller than the namespaces known.
+            long limit = info.maxNamespaces() > 0 ? info.maxNamespaces() : info.nn();
+            long nsids = Math.min(Math.max(limit, handles.size()), NamespaceScanner.MAX_NAMESPACES);
+            int length = AnaLog.length((int) groups, (int) nsids);
+            byte[] page;
+            try {
+                page = ctrl.adminCommands.getLogPage(Opcodes.LOG_ANA, 0xFFFF_FFFFL, length, 0);
+            } catch (NvmeStatusException e) {
+                // Refused, though CMIC says ANA: the states stay as they were (a connect must not fail over it).
+                LOG.warn("{}: the controller reports ANA but refused its ANA log ({}); ANA states unchanged",
+                        ctrl.id, e.getMessage());
+                return;
+            }
+            if (apply(page, handles)) {
+                ctrl.pathsChanged();
+            }
+        } finally {
+            ctrl.association.unlock();
+        }
+    }
+
+    /** Any thread (an I/O thread that met a path status): reads the log soon on the housekeeping thread. */
+    void refreshSoon() {
+        if (readQueued.compareAndSet(false, true)) {
+            ctrl.housekeep(() -> {
+                readQueued.set(false);
+                try {
+                    refresh();
+                } catch (NvmeofException e) {
+                    LOG.debug("{}: reading the ANA log: {}", ctrl.id, e.getMessage());
+                }
+            });
+        }
+    }
+
+    /** Sets each handle's group and state from the log; returns whether any state changed. */
+    private boolean apply(byte[] page, List<NamespaceHandle> handles) {
+        AnaLog log = new AnaLog().wrap(new UnsafeBuffer(page), 0);
+        Map<Long, AnaState> byNsid = new HashMap<>();
+        Map<Long, Long> groupOf = new HashMap<>();
+        Map<Long, AnaState> byGroup = new HashMap<>();
+        int at = AnaLog.HEADER_LENGTH;
+        for (int g = 0; g < log.groupCount(); g++) {
+            if (at + AnaLog.DESCRIPTOR_LENGTH > page.length) {
+                LOG.warn("{}: the ANA log lists {} groups but ends after {}; the rest are ignored", ctrl.id,
+                        log.groupCount(), g);
+                break;
+            }
+            long group = log.descriptorGroupId(at);
+            int count = log.descriptorNsidCount(at);
+            if (count < 0 || at + AnaLog.DESCRIPTOR_LENGTH + (long) count * 4 > page.length) {
+                LOG.warn("{}: ANA group {} lists {} NSIDs, beyond the log's {} bytes; the rest are ignored", ctrl.id,
+                        group, Integer.toUnsignedString(count), page.length);
+                break;
+            }
+            AnaState state;
+            try {
+                state = log.descriptorState(at);
+            } catch (IllegalArgumentException e) {
+                LOG.warn("{}: ANA group {} has an unknown state ({}); its namespaces are taken as inaccessible",
+                        ctrl.id, group, e.getMessage());
+                state = AnaState.INACCESSIBLE;
+            }
+            byGroup.put(group, state);
+            for (int i = 0; i < count; i++) {
+                long nsid = log.descriptorNsid(at, i);
+                byNsid.put(nsid, state);
+                groupOf.put(nsid, group);
+            }
+            at += AnaLog.DESCRIPTOR_LENGTH + count * 4;
+        }
+        boolean changed = false;
+        for (NamespaceHandle h : handles) {
+            AnaState state = byNsid.get(h.nsid());
+            long group = groupOf.getOrDefault(h.nsid(), h.anaGroup());
+            if (state == null) {
+                state = byGroup.get(group);
+            }
+            if (state == null) {
+                LOG.warn("{}: namespace {} (ANA group {}) is in no group of the ANA log; taken as inaccessible",
+                        ctrl.id, h.nsid(), group);
+                state = AnaState.INACCESSIBLE;
+            }
+            AnaState before = h.anaState();
+            if (before != state) {
+                LOG.info("{}: namespace {} (ANA group {}) {} -> {}", ctrl.id, h.nsid(), group, before.label(),
+                        state.label());
+                changed = true;
+            }
+            h.anaState(group, state);
+        }
+        return changed;
+    }
+}
