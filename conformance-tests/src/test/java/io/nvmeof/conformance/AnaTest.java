@@ -155,7 +155,10 @@ class AnaTest {
                 assertEquals(before + 1, target.core().ana().changeCount());
 
                 int inaccessible = read(io, 1);
-                assertEquals(Status.ANA_INACCESSIBLE, Status.code(inaccessible));
+                // The spec's Path Related Status values, as literals (SCT 3: 01h persistent loss, 02h inaccessible,
+                // 03h transition; Linux's NVME_SC_ANA_*): the constants were once one off, and a test comparing with
+                // them could not tell.
+                assertEquals(0x302, Status.code(inaccessible), "Asymmetric Access Inaccessible");
                 assertFalse(Status.dnr(inaccessible), "a path error the host may retry elsewhere: no DNR");
                 assertEquals(Status.SUCCESS, read(io, 2), "group 2 is not affected");
                 assertEquals(Status.SUCCESS, read(io1, 1), "through the other port group 1 is still optimized");
@@ -169,11 +172,11 @@ class AnaTest {
                 target.live().setAnaState(2, 1, "change");
                 assertEquals(701, admin.awaitResponse().cid());
                 int transition = read(io, 1);
-                assertEquals(Status.ANA_TRANSITION, Status.code(transition));
+                assertEquals(0x303, Status.code(transition), "Asymmetric Access Transition");
                 assertFalse(Status.dnr(transition));
                 target.live().setAnaState(2, 1, "persistent-loss");
                 int lost = read(io, 1);
-                assertEquals(Status.ANA_PERSISTENT_LOSS, Status.code(lost));
+                assertEquals(0x301, Status.code(lost), "Asymmetric Access Persistent Loss");
                 assertFalse(Status.dnr(lost));
                 target.live().setAnaState(2, 1, "optimized");
                 assertEquals(Status.SUCCESS, read(io, 1), "optimized again: served");

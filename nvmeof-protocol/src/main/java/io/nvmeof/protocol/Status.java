@@ -82,12 +82,15 @@ public final class Status {
 
     // Path related (SCT 3)
     public static final int INTERNAL_PATH_ERROR = 0x300;
-    /** The namespace's ANA group is in the persistent loss state on this controller's port (never with DNR). */
-    public static final int ANA_PERSISTENT_LOSS = 0x302;
-    /** The namespace's ANA group is inaccessible through this controller's port: the host tries another path. */
-    public static final int ANA_INACCESSIBLE = 0x303;
-    /** The namespace's ANA group is changing state on this port: the host retries, here or elsewhere. */
-    public static final int ANA_TRANSITION = 0x304;
+    /**
+     * Asymmetric Access Persistent Loss (SCT 3, SC 01h): the namespace's ANA group is in the persistent loss state on
+     * this controller's port (sent without DNR). Linux: NVME_SC_ANA_PERSISTENT_LOSS.
+     */
+    public static final int ANA_PERSISTENT_LOSS = 0x301;
+    /** Asymmetric Access Inaccessible (SC 02h): the host tries another path. Linux: NVME_SC_ANA_INACCESSIBLE. */
+    public static final int ANA_INACCESSIBLE = 0x302;
+    /** Asymmetric Access Transition (SC 03h): the host retries, here or elsewhere. Linux: NVME_SC_ANA_TRANSITION. */
+    public static final int ANA_TRANSITION = 0x303;
 
     // NVM command set specific (SCT 1, SC 80h..): the same values mean other things than Connect's.
     public static final int IO_CONFLICTING_ATTRIBUTES = 0x180;
