@@ -6,13 +6,15 @@ import io.nvmeof.cpu.CpuList;
 import io.nvmeof.cpu.ThreadPlacement;
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.IoCallback;
-import io.nvmeof.initiator.NamespaceHandle;
+import io.nvmeof.initiator.MultipathNamespace;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.tgt.config.TargetConfig;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -28,6 +30,11 @@ import picocli.CommandLine.Option;
 /**
  * A closed-loop load generator on the zero-allocation callback API: every queue keeps {@code --qd} commands in flight;
  * each completion records its latency and submits the next command from the completion thread.
+ *
+ * <p>With several {@code --path}s it runs over a multipath namespace (one controller per path, {@code --queues}
+ * queues each) and reports the I/Os each path completed, so round-robin's spreading and a failover show. A failed
+ * I/O there is counted and reported, and its slot goes on, as long as some path is connected; with one path, or with
+ * none left, the first failure ends the run.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure IOPS, bandwidth and latency percentiles against a namespace (fio-style JSON with --json).")
@@ -107,8 +114,7 @@ final class BenchCommand implements Callable<Integer> {
             options.eventLoopThreads(cpus.size()).eventLoopPlacement(placement::pinned);
         }
         try (ThreadPlacement placed = placement;
-             NvmeofController c = conn.connect(nqn, options.build())) {
-            NamespaceHandle ns = c.namespace(nsid);
+             ConnectedNamespace ns = conn.connectNamespace(nqn, nsid, options.build())) {
             if (ioBytes % ns.blockSize() != 0 || ioBytes <= 0) {
                 throw new IllegalArgumentException("--bs " + bs + " is not a multiple of the block size " + ns.blockSize());
             }
@@ -122,11 +128,11 @@ final class BenchCommand implements Callable<Integer> {
             if (slots < 1) {
                 throw new IllegalArgumentException("the namespace region is smaller than one I/O");
             }
-            int inflight = qd * c.ioQueueCount();
+            int inflight = qd * ns.ioQueueCount();
             ByteBuffer[] buffers = new ByteBuffer[inflight];
             long[] started = new long[inflight];
             for (int i = 0; i < inflight; i++) {
-                buffers[i] = c.allocateBuffer((int) ioBytes);
+                buffers[i] = ns.allocateBuffer((int) ioBytes);
                 if (write) {
                     byte[] pattern = new byte[(int) ioBytes];
                     ThreadLocalRandom.current().nextBytes(pattern);
@@ -136,7 +142,10 @@ final class BenchCommand implements Callable<Integer> {
             Recorder recorder = new Recorder(3);
             LongAdder completed = new LongAdder();
             LongAdder submitted = new LongAdder();
+            LongAdder ioErrors = new LongAdder();
+            AtomicReference<String> firstError = new AtomicReference<>();
             AtomicReference<String> failure = new AtomicReference<>();
+            boolean multipath = ns.multipath() != null;
             long[] sequential = new long[inflight];
             for (int i = 0; i < inflight; i++) {
                 sequential[i] = (long) i;
@@ -147,7 +156,19 @@ final class BenchCommand implements Callable<Integer> {
                 long now = System.nanoTime();
                 completed.increment();
                 if (status != Status.SUCCESS) {
-                    failure.compareAndSet(null, status < 0 ? "transport error " + status : Status.name(status));
+                    String what = status < 0 ? "transport error " + status : Status.name(status);
+                    // Over several paths a failed I/O is counted and its slot goes on while a path can carry it;
+                    // the multipath namespace already waited its failover timeout for one before failing it.
+                    if (!multipath || !ns.anyPathConnected()) {
+                        failure.compareAndSet(null, what);
+                        return;
+                    }
+                    ioErrors.increment();
+                    firstError.compareAndSet(null, what);
+                    if (!stop) {
+                        submit(ns, write, random, slot, blocks, slots, inflight, buffers, started, sequential, submitted,
+                                self[0]);
+                    }
                     return;
                 }
                 // Recorded during the warm-up too (and thrown away when it ends): a branch first taken when measuring
@@ -171,6 +192,8 @@ final class BenchCommand implements Callable<Integer> {
             double target0 = targetCpu != null ? targetCpu.seconds() : Double.NaN;
             Histogram total = new Histogram(3);
             Histogram h = null;
+            long[] pathsAt0 = pathCounts(ns, completed);
+            long errorsAt0 = ioErrors.sum();
             for (int s = 1 - rampSeconds; s <= seconds && failure.get() == null; s++) {
                 Thread.sleep(1000);
                 h = recorder.getIntervalHistogram(h); // recycled: the bench makes no garbage of its own per second
@@ -179,6 +202,8 @@ final class BenchCommand implements Callable<Integer> {
                         t0 = System.nanoTime();
                         cpu0 = cpuSeconds();
                         target0 = targetCpu != null ? targetCpu.seconds() : Double.NaN;
+                        pathsAt0 = pathCounts(ns, completed);
+                        errorsAt0 = ioErrors.sum();
                     }
                     continue;
                 }
@@ -193,6 +218,11 @@ final class BenchCommand implements Callable<Integer> {
             double cpu = cpuSeconds() - cpu0;
             double target = targetCpu != null ? targetCpu.seconds() - target0 : Double.NaN;
             total.add(recorder.getIntervalHistogram());
+            long[] perPath = pathCounts(ns, completed);
+            for (int p = 0; p < perPath.length; p++) {
+                perPath[p] -= pathsAt0[p];
+            }
+            long errors = ioErrors.sum() - errorsAt0;
             stop = true;
             long deadline = System.currentTimeMillis() + 10_000;
             while (completed.sum() < submitted.sum() && System.currentTimeMillis() < deadline) {
@@ -202,12 +232,48 @@ final class BenchCommand implements Callable<Integer> {
             if (failure.get() != null) {
                 throw new IllegalStateException("an I/O failed during the benchmark: " + failure.get());
             }
-            report(total, elapsedNs, ioBytes, write, new CpuTimes(cpu, target), c);
+            report(total, elapsedNs, ioBytes, write, new CpuTimes(cpu, target), ns,
+                    new PathCounts(perPath, failedOver(ns), errors, firstError.get()));
             return 0;
         }
     }
 
-    private static void submit(NamespaceHandle ns, boolean write, boolean random, int slot, int blocks, long slots, int inflight,
+    /**
+     * I/Os completed so far per path: the multipath namespace counts them per path; with one path, every completion.
+     * Read once at the start of the measured window and once at its end.
+     */
+    private static long[] pathCounts(ConnectedNamespace ns, LongAdder completed) {
+        MultipathNamespace mp = ns.multipath();
+        if (mp == null) {
+            return new long[] {completed.sum()};
+        }
+        long[] counts = new long[ns.pathCount()];
+        for (int p = 0; p < counts.length; p++) {
+            counts[p] = mp.completedThrough(p);
+        }
+        return counts;
+    }
+
+    /** Path failures each path gave that failed over, over the whole run (zeros with one path). */
+    private static long[] failedOver(ConnectedNamespace ns) {
+        long[] counts = new long[ns.pathCount()];
+        MultipathNamespace mp = ns.multipath();
+        for (int p = 0; mp != null && p < counts.length; p++) {
+            counts[p] = mp.failedOverFrom(p);
+        }
+        return counts;
+    }
+
+    /**
+     * @param completed  I/Os each path completed in the measured window
+     * @param failedOver path failures of each path over the run that were sent again on another
+     * @param errors     I/Os that failed in the measured window (counted, not fatal: several paths)
+     * @param firstError the first of them, null if none
+     */
+    private record PathCounts(long[] completed, long[] failedOver, long errors, String firstError) {
+    }
+
+    private static void submit(ConnectedNamespace ns, boolean write, boolean random, int slot, int blocks, long slots, int inflight,
             ByteBuffer[] buffers, long[] started, long[] sequential, LongAdder submitted, IoCallback cb) {
         long index;
         if (random) {
@@ -239,7 +305,7 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     private void report(Histogram h, long elapsedNs, long ioBytes, boolean write, CpuTimes cpuTimes,
-            NvmeofController c) throws Exception {
+            ConnectedNamespace ns, PathCounts counts) throws Exception {
         long ios = h.getTotalCount();
         double secs = elapsedNs / 1e9;
         double iops = ios / secs;
@@ -275,7 +341,7 @@ final class BenchCommand implements Callable<Integer> {
             idle.put("total_ios", 0);
             Map<String, Object> job = new LinkedHashMap<>();
             job.put("jobname", rw);
-            job.put("job options", Map.of("rw", rw, "bs", bs, "iodepth", qd, "numjobs", c.ioQueueCount(), "runtime", seconds));
+            job.put("job options", Map.of("rw", rw, "bs", bs, "iodepth", qd, "numjobs", ns.ioQueueCount(), "runtime", seconds));
             job.put("read", write ? idle : active);
             job.put("write", write ? active : idle);
             job.put("cpu_seconds", cpu);
@@ -285,7 +351,31 @@ final class BenchCommand implements Callable<Integer> {
                 job.put("target_cpu_seconds", cpuTimes.target());
                 job.put("target_cpu_seconds_per_million_ios", targetPerMillion);
             }
-            job.put("transport_statistics", c.transportStatistics());
+            job.put("transport_statistics", ns.transportStatistics());
+            job.put("io_errors", counts.errors());
+            if (counts.firstError() != null) {
+                job.put("first_io_error", counts.firstError());
+            }
+            if (ns.multipath() != null) {
+                job.put("iopolicy", ns.multipath().policy() == MultipathNamespace.IoPolicy.ROUND_ROBIN
+                        ? "round-robin" : "queue-depth");
+            }
+            List<Map<String, Object>> paths = new ArrayList<>();
+            for (int p = 0; p < ns.pathCount(); p++) {
+                NvmeofController c = ns.controller(p);
+                Map<String, Object> path = new LinkedHashMap<>();
+                path.put("path", p);
+                path.put("traddr", c.transportId().traddr());
+                path.put("trsvcid", c.transportId().trsvcid());
+                path.put("ios", counts.completed()[p]);
+                path.put("failed_over", counts.failedOver()[p]);
+                path.put("state", c.state().toString());
+                if (ns.multipath() != null) {
+                    path.put("ana_state", ns.multipath().paths().get(p).anaState().label());
+                }
+                paths.add(path);
+            }
+            job.put("paths", paths);
             Map<String, Object> root = new LinkedHashMap<>();
             root.put("fio version", "nvmeof-java-0.1.0");
             root.put("timestamp", System.currentTimeMillis() / 1000);
@@ -293,7 +383,7 @@ final class BenchCommand implements Callable<Integer> {
             System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(root));
             return;
         }
-        System.out.printf(Locale.ROOT, "%s bs=%s qd=%d queues=%d time=%.1fs (%s)%n", rw, bs, qd, c.ioQueueCount(), secs, conn.where());
+        System.out.printf(Locale.ROOT, "%s bs=%s qd=%d queues=%d time=%.1fs (%s)%n", rw, bs, qd, ns.ioQueueCount(), secs, conn.where());
         System.out.printf(Locale.ROOT, "  IOPS      %,.0f%n", iops);
         System.out.printf(Locale.ROOT, "  bandwidth %.1f MiB/s%n", mibs);
         System.out.printf(Locale.ROOT, "  latency   mean %.1f us, p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us%n",
@@ -303,7 +393,22 @@ final class BenchCommand implements Callable<Integer> {
         if (targetPid != null) {
             System.out.printf(Locale.ROOT, "  target CPU    %.2f s per million I/Os (PID %d)%n", targetPerMillion, targetPid);
         }
-        String stats = c.transportStatistics();
+        if (ns.multipath() != null) {
+            long all = 0;
+            for (long n : counts.completed()) {
+                all += n;
+            }
+            for (int p = 0; p < ns.pathCount(); p++) {
+                long n = counts.completed()[p];
+                System.out.printf(Locale.ROOT, "  path %d %s: %,d I/Os (%.1f%%), %d failed over, %s, ANA %s%n", p,
+                        ns.pathName(p), n, all > 0 ? 100.0 * n / all : 0.0, counts.failedOver()[p],
+                        ns.controller(p).state(), ns.multipath().paths().get(p).anaState().label());
+            }
+        }
+        if (counts.errors() > 0) {
+            System.out.printf(Locale.ROOT, "  I/O errors %,d (first: %s)%n", counts.errors(), counts.firstError());
+        }
+        String stats = ns.transportStatistics();
         if (!stats.isEmpty()) {
             System.out.printf(Locale.ROOT, "  %s%n", stats);
         }

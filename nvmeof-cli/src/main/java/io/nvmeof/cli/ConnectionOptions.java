@@ -1,9 +1,12 @@
 package io.nvmeof.cli;
 
 import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.MultipathNamespace.IoPolicy;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.TransportId;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import picocli.CommandLine.Option;
 
 /** The nvme-cli style connection options shared by every client command. */
@@ -11,11 +14,29 @@ final class ConnectionOptions {
     @Option(names = {"-t", "--transport"}, defaultValue = "tcp", description = "Transport type: tcp or rdma. Default: ${DEFAULT-VALUE}")
     String transport;
 
-    @Option(names = {"-a", "--traddr"}, defaultValue = "127.0.0.1", description = "Target address. Default: ${DEFAULT-VALUE}")
-    String address;
+    /** -a and -s have no default value here, so that one given next to --path is told apart from the default. */
+    static final String DEFAULT_ADDRESS = "127.0.0.1";
 
-    @Option(names = {"-s", "--trsvcid"}, defaultValue = "4420", description = "Target port. Default: ${DEFAULT-VALUE}")
-    int port;
+    @Option(names = {"-a", "--traddr"}, description = "Target address. Default: " + DEFAULT_ADDRESS)
+    String addressGiven;
+
+    @Option(names = {"-s", "--trsvcid"}, description = "Target port. Default: 4420")
+    Integer portGiven;
+
+    @Option(names = "--path", paramLabel = "ADDR[:PORT]", description = "A path to the subsystem (instead of -a/-s;"
+            + " IPv6 as [ADDR]:PORT; port 4420 if left out). Repeat it for multipath where the command can: one"
+            + " controller per path, the namespace used through all of them (read, write, bench)")
+    List<String> paths = new ArrayList<>();
+
+    @Option(names = "--iopolicy", paramLabel = "POLICY", description = "With several --path: round-robin (each I/O"
+            + " on the next path) or queue-depth (the path with the fewest I/Os outstanding), as Linux's iopolicy;"
+            + " optimized paths first either way. Default: queue-depth")
+    String ioPolicy;
+
+    @Option(names = "--failover-timeout", paramLabel = "SECONDS", description = "With several --path: how long an"
+            + " I/O waits for a usable path when none is, before it fails. Default: twice the target's ANA transition"
+            + " time, or 10 without one")
+    Double failoverTimeoutSeconds;
 
     @Option(names = {"-q", "--hostnqn"}, description = "Host NQN (default: derived from the host ID)")
     String hostNqn;
@@ -145,11 +166,158 @@ final class ConnectionOptions {
         }
     }
 
-    NvmeofController connect(String subnqn, ConnectOptions options) {
-        return NvmeofController.connect(new TransportId(transport, address, port, subnqn), options);
+    /** The target address of a command that takes one path. */
+    String address() {
+        return onePath().address;
     }
 
+    /** The target port of a command that takes one path. */
+    int port() {
+        return onePath().port;
+    }
+
+    /** The one controller of a command that takes one path. */
+    NvmeofController connect(String subnqn, ConnectOptions options) {
+        HostPort p = onePath();
+        return NvmeofController.connect(new TransportId(transport, p.address, p.port, subnqn), options);
+    }
+
+    /**
+     * Namespace {@code nsid} through every path given: one controller per path, and a multipath namespace over them
+     * when there are several. A path that cannot be connected fails it, naming the path.
+     */
+    ConnectedNamespace connectNamespace(String subnqn, long nsid, ConnectOptions options) {
+        List<HostPort> given = paths();
+        IoPolicy policy = ioPolicy();
+        Duration failover = failoverTimeout();
+        if (given.size() == 1 && (ioPolicy != null || failoverTimeoutSeconds != null)) {
+            throw new IllegalArgumentException("--iopolicy and --failover-timeout are for several paths: give --path"
+                    + " once per path");
+        }
+        List<TransportId> ids = new ArrayList<>();
+        for (HostPort p : given) {
+            ids.add(new TransportId(transport, p.address, p.port, subnqn));
+        }
+        return ConnectedNamespace.connect(ids, nsid, options, policy, failover);
+    }
+
+    /** Where the command connects, for its output: "tcp 127.0.0.1:4420", or each path's separated by commas. */
     String where() {
-        return transport + " " + address + ":" + port;
+        StringBuilder b = new StringBuilder(transport).append(' ');
+        List<HostPort> given = paths();
+        for (int i = 0; i < given.size(); i++) {
+            b.append(i > 0 ? ", " : "").append(given.get(i));
+        }
+        return b.toString();
+    }
+
+    /** An address and port of the target. */
+    record HostPort(String address, int port) {
+        @Override
+        public String toString() {
+            return address.indexOf(':') >= 0 ? "[" + address + "]:" + port : address + ":" + port;
+        }
+    }
+
+    private HostPort onePath() {
+        List<HostPort> given = paths();
+        if (given.size() > 1) {
+            throw new IllegalArgumentException("this command takes one path; --path was given " + given.size()
+                    + " times (several paths are for read, write and bench)");
+        }
+        return given.get(0);
+    }
+
+    /** The paths given: each --path, or -a/-s (one path), or the default address and port. */
+    List<HostPort> paths() {
+        if (paths.isEmpty()) {
+            return List.of(new HostPort(addressGiven != null ? addressGiven : DEFAULT_ADDRESS,
+                    portGiven != null ? checkPort(portGiven, "-s " + portGiven) : TransportId.DEFAULT_IO_PORT));
+        }
+        if (addressGiven != null || portGiven != null) {
+            throw new IllegalArgumentException("give the target either as --path ADDR:PORT (repeated for several"
+                    + " paths) or as -a ADDR -s PORT, not both");
+        }
+        List<HostPort> out = new ArrayList<>();
+        for (String p : paths) {
+            HostPort hp = parsePath(p);
+            if (out.contains(hp)) {
+                throw new IllegalArgumentException("--path " + p + " is given twice");
+            }
+            out.add(hp);
+        }
+        return out;
+    }
+
+    /** ADDR, ADDR:PORT, [IPV6] or [IPV6]:PORT. */
+    static HostPort parsePath(String text) {
+        String usage = "--path '" + text + "' is not ADDR[:PORT] (e.g. 10.0.0.5:4420, or [fe80::1]:4420 for IPv6)";
+        String t = text.trim();
+        String host;
+        String port = null;
+        if (t.startsWith("[")) {
+            int close = t.indexOf(']');
+            if (close < 0) {
+                throw new IllegalArgumentException(usage + ": unclosed '['");
+            }
+            host = t.substring(1, close);
+            if (close + 1 < t.length()) {
+                if (t.charAt(close + 1) != ':') {
+                    throw new IllegalArgumentException(usage + ": expected ':PORT' after ']'");
+                }
+                port = t.substring(close + 2);
+            }
+        } else {
+            int colon = t.indexOf(':');
+            if (colon >= 0 && t.indexOf(':', colon + 1) >= 0) {
+                throw new IllegalArgumentException(usage + ": write an IPv6 address in brackets");
+            }
+            host = colon >= 0 ? t.substring(0, colon) : t;
+            port = colon >= 0 ? t.substring(colon + 1) : null;
+        }
+        if (host.isEmpty()) {
+            throw new IllegalArgumentException(usage + ": no address");
+        }
+        if (port == null) {
+            return new HostPort(host, TransportId.DEFAULT_IO_PORT);
+        }
+        int n;
+        try {
+            n = Integer.parseInt(port);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(usage + ": port '" + port + "' is not a number");
+        }
+        return new HostPort(host, checkPort(n, usage));
+    }
+
+    private static int checkPort(int port, String what) {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException(what + ": the port must be 1 to 65535, got " + port);
+        }
+        return port;
+    }
+
+    private IoPolicy ioPolicy() {
+        if (ioPolicy == null) {
+            return IoPolicy.QUEUE_DEPTH;
+        }
+        switch (ioPolicy) {
+            case "round-robin": return IoPolicy.ROUND_ROBIN;
+            case "queue-depth": return IoPolicy.QUEUE_DEPTH;
+            default: throw new IllegalArgumentException("--iopolicy must be round-robin or queue-depth, got '"
+                    + ioPolicy + "'");
+        }
+    }
+
+    /** Null: the multipath namespace's default. */
+    private Duration failoverTimeout() {
+        if (failoverTimeoutSeconds == null) {
+            return null;
+        }
+        if (!(failoverTimeoutSeconds >= 0) || failoverTimeoutSeconds > 86_400) {
+            throw new IllegalArgumentException("--failover-timeout must be 0 to 86400 seconds, got "
+                    + failoverTimeoutSeconds);
+        }
+        return Duration.ofNanos((long) (failoverTimeoutSeconds * 1e9));
     }
 }

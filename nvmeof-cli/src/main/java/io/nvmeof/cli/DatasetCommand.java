@@ -61,7 +61,7 @@ final class DatasetCommand {
                 out.add(DatasetLocation.parse(l));
             }
             if (nqn != null) {
-                TransportId id = new TransportId(conn.transport, conn.address, conn.port, nqn);
+                TransportId id = new TransportId(conn.transport, conn.address(), conn.port(), nqn);
                 for (long n : nsids.isEmpty() ? List.of(1L) : nsids) {
                     out.add(new DatasetLocation(id, n));
                 }

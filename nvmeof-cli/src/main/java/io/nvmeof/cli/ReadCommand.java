@@ -1,7 +1,5 @@
 package io.nvmeof.cli;
 
-import io.nvmeof.initiator.NamespaceHandle;
-import io.nvmeof.initiator.NvmeofController;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
@@ -15,7 +13,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** Reads logical blocks to a file or standard output. */
-@Command(name = "read", mixinStandardHelpOptions = true, description = "Read blocks from a namespace to a file or stdout.")
+@Command(name = "read", mixinStandardHelpOptions = true, description = "Read blocks from a namespace to a file or stdout (through several paths with --path repeated).")
 final class ReadCommand implements Callable<Integer> {
     @Mixin
     ConnectionOptions conn;
@@ -40,14 +38,13 @@ final class ReadCommand implements Callable<Integer> {
         if (count <= 0) {
             throw new IllegalArgumentException("--count must be at least 1 block");
         }
-        try (NvmeofController c = conn.connect(nqn, conn.builder().ioQueues(1).queueDepth(4).build())) {
-            NamespaceHandle ns = c.namespace(nsid);
+        try (ConnectedNamespace ns = conn.connectNamespace(nqn, nsid, conn.builder().ioQueues(1).queueDepth(4).build())) {
             if (lba < 0 || lba + count > ns.blockCount()) {
                 throw new IllegalArgumentException("LBAs " + lba + ".." + (lba + count - 1) + " are outside namespace " + nsid
                         + " (" + ns.blockCount() + " blocks)");
             }
             int perIo = Math.max(1, ns.maxBlocksPerIo());
-            ByteBuffer buf = c.allocateBuffer(perIo * ns.blockSize());
+            ByteBuffer buf = ns.allocateBuffer(perIo * ns.blockSize());
             OutputStream os = "-".equals(output) ? System.out : Files.newOutputStream(Path.of(output));
             try (WritableByteChannel ch = Channels.newChannel(os)) {
                 long done = 0;

@@ -1,7 +1,5 @@
 package io.nvmeof.cli;
 
-import io.nvmeof.initiator.NamespaceHandle;
-import io.nvmeof.initiator.NvmeofController;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -14,7 +12,8 @@ import picocli.CommandLine.Option;
 
 /** Writes a file's (or stdin's) bytes to consecutive blocks, padding the last block with zeroes, then flushes. */
 @Command(name = "write", mixinStandardHelpOptions = true,
-        description = "Write a file or stdin to a namespace starting at an LBA (the last block is zero-padded), then flush.")
+        description = "Write a file or stdin to a namespace starting at an LBA (the last block is zero-padded), then flush"
+                + " (through several paths with --path repeated).")
 final class WriteCommand implements Callable<Integer> {
     @Mixin
     ConnectionOptions conn;
@@ -33,12 +32,11 @@ final class WriteCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        try (NvmeofController c = conn.connect(nqn, conn.builder().ioQueues(1).queueDepth(4).build());
+        try (ConnectedNamespace ns = conn.connectNamespace(nqn, nsid, conn.builder().ioQueues(1).queueDepth(4).build());
                 InputStream in = "-".equals(input) ? System.in : Files.newInputStream(Path.of(input))) {
-            NamespaceHandle ns = c.namespace(nsid);
             int bs = ns.blockSize();
             int perIo = Math.max(1, ns.maxBlocksPerIo());
-            ByteBuffer buf = c.allocateBuffer(perIo * bs);
+            ByteBuffer buf = ns.allocateBuffer(perIo * bs);
             byte[] chunk = new byte[perIo * bs];
             long next = lba;
             long bytes = 0;

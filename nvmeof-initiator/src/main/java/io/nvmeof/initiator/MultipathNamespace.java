@@ -13,6 +13,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
 
 /**
@@ -71,12 +72,25 @@ public final class MultipathNamespace implements AutoCloseable {
     /** Times out waiting requests; one daemon thread that sleeps unless a request waits. */
     private final ScheduledExecutorService timer;
     private final Runnable pathListener = this::pathsChanged;
+    /**
+     * Per path: requests it completed for this namespace (done, or an error returned as it is), and path failures it
+     * gave that failed over. Adders, not one shared counter: every I/O thread counts, and a contended cache line per
+     * completion would cost more than the count.
+     */
+    private final LongAdder[] completedByPath;
+    private final LongAdder[] failedOverByPath;
 
     private MultipathNamespace(NamespaceHandle[] paths, IoPolicy policy, Duration failoverTimeout, int maxOutstanding) {
         this.paths = paths;
         this.policy = policy;
         this.failoverTimeoutNanos = failoverTimeout.toNanos();
         this.blockSize = paths[0].blockSize();
+        this.completedByPath = new LongAdder[paths.length];
+        this.failedOverByPath = new LongAdder[paths.length];
+        for (int p = 0; p < paths.length; p++) {
+            completedByPath[p] = new LongAdder();
+            failedOverByPath[p] = new LongAdder();
+        }
         this.pool = new ManyToManyConcurrentArrayQueue<>(maxOutstanding);
         for (int i = 0; i < maxOutstanding && pool.offer(new MultipathIo(this, true)); i++) {
             // preallocated: the callback flavour takes these, and returns them when done
@@ -182,6 +196,12 @@ public final class MultipathNamespace implements AutoCloseable {
 
     /** How long a request waits for a usable path when none is. */
     public Duration failoverTimeout() { return Duration.ofNanos(failoverTimeoutNanos); }
+
+    /** Requests path {@code p} completed for this namespace so far (successes and errors returned as they are). */
+    public long completedThrough(int p) { return completedByPath[p].sum(); }
+
+    /** Path failures of path {@code p} so far that were sent again on another path (or waited for one). */
+    public long failedOverFrom(int p) { return failedOverByPath[p].sum(); }
 
     /** Requests waiting for a usable path now. */
     public int waitingRequests() { return waitingCount.get(); }
@@ -328,11 +348,13 @@ public final class MultipathNamespace implements AutoCloseable {
 
     /** An I/O thread: path {@code p} failed {@code io} with {@code status}; fails over or returns it as is. */
     void completed(MultipathIo io, int status) {
+        int p = io.path;
         if (status == 0 || !failsOver(status)) {
+            completedByPath[p].increment();
             io.finish(status, null);
             return;
         }
-        int p = io.path;
+        failedOverByPath[p].increment();
         NamespaceHandle h = paths[p];
         AnaState seen = anaStateOf(status);
         if (seen != null) {

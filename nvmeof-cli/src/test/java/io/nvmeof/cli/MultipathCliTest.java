@@ -1,0 +1,139 @@
+package io.nvmeof.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.config.TargetConfig;
+import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
+import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
+import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The I/O commands over several paths (issue 35 part 4): a target exporting one subsystem through two TCP listeners,
+ * both paths optimized; bench spreads its I/O over them and reports each path's count, and goes on without errors
+ * when one listener goes away mid-run.
+ */
+@Timeout(120)
+class MultipathCliTest {
+    private static final String NQN = "nqn.2026-12.io.nvmeof:cli-multipath";
+
+    NvmeTarget target;
+    String path1;
+    String path2;
+
+    @TempDir
+    Path dir;
+
+    @BeforeEach
+    void start() throws Exception {
+        target = NvmeTarget.start(new TargetConfig(1, 4, 64, 1 << 20,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, null, null, null),
+                        new ListenerConfig(2, "tcp", "127.0.0.1", 0, null, null, null)),
+                List.of(new SubsystemConfig(NQN, null, null, 8, true, null, List.of(
+                        new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))))));
+        path1 = "127.0.0.1:" + target.tcpPort(0);
+        path2 = "127.0.0.1:" + target.tcpPort(1);
+    }
+
+    @AfterEach
+    void stop() {
+        target.close();
+    }
+
+    static JsonNode job(String out) throws Exception {
+        return new ObjectMapper().readTree(out).at("/jobs/0");
+    }
+
+    @Test
+    void roundRobinBenchSpreadsItsIoEvenlyOverBothPaths() throws Exception {
+        String out = CliTest.run(0, "bench", "--path", path1, "--path", path2, "-n", NQN, "--iopolicy", "round-robin",
+                "--qd", "8", "--time", "2", "--ramp", "0", "--json")[0];
+        JsonNode job = job(out);
+        assertEquals("round-robin", job.at("/iopolicy").asText(), out);
+        assertEquals(2, job.at("/paths").size(), out);
+        long a = job.at("/paths/0/ios").asLong();
+        long b = job.at("/paths/1/ios").asLong();
+        assertTrue(a > 1000 && b > 1000, "both paths carried I/O: " + a + ", " + b);
+        assertTrue(Math.abs(a - b) <= 0.1 * (a + b) / 2, "within 10% of each other: " + a + ", " + b);
+        assertEquals(target.tcpPort(1), job.at("/paths/1/trsvcid").asInt(), out);
+        assertEquals(0, job.at("/io_errors").asLong(), out);
+        long all = job.at("/read/total_ios").asLong();
+        assertTrue(Math.abs(a + b - all) <= 0.01 * all, "the paths' counts add up to the I/Os measured: " + a + " + "
+                + b + " vs " + all);
+
+        String text = CliTest.run(0, "bench", "--path", path1, "--path", path2, "-n", NQN, "--qd", "2", "--time", "1",
+                "--ramp", "0")[0];
+        assertTrue(text.contains("path 0 " + path1 + ": ") && text.contains("path 1 " + path2 + ": "), text);
+    }
+
+    /** The listener of path 1 goes away a second into a 4-second run: path 2 carries the rest, nothing fails. */
+    @Test
+    void aBenchRunOutlivesTheLossOfAPath() throws Exception {
+        Thread remover = new Thread(() -> {
+            try {
+                Thread.sleep(1500);
+                target.live().removeListener(1);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        remover.start();
+        String out;
+        try {
+            out = CliTest.run(0, "bench", "--path", path1, "--path", path2, "-n", NQN, "--iopolicy", "round-robin",
+                    "--rw", "randwrite", "--qd", "8", "--time", "4", "--ramp", "0", "--json", "--reconnect-delay", "1",
+                    "--failover-timeout", "20")[0];
+        } finally {
+            remover.join();
+        }
+        JsonNode job = job(out);
+        assertEquals(0, job.at("/io_errors").asLong(), out);
+        assertTrue(job.at("/paths/0/state").asText().matches("RECONNECTING|FAILED|CLOSED"), "path 0 lost: " + out);
+        assertTrue(job.at("/paths/0/ios").asLong() > 0, "path 0 carried I/O before it went: " + out);
+        assertTrue(job.at("/paths/1/ios").asLong() > job.at("/paths/0/ios").asLong(),
+                "path 1 carried the rest: " + out);
+    }
+
+    @Test
+    void writeAndReadGoThroughSeveralPaths() throws Exception {
+        byte[] data = new byte[70_000];
+        new Random(2).nextBytes(data);
+        Path in = dir.resolve("in.bin");
+        Path back = dir.resolve("back.bin");
+        Files.write(in, data);
+        CliTest.run(0, "write", "--path", path1, "--path", path2, "-n", NQN, "--lba", "8", "-i", in.toString());
+        CliTest.run(0, "read", "--path", path2, "--path", path1, "-n", NQN, "--lba", "8", "-c", "137", "-o",
+                back.toString());
+        assertArrayEquals(data, Arrays.copyOf(Files.readAllBytes(back), data.length));
+    }
+
+    @Test
+    void aMalformedPathOrPolicyIsOneClearError() {
+        String err = CliTest.run(1, "bench", "--path", "127.0.0.1:44x", "-n", NQN, "--time", "1")[1];
+        assertTrue(err.contains("--path '127.0.0.1:44x' is not ADDR[:PORT]") && err.contains("not a number"), err);
+        err = CliTest.run(1, "bench", "--path", "fe80::1:4420", "-n", NQN, "--time", "1")[1];
+        assertTrue(err.contains("IPv6 address in brackets"), err);
+        err = CliTest.run(1, "bench", "--path", path1, "--path", path2, "-n", NQN, "--iopolicy", "numa")[1];
+        assertTrue(err.contains("--iopolicy must be round-robin or queue-depth"), err);
+        err = CliTest.run(1, "bench", "--path", path1, "-s", "4420", "-n", NQN)[1];
+        assertTrue(err.contains("not both"), err);
+        err = CliTest.run(1, "identify", "--path", path1, "--path", path2, "-n", NQN)[1];
+        assertTrue(err.contains("this command takes one path"), err);
+        // One path given as --path is the -a/-s of old.
+        CliTest.run(0, "identify", "--path", path1, "-n", NQN);
+    }
+}
