@@ -1,6 +1,7 @@
 package io.nvmeof.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -248,7 +249,7 @@ class MultipathTest {
             await("path 1 reads inaccessible", () -> c1.namespace(1).anaState() == AnaState.INACCESSIBLE);
             long[] perPath = perPathOver(job, 500);
             assertEquals(0, perPath[0], "nothing through the inaccessible path");
-            assertTrue(perPath[1] >= 500, "the I/O moved to path 2");
+            assertTrue(perPath[1] >= 500, "the I/O moved to path 2: " + perPath[0] + " / " + perPath[1] + ", failures " + job.failures);
 
             target.live().setAnaState(1, 1, "optimized");
             await("path 1 reads optimized", () -> c1.namespace(1).anaState() == AnaState.OPTIMIZED);
@@ -300,6 +301,69 @@ class MultipathTest {
         target.live().setAnaState(2, 1, "non-optimized");
         w.get(10, TimeUnit.SECONDS);
         assertEquals(0, mp.waitingRequests());
+    }
+
+    @Test
+    void aRequestWaitsPastTheFailoverTimeoutWhileAPathReconnects() throws Exception {
+        int port2 = target.tcpPort(1);
+        target.live().setAnaState(1, 1, "inaccessible");
+        await("path 1 reads inaccessible", () -> c1.namespace(1).anaState() == AnaState.INACCESSIBLE);
+        target.live().removeListener(2);
+        await("path 2 lost", () -> c2.state() == ControllerState.RECONNECTING);
+        mp = MultipathNamespace.of(List.of(c1.namespace(1), c2.namespace(1)), IoPolicy.QUEUE_DEPTH,
+                Duration.ofMillis(300));
+        CompletableFuture<Void> w = mp.write(5, 1, pattern(5, 1));
+        Thread.sleep(900); // three failover timeouts: path 2 may still come back, so the write must not fail
+        assertFalse(w.isDone(), "the write waits while path 2 reconnects: " + w);
+        target.live().addListener(new ListenerConfig(2, "tcp", "127.0.0.1", port2, null, null, null, null,
+                Map.of("1", "non-optimized")));
+        w.get(20, TimeUnit.SECONDS);
+        ByteBuffer r = ByteBuffer.allocateDirect(BLOCK);
+        mp.read(5, 1, r).get(10, TimeUnit.SECONDS);
+        assertEquals(pattern(5, 1), r);
+    }
+
+    @Test
+    void aRequestRefusedAtSubmissionIsToldOnAnotherThread() throws Exception {
+        mp = multipath(IoPolicy.QUEUE_DEPTH);
+        mp.close();
+        CompletableFuture<Thread> told = new CompletableFuture<>();
+        CompletableFuture<Integer> status = new CompletableFuture<>();
+        mp.write(0, 1, pattern(0, 1), (ctx, st) -> {
+            told.complete(Thread.currentThread());
+            status.complete(st);
+        }, 0);
+        assertNotEquals(Thread.currentThread(), told.get(10, TimeUnit.SECONDS),
+                "a callback run inside write() could recurse into itself by submitting again");
+        assertEquals(io.nvmeof.initiator.IoCallback.ERR_CLOSED, status.get());
+    }
+
+    @Test
+    void roundRobinTakesTurnsAfterTheLastPathSoAnUnusablePathGivesItsShareToAll() throws Exception {
+        ListenerConfig third = target.live().addListener(new ListenerConfig(3, "tcp", "127.0.0.1", 0, null, null,
+                null, null, Map.of("1", "inaccessible")));
+        target.live().setAnaState(2, 1, "optimized");
+        ConnectOptions opts = ConnectOptions.builder().ioQueues(1).queueDepth(32).build();
+        try (NvmeofController c3 = NvmeofController.connect(TransportId.tcp("127.0.0.1", third.port(), NQN), opts)) {
+            await("paths read optimized, optimized, inaccessible", () -> c2.namespace(1).anaState() == AnaState.OPTIMIZED
+                    && c3.namespace(1).anaState() == AnaState.INACCESSIBLE);
+            // The unusable path in the middle of the turn: 1, 3, 2.
+            mp = MultipathNamespace.of(List.of(c1.namespace(1), c3.namespace(1), c2.namespace(1)),
+                    IoPolicy.ROUND_ROBIN, Duration.ofSeconds(20));
+            long p1 = commands(c1);
+            long p2 = commands(c2);
+            int n = 1000;
+            ByteBuffer r = ByteBuffer.allocateDirect(BLOCK);
+            for (int i = 0; i < n; i++) {
+                mp.read(i % BLOCKS, 1, r.clear()).get(10, TimeUnit.SECONDS);
+            }
+            long d1 = commands(c1) - p1;
+            long d2 = commands(c2) - p2;
+            assertEquals(n, d1 + d2);
+            assertTrue(Math.abs(d1 - n / 2) <= n / 10, "even split within 10%: path 1 " + d1 + ", path 2 " + d2);
+            mp.close();
+            mp = null;
+        }
     }
 
     @Test

@@ -15,8 +15,11 @@ import org.slf4j.LoggerFactory;
  * The controller's Asymmetric Namespace Access states: reads the ANA log (0Ch) when Identify Controller CMIC says the
  * controller reports ANA, at each association set-up and rescan, on each ANA Change notice, and soon after an I/O met
  * a path status; sets each namespace handle's group and state, and tells the controller's path listeners (multipath
- * namespaces) when a state changed. As Linux's {@code nvme_update_ana_state}: a namespace the log does not list has no
- * usable state (inaccessible).
+ * namespaces) when a state changed. As Linux ({@code nvme_parse_ana_log}, {@code nvme_mpath_add_disk}): a log whose
+ * descriptors run past its end is refused whole (the states stay as they were); a namespace it does not list keeps its
+ * state, unless it never had one from a log (a new namespace: inaccessible until a log lists it); a log larger than
+ * the controller's MDTS disables ANA for the controller (read in pieces it could mix two versions of the log), and its
+ * namespaces are all taken as optimized, as they are on a controller without ANA.
  */
 final class AnaStates {
     /** Logs under the controller's name, as before the split: log configurations name NvmeofController. */
@@ -27,6 +30,8 @@ final class AnaStates {
     private final NvmeofController ctrl;
     /** A read is queued on the housekeeping thread: I/O threads that meet path statuses queue one, not one each. */
     private final AtomicBoolean readQueued = new AtomicBoolean();
+    /** The log does not fit one command: ANA is off for this controller (decided at each association set-up). */
+    private volatile boolean tooLarge;
 
     AnaStates(NvmeofController ctrl) {
         this.ctrl = ctrl;
@@ -37,6 +42,12 @@ final class AnaStates {
      * controller that does not report ANA. Under the association lock, so the handles it applies to are the ones the
      * scan published.
      */
+    /** Whether the controller reports ANA and its log fits one command. */
+    boolean enabled() {
+        ControllerInfo info = ctrl.info;
+        return info != null && info.anaReporting() && !tooLarge;
+    }
+
     void refresh() {
         ControllerInfo info = ctrl.info;
         if (info == null || !info.anaReporting()) {
@@ -50,6 +61,23 @@ final class AnaStates {
             long limit = info.maxNamespaces() > 0 ? info.maxNamespaces() : info.nn();
             long nsids = Math.min(Math.max(limit, handles.size()), NamespaceScanner.MAX_NAMESPACES);
             int length = AnaLog.length((int) groups, (int) nsids);
+            long maxTransfer = ctrl.maxTransfer;
+            boolean fits = maxTransfer <= 0 || length <= maxTransfer;
+            if (fits == tooLarge) {
+                tooLarge = !fits;
+                if (tooLarge) {
+                    LOG.warn("{}: the ANA log ({} bytes) is larger than the controller's MDTS ({} bytes); ANA is off"
+                            + " for this controller, as Linux does: its namespaces are taken as optimized", ctrl.id,
+                            length, maxTransfer);
+                    for (NamespaceHandle h : handles) {
+                        h.anaState(h.anaGroup(), AnaState.OPTIMIZED);
+                    }
+                    ctrl.pathsChanged();
+                }
+            }
+            if (tooLarge) {
+                return;
+            }
             byte[] page;
             try {
                 page = ctrl.adminCommands.getLogPage(Opcodes.LOG_ANA, 0xFFFF_FFFFL, length, 0);
@@ -81,8 +109,18 @@ final class AnaStates {
         }
     }
 
-    /** Sets each handle's group and state from the log; returns whether any state changed. */
-    private boolean apply(byte[] page, List<NamespaceHandle> handles) {
+    /** What one ANA log says: each listed namespace's group and state, and each group's state. */
+    record Parsed(Map<Long, AnaState> byNsid, Map<Long, Long> groupOf, Map<Long, AnaState> byGroup) {
+    }
+
+    /**
+     * Parses an ANA log; throws {@link IllegalArgumentException}, saying where, when a descriptor runs past the end
+     * (Linux's {@code nvme_parse_ana_log} refuses such a log whole). A group's unknown state is taken as inaccessible.
+     */
+    static Parsed parse(byte[] page, Object id) {
+        if (page.length < AnaLog.HEADER_LENGTH) {
+            throw new IllegalArgumentException("the ANA log is " + page.length + " bytes, shorter than its header");
+        }
         AnaLog log = new AnaLog().wrap(new UnsafeBuffer(page), 0);
         Map<Long, AnaState> byNsid = new HashMap<>();
         Map<Long, Long> groupOf = new HashMap<>();
@@ -90,23 +128,21 @@ final class AnaStates {
         int at = AnaLog.HEADER_LENGTH;
         for (int g = 0; g < log.groupCount(); g++) {
             if (at + AnaLog.DESCRIPTOR_LENGTH > page.length) {
-                LOG.warn("{}: the ANA log lists {} groups but ends after {}; the rest are ignored", ctrl.id,
-                        log.groupCount(), g);
-                break;
+                throw new IllegalArgumentException("the ANA log lists " + log.groupCount()
+                        + " groups but ends after " + g);
             }
             long group = log.descriptorGroupId(at);
             int count = log.descriptorNsidCount(at);
             if (count < 0 || at + AnaLog.DESCRIPTOR_LENGTH + (long) count * 4 > page.length) {
-                LOG.warn("{}: ANA group {} lists {} NSIDs, beyond the log's {} bytes; the rest are ignored", ctrl.id,
-                        group, Integer.toUnsignedString(count), page.length);
-                break;
+                throw new IllegalArgumentException("ANA group " + group + " lists "
+                        + Integer.toUnsignedString(count) + " NSIDs, beyond the log's " + page.length + " bytes");
             }
             AnaState state;
             try {
                 state = log.descriptorState(at);
             } catch (IllegalArgumentException e) {
                 LOG.warn("{}: ANA group {} has an unknown state ({}); its namespaces are taken as inaccessible",
-                        ctrl.id, group, e.getMessage());
+                        id, group, e.getMessage());
                 state = AnaState.INACCESSIBLE;
             }
             byGroup.put(group, state);
@@ -117,17 +153,36 @@ final class AnaStates {
             }
             at += AnaLog.DESCRIPTOR_LENGTH + count * 4;
         }
+        return new Parsed(byNsid, groupOf, byGroup);
+    }
+
+    /** Sets each handle's group and state from the log; returns whether any state changed. */
+    private boolean apply(byte[] page, List<NamespaceHandle> handles) {
+        Parsed log;
+        try {
+            log = parse(page, ctrl.id);
+        } catch (IllegalArgumentException e) {
+            LOG.warn("{}: malformed ANA log ({}); ANA states unchanged", ctrl.id, e.getMessage());
+            return false;
+        }
         boolean changed = false;
         for (NamespaceHandle h : handles) {
-            AnaState state = byNsid.get(h.nsid());
-            long group = groupOf.getOrDefault(h.nsid(), h.anaGroup());
+            AnaState state = log.byNsid().get(h.nsid());
+            long group = log.groupOf().getOrDefault(h.nsid(), h.anaGroup());
             if (state == null) {
-                state = byGroup.get(group);
+                state = log.byGroup().get(group);
             }
             if (state == null) {
-                LOG.warn("{}: namespace {} (ANA group {}) is in no group of the ANA log; taken as inaccessible",
-                        ctrl.id, h.nsid(), group);
-                state = AnaState.INACCESSIBLE;
+                if (h.anaFromLog()) {
+                    LOG.debug("{}: namespace {} (ANA group {}) is in no group of this ANA log; its state stays {}",
+                            ctrl.id, h.nsid(), group, h.anaState().label());
+                    continue;
+                }
+                LOG.warn("{}: namespace {} (ANA group {}) is in no group of the ANA log; inaccessible until a log"
+                        + " lists it", ctrl.id, h.nsid(), group);
+                changed |= h.anaState() != AnaState.INACCESSIBLE;
+                h.anaStateSeen(AnaState.INACCESSIBLE);
+                continue;
             }
             AnaState before = h.anaState();
             if (before != state) {

@@ -21,6 +21,8 @@ final class MultipathIo implements IoCallback {
     int blocks;
     int dir;
     ByteBuffer buf;
+    /** The buffer's position when submitted: every path transfers from there, whatever the buffer's position now. */
+    int bufOffset;
     int length;
     int cdw12Flags;
     private IoCallback callback;
@@ -51,6 +53,7 @@ final class MultipathIo implements IoCallback {
         this.blocks = blocks;
         this.dir = dir;
         this.buf = buf;
+        this.bufOffset = buf != null ? buf.position() : 0;
         this.length = length;
         this.cdw12Flags = cdw12Flags;
         this.callback = callback;

@@ -1,6 +1,7 @@
 package io.nvmeof.initiator;
 
 import io.nvmeof.initiator.transport.HostQueue;
+import io.nvmeof.initiator.transport.LateCompletions;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.log.AnaState;
@@ -13,6 +14,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
 
@@ -27,11 +29,19 @@ import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
  *
  * <p>Failover: a request that fails with a path status (status code type 3 without DNR: ANA inaccessible, persistent
  * loss, transition), a lost connection, a timeout, a closed controller or a retired handle is sent again on another
- * usable path, never one that failed it in this round. When none is usable it waits (bounded; no thread waits for
- * it) until a path becomes usable again (reconnected, its ANA state optimized or non-optimized again: a new round,
- * every path may be tried again) or the failover timeout passes; then it fails with a message naming each path's
- * state. Every other error (DNR set, media and namespace errors) is returned as it is. Requests a path's controller
- * cannot send now (it reconnects) are not held by that controller, as single-path I/O is: they fail over at once.
+ * usable path, never one that failed it in this round. When none is usable it waits (no thread waits for it) until a
+ * path becomes usable again (reconnected, its ANA state optimized or non-optimized again: a new round, every path may
+ * be tried again). It waits as long as some path's controller reconnects (as Linux requeues while a path may come
+ * back: the controller's loss timeout bounds that); with every controller connected and none usable (all
+ * inaccessible, say) it waits the failover timeout, then fails with a message naming each path's state; with no path
+ * that can come back it fails at once. Every other error (DNR set, media and namespace errors) is returned as it is.
+ * Requests a path's controller cannot send now (it reconnects) are not held by that controller, as single-path I/O
+ * is: they fail over at once.
+ *
+ * <p>A write sent again on another path after its first path timed out or lost its connection may still be carried
+ * out by the first (its target had it, the answer was lost): the data of both is the same, so this matters only to a
+ * host that, in between, wrote the same blocks through another request it had already been told was done. Linux's
+ * multipath has the same window; hosts that need stronger ordering use reservations or one path.
  *
  * <p>Threads, buffers and futures as on {@link NamespaceHandle}: completions run on an I/O thread, or on this
  * namespace's timer thread when a waiting request times out; the callback flavour takes a preallocated request
@@ -62,7 +72,8 @@ public final class MultipathNamespace implements AutoCloseable {
     private final IoPolicy policy;
     private final long failoverTimeoutNanos;
     private final int blockSize;
-    private final AtomicInteger nextPath = new AtomicInteger();
+    /** The round-robin policy's last choice: the next request starts after it. Races only skew the turn. */
+    private volatile int lastPath = -1;
     private final ManyToManyConcurrentArrayQueue<MultipathIo> pool;
     private final ConcurrentLinkedQueue<MultipathIo> waiting = new ConcurrentLinkedQueue<>();
     private final AtomicInteger waitingCount = new AtomicInteger();
@@ -71,6 +82,14 @@ public final class MultipathNamespace implements AutoCloseable {
     private volatile boolean closed;
     /** Times out waiting requests; one daemon thread that sleeps unless a request waits. */
     private final ScheduledExecutorService timer;
+    /**
+     * The deadline (System.nanoTime) the one expiry task is armed for, or {@link #UNARMED}: one task for every waiting
+     * request, armed at the earliest deadline, so that thousands waiting cost one wake-up, not one each.
+     */
+    private final AtomicLong expiryArmedFor = new AtomicLong(UNARMED);
+    private static final long UNARMED = Long.MIN_VALUE;
+    /** The shortest the expiry task sleeps: requests whose deadlines fall within it expire together. */
+    private static final long EXPIRY_GRANULARITY_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private final Runnable pathListener = this::pathsChanged;
     /**
      * Per path: requests it completed for this namespace (done, or an error returned as it is), and path failures it
@@ -247,7 +266,7 @@ public final class MultipathNamespace implements AutoCloseable {
         MultipathIo io = new MultipathIo(this, false);
         BufferSafeFuture f = new BufferSafeFuture("Flush");
         io.prepare("Flush", Opcodes.IO_FLUSH, -1, 0, HostQueue.DIR_NONE, null, 0, 0, null, 0, f);
-        dispatch(io);
+        dispatch(io, true);
         return f;
     }
 
@@ -271,7 +290,7 @@ public final class MultipathNamespace implements AutoCloseable {
         for (NamespaceHandle h : paths) {
             h.controller().removePathListener(pathListener);
         }
-        retryWaiting(false);
+        retryWaiting(false, true); // on the closing thread: its callbacks are told on another
         timer.shutdownNow();
     }
 
@@ -288,7 +307,7 @@ public final class MultipathNamespace implements AutoCloseable {
         MultipathIo io = new MultipathIo(this, false);
         BufferSafeFuture f = new BufferSafeFuture(op);
         io.prepare(op, opcode, lba, blocks, dir, buf, len, cdw12Flags, null, 0, f);
-        dispatch(io);
+        dispatch(io, true);
         return f;
     }
 
@@ -303,7 +322,7 @@ public final class MultipathNamespace implements AutoCloseable {
             io = new MultipathIo(this, false); // more outstanding than preallocated: this one is garbage when done
         }
         io.prepare(op, opcode, lba, blocks, dir, buf, len, 0, cb, context, null);
-        dispatch(io);
+        dispatch(io, true);
     }
 
     private int checkData(int blocks, ByteBuffer buf, boolean intoBuffer) {
@@ -319,23 +338,27 @@ public final class MultipathNamespace implements AutoCloseable {
 
     /**
      * Sends {@code io} on a usable path it has not failed this round, or makes it wait for one, or fails it when none
-     * can come back or its failover time is up. Any thread; never blocks.
+     * can come back or its failover time is up. Any thread; never blocks. {@code late}: the caller's own thread (a
+     * submission, a close), where a failure is told on another thread, so a callback that submits again does not
+     * recurse into itself.
      */
-    void dispatch(MultipathIo io) {
+    void dispatch(MultipathIo io, boolean late) {
         while (true) {
             if (closed) {
-                io.finish(IoCallback.ERR_CLOSED, "multipath namespace closed");
+                end(io, IoCallback.ERR_CLOSED, "multipath namespace closed", late);
                 return;
             }
             int changes = pathChanges;
             int p = choosePath(io.failedPaths);
             if (p < 0) {
-                awaitPath(io, changes);
+                awaitPath(io, changes, late);
                 return;
             }
             io.path = p;
+            io.deadline = 0; // sent on a path: should it fail there, it waits a full failover timeout again
             try {
-                paths[p].submitForPath(io.opcode, io.lba, io.blocks, io.dir, io.buf, io.length, io.cdw12Flags, io, 0);
+                paths[p].submitForPath(io.opcode, io.lba, io.blocks, io.dir, io.buf, io.bufOffset, io.length,
+                        io.cdw12Flags, io, 0);
                 return;
             } catch (RuntimeException e) {
                 // The path refused it outright (its controller has no I/O queues now): as a failure of that path.
@@ -357,15 +380,25 @@ public final class MultipathNamespace implements AutoCloseable {
         failedOverByPath[p].increment();
         NamespaceHandle h = paths[p];
         AnaState seen = anaStateOf(status);
-        if (seen != null) {
-            // Not usable until the ANA log says otherwise: the next choice skips it; the log is read soon.
+        if (seen != null && h.controller().reportsAna()) {
+            // Not usable until the ANA log says otherwise: the next choice skips it; the log is read soon. A
+            // controller that reports no ANA has no log to clear the state again: the path is only failed over.
             h.anaStateSeen(seen);
             h.controller().anaStates.refreshSoon();
         }
         io.failedPaths |= 1L << p;
         io.lastStatus = status;
         io.lastPathFailure = null;
-        dispatch(io);
+        dispatch(io, false);
+    }
+
+    /** Tells {@code io}'s caller, on another thread when {@code late}. */
+    private static void end(MultipathIo io, int status, String why, boolean late) {
+        if (late) {
+            LateCompletions.execute(() -> io.finish(status, why));
+        } else {
+            io.finish(status, why);
+        }
     }
 
     /** Whether a failure is the path's, not the request's: Linux's {@code nvme_is_path_error} and lost paths. */
@@ -392,7 +425,11 @@ public final class MultipathNamespace implements AutoCloseable {
     int choosePath(long excluded) {
         int n = paths.length;
         if (policy == IoPolicy.ROUND_ROBIN) {
-            int start = Math.floorMod(nextPath.getAndIncrement(), n);
+            // The turn goes on after the last path chosen (Linux's nvme_round_robin_path), so a path out of the turn
+            // does not hand its share to the one after it: with three paths and the middle one unusable, the other
+            // two take half each, not a third and two thirds.
+            int last = lastPath;
+            int start = last < 0 || last >= n - 1 ? 0 : last + 1;
             int fallback = -1;
             for (int i = 0; i < n; i++) {
                 int p = start + i < n ? start + i : start + i - n;
@@ -401,11 +438,15 @@ public final class MultipathNamespace implements AutoCloseable {
                 }
                 AnaState s = usableState(p);
                 if (s == AnaState.OPTIMIZED) {
+                    lastPath = p;
                     return p;
                 }
                 if (s == AnaState.NON_OPTIMIZED && fallback < 0) {
                     fallback = p;
                 }
+            }
+            if (fallback >= 0) {
+                lastPath = fallback;
             }
             return fallback;
         }
@@ -455,35 +496,64 @@ public final class MultipathNamespace implements AutoCloseable {
         return false;
     }
 
+    /** Whether some path's controller is reconnecting: a request waits for it past its failover timeout. */
+    private boolean anyPathReconnecting() {
+        for (NamespaceHandle h : paths) {
+            if (h.isCurrent() && h.controller().state() == ControllerState.RECONNECTING) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     // ---------------------------------------------------------------------------------------------- waiting
 
     /** No path for {@code io} now: it waits for a path change or its deadline, or fails when neither can help. */
-    private void awaitPath(MultipathIo io, int changesSeen) {
+    private void awaitPath(MultipathIo io, int changesSeen, boolean late) {
         long now = System.nanoTime();
         if (!anyPathMayRecover()) {
-            io.finish(noPathStatus(io), "no path can serve it any more (" + describePaths() + ")");
+            end(io, noPathStatus(io), "no path can serve it any more (" + describePaths() + ")", late);
             return;
         }
-        if (io.deadline == 0) {
+        if (io.deadline == 0 || now - io.deadline >= 0 && anyPathReconnecting()) {
+            // A first wait, or a path still reconnects: (another) full failover timeout.
             io.deadline = now + failoverTimeoutNanos;
             if (io.deadline == 0) {
                 io.deadline = 1; // 0 means "not waiting yet"
             }
-            schedule(this::expireWaiting, failoverTimeoutNanos);
         } else if (now - io.deadline >= 0) {
-            io.finish(noPathStatus(io), "no usable path within the failover timeout of "
-                    + TimeUnit.NANOSECONDS.toMillis(failoverTimeoutNanos) + " ms (" + describePaths() + ")");
+            end(io, noPathStatus(io), "no usable path within the failover timeout of "
+                    + TimeUnit.NANOSECONDS.toMillis(failoverTimeoutNanos) + " ms (" + describePaths() + ")", late);
             return;
         }
         if (waitingCount.incrementAndGet() > MAX_WAITING) {
             waitingCount.decrementAndGet();
-            io.finish(IoCallback.ERR_QUEUE_FULL, MAX_WAITING + " requests already wait for a usable path ("
-                    + describePaths() + ")");
+            end(io, IoCallback.ERR_QUEUE_FULL, MAX_WAITING + " requests already wait for a usable path ("
+                    + describePaths() + ")", late);
             return;
         }
-        waiting.add(io);
+        long deadline = io.deadline;
+        waiting.add(io); // from here another thread may own it: only the local copy of its deadline is read
+        armExpiry(deadline, now);
         if (pathChanges != changesSeen || closed) {
-            retryWaiting(true); // a path changed while this one was choosing: it may have missed the wake-up
+            retryWaiting(true, false); // a path changed while this one was choosing: it may have missed the wake-up
+        }
+    }
+
+    /**
+     * Makes sure the expiry task runs by {@code deadline}: arms it unless it already is for an earlier time. A task
+     * armed for a later time is superseded (it still runs, and finds little to do).
+     */
+    private void armExpiry(long deadline, long now) {
+        while (true) {
+            long armed = expiryArmedFor.get();
+            if (armed != UNARMED && armed - deadline <= 0) {
+                return;
+            }
+            if (expiryArmedFor.compareAndSet(armed, deadline)) {
+                schedule(() -> expireWaiting(deadline), Math.max(deadline - now, EXPIRY_GRANULARITY_NANOS));
+                return;
+            }
         }
     }
 
@@ -499,21 +569,26 @@ public final class MultipathNamespace implements AutoCloseable {
         }
     }
 
-    private void expireWaiting() {
-        retryWaiting(false);
+    /**
+     * The timer thread, at the deadline the task was armed for: each waiting request looks again, those past their
+     * deadline fail, the rest wait again and re-arm the task for the earliest of theirs.
+     */
+    private void expireWaiting(long armedFor) {
+        expiryArmedFor.compareAndSet(armedFor, UNARMED);
+        retryWaiting(false, false);
     }
 
     /** A path of some controller may have changed (any thread; must not block): waiting requests look again. */
     private void pathsChanged() {
         pathChanges++;
-        retryWaiting(true);
+        retryWaiting(true, false);
     }
 
     /**
      * Sends each waiting request again (as many as wait now; those that still find no path wait again).
      * {@code newRound}: a path changed, so paths that failed a request may be tried again.
      */
-    private void retryWaiting(boolean newRound) {
+    private void retryWaiting(boolean newRound, boolean late) {
         for (int n = waitingCount.get(); n > 0; n--) {
             MultipathIo io = waiting.poll();
             if (io == null) {
@@ -523,7 +598,7 @@ public final class MultipathNamespace implements AutoCloseable {
             if (newRound) {
                 io.failedPaths = 0;
             }
-            dispatch(io);
+            dispatch(io, late);
         }
     }
 

@@ -70,6 +70,7 @@ public final class NamespaceHandle implements NamespaceRef {
     private volatile AnaState anaState = AnaState.OPTIMIZED;
     /** ANAGRPID from Identify Namespace (0: none reported). */
     private volatile long anaGroup;
+    private volatile boolean anaFromLog;
     /**
      * This namespace as a multipath namespace sends on it: the same NSID and identity check, but a request the
      * controller cannot send now (connection lost, reconnecting) fails at once instead of being held, so the multipath
@@ -253,14 +254,14 @@ public final class NamespaceHandle implements NamespaceRef {
      * callback flavour, but through {@link #failoverRef}, so a request this controller cannot send now fails with
      * {@link IoCallback#ERR_TRANSPORT} at once instead of waiting for its reconnect. The caller checked the sizes.
      */
-    void submitForPath(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int len, int cdw12Flags,
-                       IoCallback cb, long ctx) {
+    void submitForPath(int opcode, long lba, int blocks, int dir, ByteBuffer buf, int offset, int len,
+                       int cdw12Flags, IoCallback cb, long ctx) {
         HostQueue q = ctrl.pickQueue();
         if (blocks == 0) {
             q.submit(opcode, failoverRef, 0, 0, 0, 0, 0, 0, HostQueue.DIR_NONE, null, 0, 0, cb, ctx, null);
         } else {
             q.submit(opcode, failoverRef, (int) lba, (int) (lba >>> 32), (blocks - 1) | cdw12Flags, 0, 0, 0, dir, buf,
-                    buf.position(), len, cb, ctx, null);
+                    offset, len, cb, ctx, null);
         }
     }
 
@@ -268,7 +269,11 @@ public final class NamespaceHandle implements NamespaceRef {
     void anaState(long group, AnaState state) {
         anaGroup = group;
         anaState = state;
+        anaFromLog = true;
     }
+
+    /** Whether an ANA log gave this handle its state (a handle no log listed yet has none of its own). */
+    boolean anaFromLog() { return anaFromLog; }
 
     /** Identify Namespace names the group; the ANA log, read next, gives its state. */
     void anaGroupIdentified(long group) {

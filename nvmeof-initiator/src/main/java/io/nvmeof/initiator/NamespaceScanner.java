@@ -60,10 +60,14 @@ final class NamespaceScanner {
         ctrl.association.lock();
         try {
             boolean changed = identifyNamespaces();
-            ctrl.anaStates.refresh();
-            if (changed) {
-                LOG.info("{}: namespaces now {}", id, byNsid.keySet());
-                report();
+            try {
+                ctrl.anaStates.refresh();
+            } finally {
+                // Told even when the ANA log could not be read: the new handles are published already.
+                if (changed) {
+                    LOG.info("{}: namespaces now {}", id, byNsid.keySet());
+                    report();
+                }
             }
             return namespaces;
         } finally {

@@ -222,6 +222,9 @@ public final class NvmeofController implements AutoCloseable {
 
     public ControllerInfo info() { return info; }
 
+    /** Whether this controller's ANA states are read from its ANA log (CMIC says it reports ANA, and the log fits). */
+    boolean reportsAna() { return anaStates.enabled(); }
+
     public TransportId transportId() { return id; }
 
     public ConnectOptions options() { return options; }
