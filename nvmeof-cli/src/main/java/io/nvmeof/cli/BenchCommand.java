@@ -146,6 +146,7 @@ final class BenchCommand implements Callable<Integer> {
             AtomicReference<String> firstError = new AtomicReference<>();
             AtomicReference<String> failure = new AtomicReference<>();
             boolean multipath = ns.multipath() != null;
+            CompletionGaps gaps = multipath ? new CompletionGaps() : null;
             long[] sequential = new long[inflight];
             for (int i = 0; i < inflight; i++) {
                 sequential[i] = (long) i;
@@ -155,6 +156,9 @@ final class BenchCommand implements Callable<Integer> {
                 int slot = (int) context;
                 long now = System.nanoTime();
                 completed.increment();
+                if (gaps != null) {
+                    gaps.completion(now);
+                }
                 if (status != Status.SUCCESS) {
                     String what = status < 0 ? "transport error " + status : Status.name(status);
                     // Over several paths a failed I/O is counted and its slot goes on while a path can carry it;
@@ -204,6 +208,9 @@ final class BenchCommand implements Callable<Integer> {
                         target0 = targetCpu != null ? targetCpu.seconds() : Double.NaN;
                         pathsAt0 = pathCounts(ns, completed);
                         errorsAt0 = ioErrors.sum();
+                        if (gaps != null) {
+                            gaps.start(t0);
+                        }
                     }
                     continue;
                 }
@@ -215,6 +222,7 @@ final class BenchCommand implements Callable<Integer> {
                 }
             }
             long elapsedNs = System.nanoTime() - t0;
+            long longestPause = gaps != null ? gaps.longestNanos(t0 + elapsedNs) : -1;
             double cpu = cpuSeconds() - cpu0;
             double target = targetCpu != null ? targetCpu.seconds() - target0 : Double.NaN;
             total.add(recorder.getIntervalHistogram());
@@ -233,7 +241,7 @@ final class BenchCommand implements Callable<Integer> {
                 throw new IllegalStateException("an I/O failed during the benchmark: " + failure.get());
             }
             report(total, elapsedNs, ioBytes, write, new CpuTimes(cpu, target), ns,
-                    new PathCounts(perPath, failedOver(ns), errors, firstError.get()));
+                    new PathCounts(perPath, failedOver(ns), errors, firstError.get(), longestPause));
             return 0;
         }
     }
@@ -270,7 +278,9 @@ final class BenchCommand implements Callable<Integer> {
      * @param errors     I/Os that failed in the measured window (counted, not fatal: several paths)
      * @param firstError the first of them, null if none
      */
-    private record PathCounts(long[] completed, long[] failedOver, long errors, String firstError) {
+    /** {@code longestPauseNanos}: the longest time without a completion (multipath runs; -1 otherwise). */
+    private record PathCounts(long[] completed, long[] failedOver, long errors, String firstError,
+                              long longestPauseNanos) {
     }
 
     private static void submit(ConnectedNamespace ns, boolean write, boolean random, int slot, int blocks, long slots, int inflight,
@@ -359,6 +369,7 @@ final class BenchCommand implements Callable<Integer> {
             if (ns.multipath() != null) {
                 job.put("iopolicy", ns.multipath().policy() == MultipathNamespace.IoPolicy.ROUND_ROBIN
                         ? "round-robin" : "queue-depth");
+                job.put("longest_pause_ms", counts.longestPauseNanos() / 1e6);
             }
             List<Map<String, Object>> paths = new ArrayList<>();
             for (int p = 0; p < ns.pathCount(); p++) {
@@ -404,6 +415,8 @@ final class BenchCommand implements Callable<Integer> {
                         ns.pathName(p), n, all > 0 ? 100.0 * n / all : 0.0, counts.failedOver()[p],
                         ns.controller(p).state(), ns.multipath().paths().get(p).anaState().label());
             }
+            System.out.printf(Locale.ROOT, "  longest pause %.1f ms (the longest time without a completion)%n",
+                    counts.longestPauseNanos() / 1e6);
         }
         if (counts.errors() > 0) {
             System.out.printf(Locale.ROOT, "  I/O errors %,d (first: %s)%n", counts.errors(), counts.firstError());

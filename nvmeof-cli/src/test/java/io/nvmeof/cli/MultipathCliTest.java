@@ -106,6 +106,10 @@ class MultipathCliTest {
         assertTrue(job.at("/paths/0/ios").asLong() > 0, "path 0 carried I/O before it went: " + out);
         assertTrue(job.at("/paths/1/ios").asLong() > job.at("/paths/0/ios").asLong(),
                 "path 1 carried the rest: " + out);
+        // The bound for a failover: ANATT (10 s here) + 1 s without a completion at most. Not a speed check:
+        // a path loss that waited for the 20 s failover timeout instead of failing over at once would break it.
+        double pause = job.at("/longest_pause_ms").asDouble(-1);
+        assertTrue(pause >= 0 && pause < 11_000, "longest pause " + pause + " ms: " + out);
     }
 
     @Test
