@@ -285,7 +285,7 @@ public final class DatasetLoader implements AutoCloseable {
         EpochPlan p = plan(epoch);
         int[] chunk = new int[ds.parts().size()];
         for (int part = 0; part < chunk.length; part++) {
-            chunk[part] = ReadAhead.chunkBytes(ds.parts().get(part).namespace());
+            chunk[part] = ReadAhead.chunkBytes(ds, part);
         }
         EpochPlan.RunVisitor cut = (part, start, end, firstPos, endPos) -> {
             for (long at = start; at < end; at += chunk[part]) {

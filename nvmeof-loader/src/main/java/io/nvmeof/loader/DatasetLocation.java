@@ -1,20 +1,52 @@
 package io.nvmeof.loader;
 
 import io.nvmeof.initiator.TransportId;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
 /**
- * One namespace of a dataset: the subsystem's transport ID and the NSID. Written as a URL,
+ * One namespace of a dataset: the subsystem's transport ID (one per path) and the NSID. Written as a URL,
  * {@code tcp://127.0.0.1:4420/nqn.2026-12.com.example:train/1} ({@code rdma://} for RDMA; the NSID defaults to 1),
  * or as SPDK writes transport IDs, {@code 'trtype:tcp traddr:127.0.0.1 trsvcid:4420 subnqn:nqn... ns:1'}.
+ *
+ * <p>Several paths to the namespace (listeners of one subsystem, or target processes over one shared backend that
+ * export it under the same NQN and identifiers) are several addresses in the URL, comma separated:
+ * {@code tcp://10.0.0.5:4420,10.0.0.6:4420/nqn.2026-12.com.example:train/1}. The dataset then reads that namespace
+ * through all of them as one multipath namespace, and goes on through the others when one goes away.
+ *
+ * @param paths the subsystem's transport IDs, one per path: same transport and NQN, different addresses
  */
-public record DatasetLocation(TransportId transportId, long nsid) {
+public record DatasetLocation(List<TransportId> paths, long nsid) {
     public DatasetLocation {
         if (nsid < 1 || nsid > 0xFFFF_FFFEL) {
             throw new IllegalArgumentException("nsid must be 1 to 4294967294, got " + nsid);
         }
+        paths = List.copyOf(paths);
+        if (paths.isEmpty()) {
+            throw new IllegalArgumentException("a namespace location needs at least one path");
+        }
+        for (TransportId t : paths) {
+            if (!t.subnqn().equals(paths.get(0).subnqn()) || !t.trtype().equals(paths.get(0).trtype())) {
+                throw new IllegalArgumentException("the paths of one namespace are of one subsystem over one"
+                        + " transport: " + paths.get(0) + " and " + t + " differ");
+            }
+            if (paths.indexOf(t) != paths.lastIndexOf(t)) {
+                throw new IllegalArgumentException("path " + t.address() + " is given twice");
+            }
+        }
+    }
+
+    /** One path. */
+    public DatasetLocation(TransportId transportId, long nsid) {
+        this(List.of(transportId), nsid);
+    }
+
+    /** The first path's transport ID (the only one of a single-path location). */
+    public TransportId transportId() {
+        return paths.get(0);
     }
 
     public static DatasetLocation parse(String s) {
@@ -39,7 +71,7 @@ public record DatasetLocation(TransportId transportId, long nsid) {
             throw new IllegalArgumentException("'" + t + "' names no subsystem: write " + trtype
                     + "://HOST:PORT/SUBNQN[/NSID]");
         }
-        String hostPort = rest.substring(0, slash);
+        String authority = rest.substring(0, slash);
         String path = rest.substring(slash + 1);
         long nsid = 1;
         int last = path.lastIndexOf('/');
@@ -47,6 +79,15 @@ public record DatasetLocation(TransportId transportId, long nsid) {
             nsid = parseNumber(path.substring(last + 1), "nsid", t);
             path = path.substring(0, last);
         }
+        List<TransportId> paths = new ArrayList<>();
+        for (String hostPort : authority.split(",", -1)) {
+            paths.add(parseHostPort(hostPort.trim(), trtype, path, t));
+        }
+        return new DatasetLocation(paths, nsid);
+    }
+
+    /** HOST, HOST:PORT, [IPV6] or [IPV6]:PORT of the URL {@code t}. */
+    private static TransportId parseHostPort(String hostPort, String trtype, String subnqn, String t) {
         String host;
         int port = TransportId.DEFAULT_IO_PORT;
         if (hostPort.startsWith("[")) {
@@ -69,9 +110,10 @@ public record DatasetLocation(TransportId transportId, long nsid) {
             }
         }
         if (host.isEmpty()) {
-            throw new IllegalArgumentException("'" + t + "' has no address");
+            throw new IllegalArgumentException("'" + t + "' has no address" + (t.contains(",")
+                    ? " in one of its comma-separated paths" : ""));
         }
-        return new DatasetLocation(new TransportId(trtype, host, port, path), nsid);
+        return new TransportId(trtype, host, port, subnqn);
     }
 
     private static DatasetLocation parseSpdk(String t) {
@@ -120,6 +162,10 @@ public record DatasetLocation(TransportId transportId, long nsid) {
 
     @Override
     public String toString() {
-        return transportId().trtype() + "://" + transportId().address() + "/" + transportId().subnqn() + "/" + nsid;
+        StringBuilder b = new StringBuilder(transportId().trtype()).append("://");
+        for (int i = 0; i < paths.size(); i++) {
+            b.append(i > 0 ? "," : "").append(paths.get(i).address());
+        }
+        return b.append('/').append(transportId().subnqn()).append('/').append(nsid).toString();
     }
 }

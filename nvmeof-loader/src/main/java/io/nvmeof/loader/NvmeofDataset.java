@@ -1,12 +1,14 @@
 package io.nvmeof.loader;
 
 import io.nvmeof.initiator.ConnectOptions;
+import io.nvmeof.initiator.MultipathNamespace;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.TransportId;
 import io.nvmeof.loader.format.ShardFormat;
 import io.nvmeof.loader.io.NamespaceIo;
+import io.nvmeof.loader.layout.DatasetLabel;
 import io.nvmeof.loader.layout.DatasetPart;
 import io.nvmeof.loader.layout.SampleTable;
 import io.nvmeof.loader.layout.ShardEntry;
@@ -16,6 +18,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,12 +32,27 @@ import java.util.UUID;
  * <p>Read it through a {@link DatasetLoader} ({@link #loader()}): shuffled, sharded across ranks, prefetched.
  * {@link #read(long)} reads one sample on its own (random access, e.g. for DJL's {@code get}).
  *
+ * <p>A namespace reached through several paths ({@link DatasetLocation#paths()}) is read through a
+ * {@link MultipathNamespace} over them: a path that goes away mid-epoch fails its reads over to the others, and the
+ * loader sees no error. Its part's {@link DatasetPart#namespace()} is the handle of its first path.
+ *
  * <p>Thread-safe once opened. {@link #close()} closes the controllers {@link #connect} opened, not those of
  * namespaces handed to {@link #open}.
  */
 public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     private final List<DatasetPart> parts;
     private final List<NvmeofController> owned;
+    /** By part: the namespace through all its paths, or null where it has one. */
+    private final MultipathNamespace[] multipath;
+    /** By part: its handle on each path (the one handle of a single-path part). */
+    private final NamespaceHandle[][] partPaths;
+    /**
+     * By part and path: a reader of that path alone, for {@link ReconnectCheck}'s label checks (made when first
+     * needed, used under its lock only; null for single-path parts, checked through {@link #reader}).
+     */
+    private final NamespaceIo[][] pathReaders;
+    /** Every path's controller, distinct, in order. */
+    private final List<NvmeofController> controllers;
     private final int[] partFirst; // parts.size() + 1
     private final short[] partOf;
     private final int[] shardPart;
@@ -44,10 +62,23 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     private final ReconnectCheck reconnects;
 
     @SuppressWarnings("unchecked")
-    private NvmeofDataset(List<DatasetPart> parts, List<NvmeofController> owned, int openedAt) {
+    private NvmeofDataset(List<DatasetPart> parts, Map<NamespaceHandle, MultipathNamespace> multipathByFirstPath,
+                          List<NvmeofController> owned, AssociationReports reports, int openedAt) {
         this.parts = List.copyOf(parts);
         this.owned = owned;
-        this.reconnects = new ReconnectCheck(this.parts, openedAt);
+        this.multipath = new MultipathNamespace[parts.size()];
+        this.partPaths = new NamespaceHandle[parts.size()][];
+        this.pathReaders = new NamespaceIo[parts.size()][];
+        List<NamespaceHandle> everyPath = new ArrayList<>();
+        for (int p = 0; p < parts.size(); p++) {
+            multipath[p] = multipathByFirstPath.get(parts.get(p).namespace());
+            List<NamespaceHandle> paths = multipath[p] != null ? multipath[p].paths() : List.of(parts.get(p).namespace());
+            partPaths[p] = paths.toArray(new NamespaceHandle[0]);
+            pathReaders[p] = multipath[p] != null ? new NamespaceIo[paths.size()] : null;
+            everyPath.addAll(paths);
+        }
+        this.controllers = ReconnectCheck.controllersOf(everyPath);
+        this.reconnects = new ReconnectCheck(this.parts, controllers, reports, openedAt);
         this.readers = new java.util.concurrent.ArrayBlockingQueue[parts.size()];
         for (int p = 0; p < parts.size(); p++) {
             readers[p] = new java.util.concurrent.ArrayBlockingQueue<>(READERS);
@@ -90,13 +121,15 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
      *                     parts are missing or repeated: the message names them and what to do
      */
     public static NvmeofDataset open(List<NamespaceHandle> namespaces) throws IOException {
-        int openedAt = ReconnectCheck.stampOf(namespaces);
-        return new NvmeofDataset(checkParts(readParts(namespaces)), List.of(), openedAt);
+        int openedAt = ReconnectCheck.stampOf(namespaces, null);
+        return new NvmeofDataset(checkParts(readParts(namespaces)), Map.of(), List.of(), null, openedAt);
     }
 
     /**
-     * Connects to the subsystems of {@code locations} (one controller per subsystem; several namespaces of one
-     * subsystem share it) and opens the dataset there; {@link #close()} closes those controllers.
+     * Connects to the subsystems of {@code locations} (one controller per subsystem and path; several namespaces of
+     * one subsystem share it) and opens the dataset there; a location with several paths is read through a
+     * {@link MultipathNamespace} over them (Linux's queue-depth policy, its default failover timeout).
+     * {@link #close()} closes those controllers.
      */
     public static NvmeofDataset connect(List<DatasetLocation> locations, ConnectOptions options)
             throws IOException {
@@ -104,23 +137,67 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
             throw new IllegalArgumentException("no namespaces given");
         }
         Map<TransportId, NvmeofController> controllers = new LinkedHashMap<>();
+        Map<NamespaceHandle, MultipathNamespace> multipathByFirstPath = new IdentityHashMap<>();
+        AssociationReports reports = new AssociationReports(options.stateListener());
+        ConnectOptions reporting = options.toBuilder().stateListener(reports).build();
         try {
             List<NamespaceHandle> namespaces = new ArrayList<>();
+            List<NamespaceHandle> everyPath = new ArrayList<>();
             for (DatasetLocation l : locations) {
-                NvmeofController c = controllers.get(l.transportId());
-                if (c == null) {
-                    c = NvmeofController.connect(l.transportId(), options);
-                    controllers.put(l.transportId(), c);
+                List<NamespaceHandle> handles = new ArrayList<>();
+                for (TransportId path : l.paths()) {
+                    NvmeofController c = controllers.get(path);
+                    if (c == null) {
+                        c = NvmeofController.connect(path, reporting);
+                        controllers.put(path, c);
+                    }
+                    handles.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
                 }
-                namespaces.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
+                if (handles.size() > 1) {
+                    // Refused, saying what differs, unless every path reaches the same namespace.
+                    multipathByFirstPath.put(handles.get(0), MultipathNamespace.of(handles));
+                }
+                namespaces.add(handles.get(0));
+                everyPath.addAll(handles);
             }
-            int openedAt = ReconnectCheck.stampOf(namespaces);
-            return new NvmeofDataset(checkParts(readParts(namespaces)), new ArrayList<>(controllers.values()), openedAt);
+            int openedAt = ReconnectCheck.stampOf(everyPath, reports);
+            NvmeofDataset ds = new NvmeofDataset(checkParts(readParts(namespaces)), multipathByFirstPath,
+                    new ArrayList<>(controllers.values()), reports, openedAt);
+            ds.checkEveryPathHoldsItsPart();
+            return ds;
         } catch (IOException | RuntimeException e) {
+            for (MultipathNamespace m : multipathByFirstPath.values()) {
+                m.close();
+            }
             for (NvmeofController c : controllers.values()) {
                 c.close();
             }
             throw e;
+        }
+    }
+
+    /**
+     * The parts were opened through their first paths; a path to other bytes under the same identifiers (a target
+     * over another copy, or an empty RAM namespace) would hand out its own. Refused here, naming it.
+     */
+    private void checkEveryPathHoldsItsPart() throws IOException {
+        for (int part = 0; part < parts.size(); part++) {
+            DatasetLabel label = parts.get(part).label();
+            for (int i = 1; i < partPaths[part].length; i++) {
+                DatasetLabel other = DatasetPart.readLabel(pathReader(part, i));
+                if (!label.equals(other)) {
+                    NamespaceHandle first = partPaths[part][0];
+                    NamespaceHandle path = partPaths[part][i];
+                    throw new IOException("path " + i + " (" + path.controller().transportId().address() + ") to "
+                            + DatasetPart.describe(first) + " holds " + (other == null ? "no dataset label"
+                            : other.datasetId().equals(label.datasetId()) ? "another label of dataset " + other.name()
+                            + " (written at " + other.writtenAtMs() + " ms, not " + label.writtenAtMs() + " ms)"
+                            : "dataset " + other.name() + " (" + other.datasetId() + ")") + ", path 0 ("
+                            + first.controller().transportId().address() + ") dataset " + label.name() + " ("
+                            + label.datasetId() + "): the paths of one location must reach one namespace (listeners"
+                            + " of one subsystem, or targets over one shared backend); give only those that do");
+                }
+            }
         }
     }
 
@@ -192,13 +269,42 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
         return n;
     }
 
-    /** The controllers of the parts (one per distinct controller). */
+    /** The controllers of the parts, every path's (one per distinct controller). */
     public List<NvmeofController> controllers() {
-        List<NamespaceHandle> namespaces = new ArrayList<>();
-        for (DatasetPart p : parts) {
-            namespaces.add(p.namespace());
+        return controllers;
+    }
+
+    /** Part {@code part}'s namespace through all its paths; null where it has one (read its handle). */
+    public MultipathNamespace multipath(int part) {
+        return multipath[part];
+    }
+
+    /** Part {@code part}'s handle on each of its paths, in the location's order (one for a single-path part). */
+    NamespaceHandle[] paths(int part) {
+        return partPaths[part];
+    }
+
+    /** Whether part {@code part}'s namespace is still the one opened through some path (its handle not retired). */
+    boolean isCurrent(int part) {
+        for (NamespaceHandle h : partPaths[part]) {
+            if (h.isCurrent()) {
+                return true;
+            }
         }
-        return ReconnectCheck.controllersOf(namespaces);
+        return false;
+    }
+
+    /**
+     * A reader of part {@code part} through path {@code path} alone (a multipath part's), made once: the label of
+     * each path is checked on its own ({@link ReconnectCheck}). Only under the check's lock, or at open.
+     */
+    NamespaceIo pathReader(int part, int path) {
+        NamespaceIo io = pathReaders[part][path];
+        if (io == null) {
+            io = new NamespaceIo(partPaths[part][path], 1);
+            pathReaders[part][path] = io;
+        }
+        return io;
     }
 
     /** What tells data read from the namespaces since a reconnect from the dataset's (see {@link ReconnectCheck}). */
@@ -314,7 +420,7 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
             returnReader(part, io);
         }
         if (failed != null) {
-            if (!parts.get(part).namespace().isCurrent()) {
+            if (!isCurrent(part)) {
                 reconnects.verify(this); // throws, saying how it changed
             }
             throw failed;
@@ -336,7 +442,7 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
             return io;
         }
         if (readersMade.getAndIncrement(part) < READERS) {
-            return new NamespaceIo(parts.get(part).namespace(), 2);
+            return new NamespaceIo(parts.get(part).namespace(), multipath[part], 2);
         }
         try {
             return readers[part].take();
@@ -353,6 +459,13 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
 
     @Override
     public void close() {
+        // connect made the multipath namespaces, over its controllers: they stop listening to their paths (and fail
+        // what waits for one) before the controllers go.
+        for (MultipathNamespace m : multipath) {
+            if (m != null) {
+                m.close();
+            }
+        }
         for (NvmeofController c : owned) {
             c.close();
         }

@@ -1,10 +1,12 @@
 package io.nvmeof.loader;
 
 import io.nvmeof.initiator.IoCallback;
+import io.nvmeof.initiator.MultipathNamespace;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.loader.plan.EpochPlan;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
@@ -18,6 +20,10 @@ import java.util.concurrent.locks.LockSupport;
  * group has been released (samples released out of order only delay the space's return). Reads are issued in plan
  * order, at most {@code readsInFlight} per controller, as the initiator's zero-allocation flavour: the context names
  * the group's slot, the completion decrements the group's pending count. Nothing here allocates per sample or per read.
+ *
+ * <p>A part over several paths is read through its {@link MultipathNamespace}; its reads are limited per route (the
+ * set of controllers a part's reads may take: one controller, or all its paths') to what the route's controllers
+ * keep in flight together.
  *
  * <p>Threads: one consuming thread allocates groups ({@link #fill}) and waits for them ({@link #await}); reads are
  * issued by whichever thread finds room first, the consumer after allocating or an I/O thread after a completion (one
@@ -46,10 +52,14 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
     final ByteBuffer userView;
     private final int capacity;
     private final NamespaceHandle[] partNs;
+    /** By part: null where it has one path. */
+    private final MultipathNamespace[] partMultipath;
+    /** By part: its route (index into {@link #ctrlInFlight}). */
     private final int[] partCtrl;
     private final int[] partChunk;
     private final int[] partBlock;
     private final List<NvmeofController> controllers;
+    /** Reads in flight by route: a part's controllers (one, or its paths'). */
     private final java.util.concurrent.atomic.AtomicIntegerArray ctrlInFlight;
     private final int[] ctrlLimit;
 
@@ -117,22 +127,35 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
         this.controllers = ds.controllers();
         int parts = ds.parts().size();
         partNs = new NamespaceHandle[parts];
+        partMultipath = new MultipathNamespace[parts];
         partCtrl = new int[parts];
         partChunk = new int[parts];
         partBlock = new int[parts];
+        List<List<NvmeofController>> routes = new ArrayList<>();
         for (int p = 0; p < parts; p++) {
             NamespaceHandle ns = ds.parts().get(p).namespace();
             partNs[p] = ns;
-            partCtrl[p] = controllers.indexOf(ns.controller());
+            partMultipath[p] = ds.multipath(p);
+            List<NvmeofController> route = new ArrayList<>();
+            for (NamespaceHandle path : partMultipath[p] != null ? partMultipath[p].paths() : List.of(ns)) {
+                route.add(path.controller());
+            }
+            if (!routes.contains(route)) {
+                routes.add(route);
+            }
+            partCtrl[p] = routes.indexOf(route);
             partBlock[p] = ns.blockSize();
-            partChunk[p] = chunkBytes(ns);
+            partChunk[p] = chunkBytes(ds, p);
         }
-        ctrlInFlight = new AtomicIntegerArray(controllers.size());
-        ctrlLimit = new int[controllers.size()];
-        for (int c = 0; c < ctrlLimit.length; c++) {
-            NvmeofController ctrl = controllers.get(c);
-            ctrlLimit[c] = readsInFlight > 0 ? readsInFlight
-                    : Math.max(1, ctrl.ioQueueCount() * Math.max(1, ctrl.queueDepth() - 1));
+        ctrlInFlight = new AtomicIntegerArray(routes.size());
+        ctrlLimit = new int[routes.size()];
+        for (int r = 0; r < ctrlLimit.length; r++) {
+            // A route's paths share its reads: a failover sends them all down the paths left, whose queues hold the
+            // overflow in order (they do not fail it).
+            for (NvmeofController ctrl : routes.get(r)) {
+                ctrlLimit[r] += readsInFlight > 0 ? readsInFlight
+                        : Math.max(1, ctrl.ioQueueCount() * Math.max(1, ctrl.queueDepth() - 1));
+            }
         }
         int least = Integer.MAX_VALUE;
         for (int limit : ctrlLimit) {
@@ -146,9 +169,12 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
 
     int capacity() { return capacity; }
 
-    /** The largest read issued to {@code ns}: its maximum transfer, at most 4 MiB. */
-    static int chunkBytes(NamespaceHandle ns) {
-        return (int) Math.min(4L << 20, (long) ns.maxBlocksPerIo() * ns.blockSize());
+    /** The largest read issued to part {@code part}: its maximum transfer (every path's), at most 4 MiB. */
+    static int chunkBytes(NvmeofDataset ds, int part) {
+        MultipathNamespace mp = ds.multipath(part);
+        NamespaceHandle ns = ds.parts().get(part).namespace();
+        int maxBlocks = mp != null ? mp.maxBlocksPerIo() : ns.maxBlocksPerIo();
+        return (int) Math.min(4L << 20, (long) maxBlocks * ns.blockSize());
     }
 
     // ------------------------------------------------------------------------------------------- iterations
@@ -488,7 +514,11 @@ final class ReadAhead implements IoCallback, EpochPlan.RunVisitor {
             gPending.incrementAndGet(slot);
             ctrlInFlight.incrementAndGet(ctrl);
             try {
-                partNs[part].read(pos / bs, len / bs, readView, this, ((long) slot << 32) | ctrl);
+                if (partMultipath[part] != null) {
+                    partMultipath[part].read(pos / bs, len / bs, readView, this, ((long) slot << 32) | ctrl);
+                } else {
+                    partNs[part].read(pos / bs, len / bs, readView, this, ((long) slot << 32) | ctrl);
+                }
             } catch (RuntimeException e) {
                 gPending.decrementAndGet(slot);
                 ctrlInFlight.decrementAndGet(ctrl);

@@ -1,5 +1,6 @@
 package io.nvmeof.loader;
 
+import io.nvmeof.initiator.ControllerState;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.loader.io.NamespaceIo;
@@ -10,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,12 +21,18 @@ import org.slf4j.LoggerFactory;
  * reconnect serves other bytes at the same addresses, and nothing in a fixed-size record tells zeros from data.
  *
  * <p>A <em>stamp</em> names the controllers' associations: the sum of their
- * {@link NvmeofController#associationGeneration()}s, which only grows and grows with every reconnect attempt. A read
+ * {@link NvmeofController#associationGeneration()}s, which only grows and grows with every reconnect attempt (for
+ * the controllers {@link NvmeofDataset#connect} opened, a controller that is down counts as the association it lost
+ * until it connects again: {@link AssociationReports}). A read
  * that completed seeing stamp S came through associations no later than S. Stamp S is <em>trusted</em> once every
  * namespace, checked while the stamp stayed S, was still the handle opened (same identifiers) and still held the label
  * read at open; the stamp at open is trusted so. Data read under a trusted stamp is handed out; data read under
  * another is not: {@link #verify} checks the associations now, and what was read through one that is gone unchecked
  * is read again.
+ *
+ * <p>A part over several paths counts every path's controller in the stamp, and each connected path's label is
+ * checked on its own ({@link #checkEachPath}); a path that is down counts as the association it lost, so it moves the
+ * stamp (and brings a check through it) when it connects again, not at each failed attempt meanwhile.
  */
 final class ReconnectCheck {
     private static final Logger LOG = LoggerFactory.getLogger(ReconnectCheck.class);
@@ -33,6 +41,8 @@ final class ReconnectCheck {
 
     private final List<DatasetPart> parts;
     private final NvmeofController[] controllers;
+    /** By controller: what it reported of its associations (null for a caller's controllers). */
+    private final AtomicIntegerArray[] reports;
     private final Set<Integer> trusted = new HashSet<>();
     /** No stamp: stamps are sums of generations, never negative. */
     private static final int NONE = Integer.MIN_VALUE;
@@ -40,15 +50,16 @@ final class ReconnectCheck {
     private volatile int lastTrusted;
 
     /**
-     * @param openedAt the stamp before the parts' labels were read at open; trusted if nothing moved since
+     * @param controllers every path's controller: a reconnect of any, even one no read goes through now, may bring
+     *                    back a path to other bytes
+     * @param reports     what the controllers reported of their associations, or null (a caller's controllers)
+     * @param openedAt    the stamp before the parts' labels were read at open; trusted if nothing moved since
      */
-    ReconnectCheck(List<DatasetPart> parts, int openedAt) {
+    ReconnectCheck(List<DatasetPart> parts, List<NvmeofController> controllers, AssociationReports reports,
+                   int openedAt) {
         this.parts = parts;
-        List<NamespaceHandle> namespaces = new ArrayList<>();
-        for (DatasetPart p : parts) {
-            namespaces.add(p.namespace());
-        }
-        this.controllers = controllersOf(namespaces).toArray(new NvmeofController[0]);
+        this.controllers = controllers.toArray(new NvmeofController[0]);
+        this.reports = reportsOf(this.controllers, reports);
         // A reconnect while the labels were read at open: nothing is trusted until the first check.
         this.lastTrusted = stamp() == openedAt ? openedAt : NONE;
         if (lastTrusted != NONE) {
@@ -67,22 +78,35 @@ final class ReconnectCheck {
         return out;
     }
 
-    /** The stamp of these namespaces' controllers now (taken before their labels are read at open). */
-    static int stampOf(List<NamespaceHandle> namespaces) {
-        return stampOf(controllersOf(namespaces).toArray(new NvmeofController[0]));
+    /**
+     * The stamp of these namespaces' controllers now (taken before their labels are read at open).
+     *
+     * @param reports what they reported of their associations, or null (a caller's controllers)
+     */
+    static int stampOf(List<NamespaceHandle> namespaces, AssociationReports reports) {
+        NvmeofController[] cs = controllersOf(namespaces).toArray(new NvmeofController[0]);
+        return stampOf(cs, reportsOf(cs, reports));
     }
 
-    private static int stampOf(NvmeofController[] controllers) {
+    private static AtomicIntegerArray[] reportsOf(NvmeofController[] controllers, AssociationReports reports) {
+        AtomicIntegerArray[] out = new AtomicIntegerArray[controllers.length];
+        for (int i = 0; reports != null && i < out.length; i++) {
+            out[i] = reports.of(controllers[i]);
+        }
+        return out;
+    }
+
+    private static int stampOf(NvmeofController[] controllers, AtomicIntegerArray[] reports) {
         int s = 0;
-        for (NvmeofController c : controllers) {
-            s += c.associationGeneration();
+        for (int i = 0; i < controllers.length; i++) {
+            s += AssociationReports.association(controllers[i], reports[i]);
         }
         return s;
     }
 
     /** The controllers' associations now. Any thread; no allocation. */
     int stamp() {
-        return stampOf(controllers);
+        return stampOf(controllers, reports);
     }
 
     /** Whether data read under {@code stamp} is the dataset's. */
@@ -132,15 +156,21 @@ final class ReconnectCheck {
     private void check(NvmeofDataset ds, int part) throws IOException {
         DatasetPart p = parts.get(part);
         NamespaceHandle ns = p.namespace();
-        if (!ns.isCurrent()) {
+        if (!ds.isCurrent(part)) {
             throw changed(ds, part, retired(ns));
         }
+        NamespaceHandle[] paths = ds.paths(part);
+        if (paths.length > 1 && checkEachPath(ds, part, paths)) {
+            return;
+        }
+        // One path, or none of several connected now: through the part's reader, which waits for a path (the
+        // controller holds the read while it reconnects; a multipath namespace, up to its failover timeout).
         DatasetLabel now;
         NamespaceIo io = ds.reader(part);
         try {
             now = DatasetPart.readLabel(io);
         } catch (IOException e) {
-            if (!ns.isCurrent()) {
+            if (!ds.isCurrent(part)) {
                 throw changed(ds, part, retired(ns));
             }
             if (e.getCause() instanceof IllegalArgumentException bad) {
@@ -150,17 +180,65 @@ final class ReconnectCheck {
         } finally {
             ds.returnReader(part, io);
         }
-        DatasetLabel was = p.label();
+        compare(ds, part, now, "");
+    }
+
+    /**
+     * Checks the label through each path of a multipath part that is connected now, each through its own handle: a
+     * label read through the multipath namespace would check only the path it picked, and a path back from a
+     * reconnect to other bytes (a RAM target restarted alone under the same identifiers) would then serve reads
+     * unchecked. A path not connected takes no reads (they go to the others); its reconnect moves the stamp and brings
+     * a check again. A path whose label cannot be read while it is connected (an ANA state that refuses I/O, an error)
+     * is passed over, logged, if another path's label was checked.
+     *
+     * @return false if no path was connected and current, so nothing was checked
+     */
+    private boolean checkEachPath(NvmeofDataset ds, int part, NamespaceHandle[] paths) throws IOException {
+        IOException unread = null;
+        int checked = 0;
+        for (int i = 0; i < paths.length; i++) {
+            NamespaceHandle path = paths[i];
+            if (path.controller().state() != ControllerState.CONNECTED || !path.isCurrent()) {
+                continue;
+            }
+            String where = " (through path " + i + ", " + path.controller().transportId().address() + ")";
+            DatasetLabel now;
+            try {
+                now = DatasetPart.readLabel(ds.pathReader(part, i));
+            } catch (IOException e) {
+                if (e.getCause() instanceof IllegalArgumentException bad) {
+                    throw changed(ds, part, "its label is not the dataset's any more" + where + " ("
+                            + bad.getMessage() + ")");
+                }
+                unread = e;
+                continue;
+            }
+            compare(ds, part, now, where);
+            checked++;
+        }
+        if (unread != null) {
+            if (checked == 0) {
+                throw unread;
+            }
+            LOG.warn("{}, part {}: its label could not be read through one of its paths, checked through {} other(s):"
+                    + " {}", ds, part + 1, checked, unread.getMessage());
+        }
+        return checked > 0;
+    }
+
+    /** Throws if {@code now}, read from part {@code part} ({@code where}: through which path), is not its label. */
+    private void compare(NvmeofDataset ds, int part, DatasetLabel now, String where) throws DatasetChangedException {
+        DatasetLabel was = parts.get(part).label();
         if (now == null) {
-            throw changed(ds, part, "it holds no dataset label any more (it reads as an empty namespace: a RAM namespace"
-                    + " whose target restarted?)");
+            throw changed(ds, part, "it holds no dataset label any more" + where + " (it reads as an empty namespace:"
+                    + " a RAM namespace whose target restarted?)");
         }
         if (!now.datasetId().equals(was.datasetId())) {
-            throw changed(ds, part, "it now holds dataset " + now.name() + " (" + now.datasetId() + ")");
+            throw changed(ds, part, "it now holds dataset " + now.name() + " (" + now.datasetId() + ")" + where);
         }
         if (!now.equals(was)) {
-            throw changed(ds, part, "its label changed (written at " + now.writtenAtMs() + " ms, was " + was.writtenAtMs()
-                    + " ms: imported again?)");
+            throw changed(ds, part, "its label changed" + where + " (written at " + now.writtenAtMs() + " ms, was "
+                    + was.writtenAtMs() + " ms: imported again?)");
         }
     }
 

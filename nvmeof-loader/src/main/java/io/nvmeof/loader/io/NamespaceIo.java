@@ -1,5 +1,6 @@
 package io.nvmeof.loader.io;
 
+import io.nvmeof.initiator.MultipathNamespace;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofException;
 import java.io.IOException;
@@ -15,9 +16,14 @@ import java.util.concurrent.ExecutionException;
  * at most {@link #chunkBytes()} (the controller's maximum transfer, at most 1 MiB) and several are kept in flight.
  * Buffers come from the controller ({@link io.nvmeof.initiator.NvmeofController#allocateBuffer}), so over RDMA they
  * are registered once.
+ *
+ * <p>Over a {@link MultipathNamespace} the transfers go through it (failing over between its paths), and the buffers
+ * are registered with every path's controller; the handle of its first path still names the namespace.
  */
 public final class NamespaceIo {
     private final NamespaceHandle ns;
+    /** Null: the transfers go to {@link #ns} alone. */
+    private final MultipathNamespace multipath;
     private final int blockSize;
     private final int chunk;
     private final ByteBuffer[] buffers;
@@ -25,13 +31,27 @@ public final class NamespaceIo {
 
     /** @param depth chunks kept in flight at once */
     public NamespaceIo(NamespaceHandle ns, int depth) {
+        this(ns, null, depth);
+    }
+
+    /**
+     * @param ns        the namespace, or with {@code multipath} the handle of its first path
+     * @param multipath the namespace through all its paths; null for {@code ns} alone
+     * @param depth     chunks kept in flight at once
+     */
+    public NamespaceIo(NamespaceHandle ns, MultipathNamespace multipath, int depth) {
         this.ns = ns;
+        this.multipath = multipath;
         this.blockSize = ns.blockSize();
-        this.chunk = (int) Math.min(1 << 20, (long) ns.maxBlocksPerIo() * blockSize);
+        int maxBlocks = multipath != null ? multipath.maxBlocksPerIo() : ns.maxBlocksPerIo();
+        this.chunk = (int) Math.min(1 << 20, (long) maxBlocks * blockSize);
         this.buffers = new ByteBuffer[depth];
         this.inFlight = new CompletableFuture<?>[depth];
         for (int i = 0; i < depth; i++) {
             buffers[i] = ns.controller().allocateBuffer(chunk);
+            for (int p = 1; multipath != null && p < multipath.paths().size(); p++) {
+                multipath.paths().get(p).controller().registerBuffer(buffers[i]);
+            }
         }
     }
 
@@ -67,7 +87,8 @@ public final class NamespaceIo {
                 ByteBuffer b = buffers[slot].clear().limit(len);
                 chunkStart[slot] = pos;
                 chunkLen[slot] = len;
-                inFlight[slot] = ns.read(pos / blockSize, len / blockSize, b);
+                inFlight[slot] = multipath != null ? multipath.read(pos / blockSize, len / blockSize, b)
+                        : ns.read(pos / blockSize, len / blockSize, b);
                 pos += len;
                 issued++;
             }
@@ -110,7 +131,8 @@ public final class NamespaceIo {
                 b.put((byte) 0);
             }
             b.flip();
-            inFlight[slot] = ns.write(pos / blockSize, padded / blockSize, b);
+            inFlight[slot] = multipath != null ? multipath.write(pos / blockSize, padded / blockSize, b)
+                    : ns.write(pos / blockSize, padded / blockSize, b);
             pos += padded;
             issued++;
         }
@@ -119,7 +141,7 @@ public final class NamespaceIo {
 
     /** Makes every completed write durable (NVMe Flush). */
     public void flush() throws IOException {
-        await(ns.flush(), "flush");
+        await(multipath != null ? multipath.flush() : ns.flush(), "flush");
     }
 
     /** Waits for every write still in flight. */
