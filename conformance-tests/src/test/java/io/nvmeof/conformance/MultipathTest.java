@@ -366,6 +366,48 @@ class MultipathTest {
         }
     }
 
+    /**
+     * A request sent again on another path lands where its buffer's position was when it was submitted, not where the
+     * caller has moved it since (the loader reads runs into one buffer, moving its position between submissions).
+     * Failed before the fix: a read failed over into the next read's place, and a loader epoch handed out a sample
+     * whose CRC did not match.
+     */
+    @Test
+    void aFailedOverReadLandsWhereItsBufferPointedAtSubmission() throws Exception {
+        int n = 256;
+        mp = multipath(IoPolicy.QUEUE_DEPTH);
+        for (int i = 0; i < n; i++) {
+            mp.write(i, 1, pattern(i, 7)).get(10, TimeUnit.SECONDS);
+        }
+        ByteBuffer shared = ByteBuffer.allocateDirect(n * BLOCK);
+        for (int attempt = 0; attempt < 10 && mp.failedOverFrom(0) == 0; attempt++) {
+            target.live().setAnaState(1, 1, "optimized");
+            await("path 1 reads optimized", () -> c1.namespace(1).anaState() == AnaState.OPTIMIZED);
+            // Path 1 answers "ANA inaccessible" from now on; the host learns it from the notice a little later, so
+            // the first reads go to path 1 and fail over to path 2.
+            target.live().setAnaState(1, 1, "inaccessible");
+            java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(n);
+            AtomicLong failed = new AtomicLong();
+            for (int i = 0; i < n; i++) {
+                shared.position(i * BLOCK);
+                mp.read(i, 1, shared, (ctx, st) -> {
+                    if (st != 0) {
+                        failed.incrementAndGet();
+                    }
+                    done.countDown();
+                }, i);
+            }
+            shared.position(0); // where a failover that read the position now would put every block
+            assertTrue(done.await(20, TimeUnit.SECONDS));
+            assertEquals(0, failed.get());
+            for (int i = 0; i < n; i++) {
+                assertEquals(pattern(i, 7), shared.duplicate().position(i * BLOCK).limit((i + 1) * BLOCK),
+                        "block " + i + " landed in its place (" + mp.failedOverFrom(0) + " failed over)");
+            }
+        }
+        assertTrue(mp.failedOverFrom(0) > 0, "some reads failed over, so the check above meant something");
+    }
+
     @Test
     void handlesOfDifferentNamespacesAreRefused() {
         NamespaceHandle a = c1.namespace(1);
