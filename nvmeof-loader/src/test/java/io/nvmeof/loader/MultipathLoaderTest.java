@@ -152,10 +152,15 @@ class MultipathLoaderTest {
                         + "before it went: " + mp.describePaths());
                 long secondBefore = mp.completedThrough(1);
                 int stampBefore = ds.reconnects().stamp();
+                long lostNanos = System.nanoTime();
                 losePath0.run();
                 for (int i = 0; i < 8; i++) {
                     good += check(it.next(), bad);
                 }
+                // The bound on the pause a failover costs: ANATT (10 s) + 1 s. Not a speed check: a loader
+                // that waited out the controller's reconnect or the failover timeout would break it.
+                long pauseMs = (System.nanoTime() - lostNanos) / 1_000_000;
+                assertTrue(pauseMs < 11_000, "the next samples came " + pauseMs + " ms after the loss");
                 // Path 0 is down, retrying every 100 ms and failing: no association came up, so nothing read since is
                 // checked or read again (a stamp that moved with each attempt kept the loader re-reading).
                 int lostAt = first.associationGeneration();
