@@ -30,6 +30,8 @@ final class AnaStates {
     private final NvmeofController ctrl;
     /** A read is queued on the housekeeping thread: I/O threads that meet path statuses queue one, not one each. */
     private final AtomicBoolean readQueued = new AtomicBoolean();
+    /** A read after ANATT is scheduled (a namespace was in ANA change). */
+    private final AtomicBoolean transitionCheckQueued = new AtomicBoolean();
     /** The log does not fit one command: ANA is off for this controller (decided at each association set-up). */
     private volatile boolean tooLarge;
 
@@ -49,6 +51,14 @@ final class AnaStates {
     }
 
     void refresh() {
+        try {
+            readAndApply();
+        } finally {
+            recheckAfterTransition();
+        }
+    }
+
+    private void readAndApply() {
         ControllerInfo info = ctrl.info;
         if (info == null || !info.anaReporting()) {
             return;
@@ -106,6 +116,34 @@ final class AnaStates {
                     LOG.debug("{}: reading the ANA log: {}", ctrl.id, e.getMessage());
                 }
             });
+        }
+    }
+
+    /**
+     * A namespace still in ANA change (transition) is looked at again after ANATT: the log is read then, whether or not
+     * a notice came (a lost notice, or a log read that failed, must not leave the path unusable for good). Linux arms
+     * its ANATT timer for the same reason. At most one such read is pending.
+     */
+    private void recheckAfterTransition() {
+        ControllerInfo info = ctrl.info;
+        if (info == null || !enabled() || ctrl.closed.get() || transitionCheckQueued.get()) {
+            return;
+        }
+        for (NamespaceHandle h : ctrl.namespaceScanner.namespaces()) {
+            if (h.anaState() == AnaState.CHANGE) {
+                if (transitionCheckQueued.compareAndSet(false, true)) {
+                    long seconds = Math.max(1, info.anaTransitionTimeSeconds());
+                    try {
+                        ctrl.housekeeping.schedule(() -> {
+                            transitionCheckQueued.set(false);
+                            refreshSoon();
+                        }, seconds, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (java.util.concurrent.RejectedExecutionException e) {
+                        transitionCheckQueued.set(false); // closing
+                    }
+                }
+                return;
+            }
         }
     }
 

@@ -77,8 +77,11 @@ public final class MultipathNamespace implements AutoCloseable {
     private final ManyToManyConcurrentArrayQueue<MultipathIo> pool;
     private final ConcurrentLinkedQueue<MultipathIo> waiting = new ConcurrentLinkedQueue<>();
     private final AtomicInteger waitingCount = new AtomicInteger();
-    /** Counts path changes: a request that is about to wait and sees this moved looks for a path again. */
-    private volatile int pathChanges;
+    /**
+     * Counts path changes: a request that is about to wait and sees this moved looks for a path again. Atomic: several
+     * controllers' threads count at once, and a lost count could let a request miss its wake-up.
+     */
+    private final AtomicInteger pathChanges = new AtomicInteger();
     private volatile boolean closed;
     /** Times out waiting requests; one daemon thread that sleeps unless a request waits. */
     private final ScheduledExecutorService timer;
@@ -348,7 +351,7 @@ public final class MultipathNamespace implements AutoCloseable {
                 end(io, IoCallback.ERR_CLOSED, "multipath namespace closed", late);
                 return;
             }
-            int changes = pathChanges;
+            int changes = pathChanges.get();
             int p = choosePath(io.failedPaths);
             if (p < 0) {
                 awaitPath(io, changes, late);
@@ -360,11 +363,16 @@ public final class MultipathNamespace implements AutoCloseable {
                 paths[p].submitForPath(io.opcode, io.lba, io.blocks, io.dir, io.buf, io.bufOffset, io.length,
                         io.cdw12Flags, io, 0);
                 return;
-            } catch (RuntimeException e) {
+            } catch (IllegalStateException e) {
                 // The path refused it outright (its controller has no I/O queues now): as a failure of that path.
                 io.failedPaths |= 1L << p;
                 io.lastStatus = IoCallback.ERR_TRANSPORT;
                 io.lastPathFailure = e.getMessage();
+            } catch (RuntimeException e) {
+                // Something wrong with the request itself (its buffer, say): no other path would take it either.
+                io.lastPathFailure = e.toString();
+                end(io, IoCallback.ERR_TRANSPORT, pathName(p) + " refused it: " + e, late);
+                return;
             }
         }
     }
@@ -535,8 +543,8 @@ public final class MultipathNamespace implements AutoCloseable {
         long deadline = io.deadline;
         waiting.add(io); // from here another thread may own it: only the local copy of its deadline is read
         armExpiry(deadline, now);
-        if (pathChanges != changesSeen || closed) {
-            retryWaiting(true, false); // a path changed while this one was choosing: it may have missed the wake-up
+        if (pathChanges.get() != changesSeen || closed) {
+            retryWaiting(true, late); // a path changed while this one was choosing: it may have missed the wake-up
         }
     }
 
@@ -580,7 +588,7 @@ public final class MultipathNamespace implements AutoCloseable {
 
     /** A path of some controller may have changed (any thread; must not block): waiting requests look again. */
     private void pathsChanged() {
-        pathChanges++;
+        pathChanges.incrementAndGet();
         retryWaiting(true, false);
     }
 

@@ -1,5 +1,7 @@
 package io.nvmeof.initiator;
 
+import io.nvmeof.protocol.log.AnaState;
+
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.identify.IdentifyNamespace;
 import io.nvmeof.protocol.identify.NamespaceDescriptor;
@@ -195,6 +197,10 @@ final class NamespaceScanner {
                 old.anaGroupIdentified(ns.anagrpid());
             } else {
                 NamespaceHandle h = new NamespaceHandle(ctrl, nsid, ns.nsze(), blockSize, ids);
+                if (ctrl.reportsAna()) {
+                    // As Linux's ANA-pending namespace: no usable state until an ANA log lists it (read next).
+                    h.anaStateSeen(AnaState.INACCESSIBLE);
+                }
                 h.anaGroupIdentified(ns.anagrpid());
                 map.put(nsid, h);
             }

@@ -78,6 +78,8 @@ public final class NvmeofController implements AutoCloseable {
 
     /** Which association a queue belongs to: a late failure of an old one must not restart recovery. */
     volatile int generation;
+    /** See {@link #establishedGeneration()}. */
+    volatile int establishedGeneration;
     volatile HostQueue admin;
     volatile HostQueue[] ioQueues = new HostQueue[0];
     // Written by AssociationSetup while it holds the association lock.
@@ -274,6 +276,17 @@ public final class NvmeofController implements AutoCloseable {
      */
     public int associationGeneration() {
         return generation;
+    }
+
+    /**
+     * The {@link #associationGeneration()} of the last association that came up (connected, queues open): 0 after
+     * {@link #connect}; a reconnect attempt that fails does not move it. Written before the controller reads
+     * {@link ControllerState#CONNECTED} and before any request is sent on that association, so a completion that came
+     * through association N reads N or more here. Multipath readers (the loader) stamp data with it: attempts that
+     * never connected are no new association, and the number never goes back.
+     */
+    public int establishedGeneration() {
+        return establishedGeneration;
     }
 
     /** Why the connection was last lost (or the last reconnect attempt failed); null if it never was. */

@@ -187,6 +187,7 @@ final class Reconnector implements HeldRequests.Owner {
             if (fastFailTask != null) {
                 fastFailTask.cancel(false);
             }
+            ctrl.establishedGeneration = ctrl.generation; // before CONNECTED: see establishedGeneration()
             ctrl.state.set(ControllerState.CONNECTED);
             String how = "reconnected after " + reconnectAttempts + " attempt(s), "
                     + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lossStart) + " ms; resending "
