@@ -163,7 +163,9 @@ final class BenchCommand implements Callable<Integer> {
                     String what = status < 0 ? "transport error " + status : Status.name(status);
                     // Over several paths a failed I/O is counted and its slot goes on while a path can carry it;
                     // the multipath namespace already waited its failover timeout for one before failing it.
-                    if (!multipath || !ns.anyPathConnected()) {
+                    // A request's own error (DNR, media, LBA range) ends the run as on one path: only a path failure
+                    // that outlasted the failover is counted and carried on from.
+                    if (!multipath || !ns.anyPathConnected() || !MultipathNamespace.failsOver(status)) {
                         failure.compareAndSet(null, what);
                         return;
                     }
@@ -198,6 +200,9 @@ final class BenchCommand implements Callable<Integer> {
             Histogram h = null;
             long[] pathsAt0 = pathCounts(ns, completed);
             long errorsAt0 = ioErrors.sum();
+            if (rampSeconds == 0 && gaps != null) {
+                gaps.start(t0); // no warm-up: measured from the start
+            }
             for (int s = 1 - rampSeconds; s <= seconds && failure.get() == null; s++) {
                 Thread.sleep(1000);
                 h = recorder.getIntervalHistogram(h); // recycled: the bench makes no garbage of its own per second
@@ -242,6 +247,11 @@ final class BenchCommand implements Callable<Integer> {
             }
             report(total, elapsedNs, ioBytes, write, new CpuTimes(cpu, target), ns,
                     new PathCounts(perPath, failedOver(ns), errors, firstError.get(), longestPause));
+            if (ioErrors.sum() > 0) { // the warm-up's count too
+                System.err.printf(Locale.ROOT, "nvmeof bench: %,d I/Os failed on every path (first: %s)%n",
+                        ioErrors.sum(), firstError.get());
+                return 1; // as fio: a run with I/O errors does not exit 0, whatever it reported
+            }
             return 0;
         }
     }

@@ -409,8 +409,11 @@ public final class MultipathNamespace implements AutoCloseable {
         }
     }
 
-    /** Whether a failure is the path's, not the request's: Linux's {@code nvme_is_path_error} and lost paths. */
-    static boolean failsOver(int status) {
+    /**
+     * Whether a failure is the path's, not the request's (Linux's {@code nvme_is_path_error}, and lost paths): such a
+     * request is sent again on another path; a caller that got one back had no path that could carry it in time.
+     */
+    public static boolean failsOver(int status) {
         if (status < 0) {
             return status != IoCallback.ERR_QUEUE_FULL; // timeout, connection lost, closed, namespace gone here
         }
