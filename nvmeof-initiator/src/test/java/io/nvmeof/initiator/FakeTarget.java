@@ -106,6 +106,8 @@ final class FakeTarget implements AutoCloseable {
      * part is cut from it).
      */
     volatile java.util.function.BiConsumer<String, byte[]> edit = (what, data) -> { };
+    /** The ANA log (0Ch) it answers, from offset 0 (zeros past its end); null refuses the log page. */
+    volatile byte[] anaLog;
     /** Closes every new connection at once (a target that is down). */
     volatile boolean refuse;
     private final List<Conn> conns = Collections.synchronizedList(new ArrayList<>());
@@ -582,6 +584,15 @@ final class FakeTarget implements AutoCloseable {
                     byte[] out = new byte[len];
                     if (off == 0 && len >= 4) {
                         le(out).putInt(0, 1);
+                    }
+                    c.sendData(cid, out, 0, len, readSuccessFlag);
+                    return;
+                }
+                byte[] ana = anaLog;
+                if (lid == 0x0C && ana != null) {
+                    byte[] out = new byte[len];
+                    if (off < ana.length) {
+                        System.arraycopy(ana, (int) off, out, 0, (int) Math.min(len, ana.length - off));
                     }
                     c.sendData(cid, out, 0, len, readSuccessFlag);
                     return;
