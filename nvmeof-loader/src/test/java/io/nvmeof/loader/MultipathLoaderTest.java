@@ -324,6 +324,54 @@ class MultipathLoaderTest {
         }
     }
 
+    /**
+     * Review finding 7: a check with no path readable on its own (path 0 connected but ANA inaccessible, path 1 down)
+     * failed instead of waiting, as a single path's check does, for a path through the multipath namespace.
+     */
+    @Test
+    void aCheckWithNoPathReadableOnItsOwnWaitsThroughTheMultipathNamespace() throws Exception {
+        DatasetLocation loc = twoTargetsOverOneFile();
+        NvmeTarget a = targets.get(0);
+        int portA = a.tcpPort(0);
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), reconnecting())) {
+            NamespaceHandle path0 = ds.multipath(0).paths().get(0);
+            NvmeofController c0 = path0.controller();
+            NvmeofController c1 = ds.multipath(0).paths().get(1).controller();
+            targets.get(1).close();
+            long until = System.nanoTime() + 10_000_000_000L;
+            while (c1.isConnected() && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            assertFalse(c1.isConnected());
+            // Path 0 reconnects (a new association: the stamp moves) to a listener that is inaccessible.
+            int gen0 = c0.establishedGeneration();
+            a.live().addListener(new TargetConfig.ListenerConfig(2, "tcp", "127.0.0.1", 0, null, null, null)); // not its last
+            a.live().removeListener(1);
+            a.live().addListener(new TargetConfig.ListenerConfig(1, "tcp", "127.0.0.1", portA, null, null, null, null,
+                    java.util.Map.of("1", "inaccessible")));
+            while (!(c0.establishedGeneration() > gen0 && c0.isConnected()
+                    && path0.anaState() == io.nvmeof.protocol.log.AnaState.INACCESSIBLE) && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            assertTrue(c0.establishedGeneration() > gen0 && c0.isConnected(), c0.state() + ", " + c0.lastFailure());
+            assertEquals(io.nvmeof.protocol.log.AnaState.INACCESSIBLE, path0.anaState());
+            assertFalse(ds.reconnects().trusted(ds.reconnects().stamp()));
+            Thread later = new Thread(() -> {
+                try {
+                    Thread.sleep(300);
+                    a.live().setAnaState(1, 1, "optimized");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            later.start();
+            List<String> bad = new ArrayList<>();
+            assertEquals(1, check(ds.read(0, true), bad), "read once path 0 is usable, its label checked");
+            later.join();
+            assertEquals(List.of(), bad);
+        }
+    }
+
     /** Review finding 12: one namespace through one controller named twice made a second multipath namespace over it. */
     @Test
     void aNamespaceNamedTwiceIsRefusedAtConnect() throws Exception {
