@@ -63,7 +63,7 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
 
     @SuppressWarnings("unchecked")
     private NvmeofDataset(List<DatasetPart> parts, Map<NamespaceHandle, MultipathNamespace> multipathByFirstPath,
-                          List<NvmeofController> owned, AssociationReports reports, int openedAt) {
+                          List<NvmeofController> owned) {
         this.parts = List.copyOf(parts);
         this.owned = owned;
         this.multipath = new MultipathNamespace[parts.size()];
@@ -78,7 +78,7 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
             everyPath.addAll(paths);
         }
         this.controllers = ReconnectCheck.controllersOf(everyPath);
-        this.reconnects = new ReconnectCheck(this.parts, controllers, reports, openedAt);
+        this.reconnects = new ReconnectCheck(this.parts, partPaths);
         this.readers = new java.util.concurrent.ArrayBlockingQueue[parts.size()];
         for (int p = 0; p < parts.size(); p++) {
             readers[p] = new java.util.concurrent.ArrayBlockingQueue<>(READERS);
@@ -121,8 +121,10 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
      *                     parts are missing or repeated: the message names them and what to do
      */
     public static NvmeofDataset open(List<NamespaceHandle> namespaces) throws IOException {
-        int openedAt = ReconnectCheck.stampOf(namespaces, null);
-        return new NvmeofDataset(checkParts(readParts(namespaces)), Map.of(), List.of(), null, openedAt);
+        int openedAt = ReconnectCheck.stampOf(namespaces);
+        NvmeofDataset ds = new NvmeofDataset(checkParts(readParts(namespaces)), Map.of(), List.of());
+        ds.reconnects.opened(openedAt);
+        return ds;
     }
 
     /**
@@ -138,8 +140,7 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
         }
         Map<TransportId, NvmeofController> controllers = new LinkedHashMap<>();
         Map<NamespaceHandle, MultipathNamespace> multipathByFirstPath = new IdentityHashMap<>();
-        AssociationReports reports = new AssociationReports(options.stateListener());
-        ConnectOptions reporting = options.toBuilder().stateListener(reports).build();
+        Map<NamespaceHandle, DatasetLocation> locationOf = new IdentityHashMap<>();
         try {
             List<NamespaceHandle> namespaces = new ArrayList<>();
             List<NamespaceHandle> everyPath = new ArrayList<>();
@@ -148,10 +149,19 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
                 for (TransportId path : l.paths()) {
                     NvmeofController c = controllers.get(path);
                     if (c == null) {
-                        c = NvmeofController.connect(path, reporting);
+                        c = NvmeofController.connect(path, options);
                         controllers.put(path, c);
                     }
-                    handles.add(c.namespace(l.nsid())); // refused, naming the active ones, if there is no such namespace
+                    NamespaceHandle h = c.namespace(l.nsid()); // refused, naming the active ones, if there is none
+                    DatasetLocation earlier = locationOf.putIfAbsent(h, l);
+                    if (earlier != null) {
+                        // One namespace through one controller named twice: one part given twice (and a second
+                        // multipath namespace over the same first path would replace the first's, left open).
+                        throw new IllegalArgumentException("locations " + earlier + " and " + l + " both reach"
+                                + " namespace " + l.nsid() + " through " + path.address()
+                                + ": give each namespace once, with all its paths in one location");
+                    }
+                    handles.add(h);
                 }
                 if (handles.size() > 1) {
                     // Refused, saying what differs, unless every path reaches the same namespace.
@@ -160,10 +170,11 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
                 namespaces.add(handles.get(0));
                 everyPath.addAll(handles);
             }
-            int openedAt = ReconnectCheck.stampOf(everyPath, reports);
+            int openedAt = ReconnectCheck.stampOf(everyPath);
             NvmeofDataset ds = new NvmeofDataset(checkParts(readParts(namespaces)), multipathByFirstPath,
-                    new ArrayList<>(controllers.values()), reports, openedAt);
+                    new ArrayList<>(controllers.values()));
             ds.checkEveryPathHoldsItsPart();
+            ds.reconnects.opened(openedAt);
             return ds;
         } catch (IOException | RuntimeException e) {
             for (MultipathNamespace m : multipathByFirstPath.values()) {
@@ -178,13 +189,23 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
 
     /**
      * The parts were opened through their first paths; a path to other bytes under the same identifiers (a target
-     * over another copy, or an empty RAM namespace) would hand out its own. Refused here, naming it.
+     * over another copy, or an empty RAM namespace) would hand out its own. Refused here, naming it. A path that
+     * cannot read its label now and takes no reads (not connected, or ANA inaccessible: a standby) is left unchecked;
+     * {@link ReconnectCheck} checks it before anything read once it is usable is handed out.
      */
     private void checkEveryPathHoldsItsPart() throws IOException {
         for (int part = 0; part < parts.size(); part++) {
             DatasetLabel label = parts.get(part).label();
-            for (int i = 1; i < partPaths[part].length; i++) {
-                DatasetLabel other = DatasetPart.readLabel(pathReader(part, i));
+            for (int i = 0; i < partPaths[part].length && partPaths[part].length > 1; i++) {
+                DatasetLabel other;
+                try {
+                    other = reconnects.readPathLabel(this, part, i);
+                } catch (IOException e) {
+                    if (e.getCause() instanceof IllegalArgumentException || ReconnectCheck.usable(partPaths[part][i])) {
+                        throw e;
+                    }
+                    continue; // unverified: not usable now, checked once it is
+                }
                 if (!label.equals(other)) {
                     NamespaceHandle first = partPaths[part][0];
                     NamespaceHandle path = partPaths[part][i];
@@ -295,8 +316,9 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     }
 
     /**
-     * A reader of part {@code part} through path {@code path} alone (a multipath part's), made once: the label of
-     * each path is checked on its own ({@link ReconnectCheck}). Only under the check's lock, or at open.
+     * A reader of part {@code part} through path {@code path} alone (a multipath part's), made when first needed and
+     * again after {@link #dropPathReader}: the label of each path is checked on its own ({@link ReconnectCheck}). Only
+     * under the check's lock, or at open.
      */
     NamespaceIo pathReader(int part, int path) {
         NamespaceIo io = pathReaders[part][path];
@@ -305,6 +327,11 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
             pathReaders[part][path] = io;
         }
         return io;
+    }
+
+    /** Forgets path {@code path}'s reader, whose read is still in flight (its buffer is not free): the next is new. */
+    void dropPathReader(int part, int path) {
+        pathReaders[part][path] = null;
     }
 
     /** What tells data read from the namespaces since a reconnect from the dataset's (see {@link ReconnectCheck}). */
@@ -432,8 +459,16 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
     private final java.util.concurrent.ArrayBlockingQueue<NamespaceIo>[] readers;
     private final java.util.concurrent.atomic.AtomicIntegerArray readersMade;
 
+    /**
+     * Gives a reader back to the pool: at once if nothing it sent is in flight, else once its last chunk is done (a
+     * read that threw may have left chunks in flight, which would land in buffers the next read uses).
+     */
     void returnReader(int part, NamespaceIo io) {
-        readers[part].offer(io);
+        if (io.settled()) {
+            readers[part].offer(io);
+        } else {
+            io.whenSettled(() -> readers[part].offer(io));
+        }
     }
 
     NamespaceIo reader(int part) throws IOException {

@@ -1,6 +1,9 @@
 package io.nvmeof.loader;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,16 +12,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.ControllerState;
 import io.nvmeof.initiator.MultipathNamespace;
+import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.TransportId;
 import io.nvmeof.loader.format.ShardFormat;
 import io.nvmeof.loader.imports.DatasetGenerator;
 import io.nvmeof.loader.imports.DatasetImporter;
 import io.nvmeof.loader.imports.ImportProgress;
+import io.nvmeof.loader.io.NamespaceIo;
 import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
 import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,7 +71,13 @@ class MultipathLoaderTest {
      * namespace as far as the initiator can tell.
      */
     private NvmeTarget startSharing(String backend, Path file, int cntlidMin) throws Exception {
-        return start("{\"listeners\":[{\"id\":1,\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":0}],"
+        return startSharing(backend, file, cntlidMin, "optimized");
+    }
+
+    /** As {@link #startSharing(String, Path, int)}, its listener's ANA state for group 1 {@code ana}. */
+    private NvmeTarget startSharing(String backend, Path file, int cntlidMin, String ana) throws Exception {
+        return start("{\"listeners\":[{\"id\":1,\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":0,"
+                + "\"ana\":{\"1\":\"" + ana + "\"}}],"
                 + "\"subsystems\":[{\"nqn\":\"" + NQN + "\",\"serial\":\"LOADERMP\",\"cntlidMin\":" + cntlidMin
                 + ",\"cntlidMax\":" + (cntlidMin + 99) + ",\"namespaces\":[{\"nsid\":1,\"backend\":\"" + backend
                 + "\"," + (file != null ? "\"path\":\"" + file + "\"," : "") + "\"size\":\"8MiB\",\"blockSize\":512,"
@@ -205,6 +217,170 @@ class MultipathLoaderTest {
         try (NvmeofDataset ds = NvmeofDataset.connect(List.of(new DatasetLocation(loc.paths().get(0), 1)),
                 reconnecting())) {
             assertEquals(SPEC.shards() * SPEC.samplesPerShard(), ds.sampleCount());
+        }
+    }
+
+    /**
+     * Review finding 1: a standby path (ANA inaccessible) cannot read its label, at open or at a check, and was passed
+     * over while another path's label checked out; an ANA change moves no association, so once it became optimized
+     * the multipath namespace sent reads to it and the loader handed them out unchecked. Here the standby is an empty
+     * RAM namespace under the dataset's identifiers (a target restarted empty): once it is usable nothing read is
+     * handed out before its label is checked, and the check fails the iteration with DatasetChangedException.
+     */
+    @Test
+    void aStandbyPathThatBecomesUsableIsCheckedBeforeItsReadsAreHandedOut() throws Exception {
+        NvmeTarget a = startSharing("file", emptyFile("active.img"), 1);
+        NvmeTarget b = startSharing("ram", null, 100, "inaccessible");
+        DatasetLocation loc = importDataset(DatasetLocation.parse("tcp://127.0.0.1:" + a.tcpPort(0) + ",127.0.0.1:"
+                + b.tcpPort(0) + "/" + NQN + "/1"));
+        List<String> bad = new ArrayList<>();
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), reconnecting())) {
+            MultipathNamespace mp = ds.multipath(0);
+            assertEquals(io.nvmeof.protocol.log.AnaState.INACCESSIBLE, mp.paths().get(1).anaState());
+            ReconnectCheck rc = ds.reconnects();
+            assertTrue(rc.trusted(rc.stamp()), "the standby takes no reads: the stamp at open is trusted");
+            try (DatasetLoader l = ds.loader().window(8).prefetchBytes(64 << 10).build();
+                 SampleIterator it = l.samples(0)) {
+                for (int i = 0; i < 16; i++) {
+                    check(it.next(), bad);
+                }
+                b.live().setAnaState(1, 1, "optimized");
+                long until = System.nanoTime() + 10_000_000_000L;
+                while (mp.paths().get(1).anaState() != io.nvmeof.protocol.log.AnaState.OPTIMIZED
+                        && System.nanoTime() < until) {
+                    Thread.sleep(10);
+                }
+                assertEquals(io.nvmeof.protocol.log.AnaState.OPTIMIZED, mp.paths().get(1).anaState());
+                assertFalse(rc.trusted(rc.stamp()), "a usable path not checked: nothing read now is trusted");
+                DatasetChangedException e = assertThrows(DatasetChangedException.class, () -> {
+                    while (it.hasNext()) {
+                        check(it.next(), bad);
+                    }
+                });
+                assertTrue(e.getMessage().contains("through path 1"), e.getMessage());
+            }
+            assertEquals(List.of(), bad, "nothing of the empty path was handed out");
+            assertThrows(DatasetChangedException.class, () -> ds.read(0));
+        }
+    }
+
+    /**
+     * Review finding 2: a path's label read is held while its controller reconnects (up to its loss timeout), and the
+     * check waited inside its lock while the other path served everything. It waits only while the path stays
+     * connected on one association; the reader, its read still in flight, is not used again.
+     */
+    @Test
+    void aPathLabelReadGivesUpOnceItsControllerIsLost() throws Exception {
+        DatasetLocation loc = twoTargetsOverOneFile();
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), reconnecting())) {
+            NvmeofController first = ds.multipath(0).paths().get(0).controller();
+            NamespaceIo before = ds.pathReader(0, 0);
+            targets.get(0).close();
+            long until = System.nanoTime() + 10_000_000_000L;
+            while (first.isConnected() && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            assertFalse(first.isConnected());
+            long t0 = System.nanoTime();
+            assertTimeoutPreemptively(Duration.ofSeconds(5),
+                    () -> assertThrows(NamespaceIo.GaveUpException.class, () -> ds.reconnects().readPathLabel(ds, 0, 0)));
+            assertTrue(System.nanoTime() - t0 < 1_000_000_000L);
+            assertNotSame(before, ds.pathReader(0, 0), "its reader, a read in flight, was dropped");
+            // The loader reads on through the other path, its check not held.
+            try (DatasetLoader l = ds.loader().build(); SampleIterator it = l.samples(0)) {
+                List<String> bad = new ArrayList<>();
+                int good = 0;
+                while (it.hasNext()) {
+                    good += check(it.next(), bad);
+                }
+                assertEquals(ds.sampleCount(), good);
+            }
+        }
+    }
+
+    /**
+     * Review finding 4: a reader whose read threw with chunks still in flight went back to the pool, and the next read
+     * reused buffers a late chunk would land in. It goes back only once they are done.
+     */
+    @Test
+    void aReaderWithChunksInFlightIsNotReusedUntilTheyAreDone() throws Exception {
+        DatasetLocation loc = twoTargetsOverOneFile();
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(new DatasetLocation(loc.paths().get(0), 1)),
+                reconnecting())) {
+            NamespaceHandle ns = ds.parts().get(0).namespace();
+            targets.get(0).close();
+            long until = System.nanoTime() + 10_000_000_000L;
+            while (ns.controller().isConnected() && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            // The controller holds the read while it reconnects: the reader stops waiting with its chunks in flight.
+            NamespaceIo io = ds.reader(0);
+            long deadline = System.nanoTime() + 200_000_000L;
+            io.patience(() -> System.nanoTime() - deadline < 0);
+            assertThrows(NamespaceIo.GaveUpException.class, () -> io.read(0, ByteBuffer.allocate(io.chunkBytes() * 2)));
+            assertFalse(io.settled());
+            ds.returnReader(0, io);
+            assertNotSame(io, ds.reader(0), "a reader with reads in flight is not handed out again");
+        }
+    }
+
+    /**
+     * Review finding 7: a check with no path readable on its own (path 0 connected but ANA inaccessible, path 1 down)
+     * failed instead of waiting, as a single path's check does, for a path through the multipath namespace.
+     */
+    @Test
+    void aCheckWithNoPathReadableOnItsOwnWaitsThroughTheMultipathNamespace() throws Exception {
+        DatasetLocation loc = twoTargetsOverOneFile();
+        NvmeTarget a = targets.get(0);
+        int portA = a.tcpPort(0);
+        try (NvmeofDataset ds = NvmeofDataset.connect(List.of(loc), reconnecting())) {
+            NamespaceHandle path0 = ds.multipath(0).paths().get(0);
+            NvmeofController c0 = path0.controller();
+            NvmeofController c1 = ds.multipath(0).paths().get(1).controller();
+            targets.get(1).close();
+            long until = System.nanoTime() + 10_000_000_000L;
+            while (c1.isConnected() && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            assertFalse(c1.isConnected());
+            // Path 0 reconnects (a new association: the stamp moves) to a listener that is inaccessible.
+            int gen0 = c0.establishedGeneration();
+            a.live().addListener(new TargetConfig.ListenerConfig(2, "tcp", "127.0.0.1", 0, null, null, null)); // not its last
+            a.live().removeListener(1);
+            a.live().addListener(new TargetConfig.ListenerConfig(1, "tcp", "127.0.0.1", portA, null, null, null, null,
+                    java.util.Map.of("1", "inaccessible")));
+            while (!(c0.establishedGeneration() > gen0 && c0.isConnected()
+                    && path0.anaState() == io.nvmeof.protocol.log.AnaState.INACCESSIBLE) && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            assertTrue(c0.establishedGeneration() > gen0 && c0.isConnected(), c0.state() + ", " + c0.lastFailure());
+            assertEquals(io.nvmeof.protocol.log.AnaState.INACCESSIBLE, path0.anaState());
+            assertFalse(ds.reconnects().trusted(ds.reconnects().stamp()));
+            Thread later = new Thread(() -> {
+                try {
+                    Thread.sleep(300);
+                    a.live().setAnaState(1, 1, "optimized");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            later.start();
+            List<String> bad = new ArrayList<>();
+            assertEquals(1, check(ds.read(0, true), bad), "read once path 0 is usable, its label checked");
+            later.join();
+            assertEquals(List.of(), bad);
+        }
+    }
+
+    /** Review finding 12: one namespace through one controller named twice made a second multipath namespace over it. */
+    @Test
+    void aNamespaceNamedTwiceIsRefusedAtConnect() throws Exception {
+        DatasetLocation loc = twoTargetsOverOneFile();
+        for (DatasetLocation again : List.of(loc, new DatasetLocation(loc.paths().get(0), 1),
+                new DatasetLocation(List.of(loc.paths().get(1), loc.paths().get(0)), 1))) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> NvmeofDataset.connect(List.of(loc, again), reconnecting()));
+            assertTrue(e.getMessage().contains("give each namespace once"), e.getMessage());
         }
     }
 

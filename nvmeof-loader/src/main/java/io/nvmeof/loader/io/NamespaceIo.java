@@ -9,6 +9,9 @@ import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 
 /**
  * Byte-addressed reads and writes on a namespace for the dataset tools (import, index, verify, the manifest): not
@@ -28,6 +31,8 @@ public final class NamespaceIo {
     private final int chunk;
     private final ByteBuffer[] buffers;
     private final CompletableFuture<?>[] inFlight;
+    /** Null: {@link #read} waits for its chunks as long as they take; else it gives up once this says false. */
+    private BooleanSupplier patience;
 
     /** @param depth chunks kept in flight at once */
     public NamespaceIo(NamespaceHandle ns, int depth) {
@@ -64,8 +69,58 @@ public final class NamespaceIo {
     public long sizeBytes() { return ns.sizeBytes(); }
 
     /**
+     * Thrown by {@link #read} when its {@link #patience} ran out with a chunk still in flight: that chunk may still land
+     * in this reader's buffers, so the reader is not {@link #settled()}.
+     */
+    public static final class GaveUpException extends IOException {
+        GaveUpException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Makes {@link #read} wait for a chunk only while {@code keepWaiting} says true (asked every few milliseconds),
+     * and throw {@link GaveUpException} once it says false; null: wait as long as the chunks take. A namespace's read
+     * is held while its controller reconnects; a caller that can do without this path (another path serves the
+     * namespace) stops waiting instead. Not thread-safe: set it where the reader is used.
+     */
+    public NamespaceIo patience(BooleanSupplier keepWaiting) {
+        this.patience = keepWaiting;
+        return this;
+    }
+
+    /**
+     * Whether nothing this reader sent is still in flight: after a {@link #read} or {@link #write} that threw (a chunk
+     * failed, the caller was interrupted, {@link GaveUpException}) other chunks may still land in its buffers, and the
+     * next transfer would reuse them. Give such a reader back only once {@link #whenSettled} runs.
+     */
+    public boolean settled() {
+        for (CompletableFuture<?> f : inFlight) {
+            if (f != null && !f.isDone()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Runs {@code then} once nothing this reader sent is in flight: now if it is {@link #settled()}, else on an I/O thread. */
+    public void whenSettled(Runnable then) {
+        java.util.List<CompletableFuture<?>> pending = new java.util.ArrayList<>();
+        for (CompletableFuture<?> f : inFlight) {
+            if (f != null && !f.isDone()) {
+                pending.add(f);
+            }
+        }
+        if (pending.isEmpty()) {
+            then.run();
+        } else {
+            CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0])).whenComplete((v, t) -> then.run());
+        }
+    }
+
+    /**
      * Reads {@code dst.remaining()} bytes from byte {@code offset} (any alignment) into {@code dst}, advancing its
-     * position.
+     * position. On an exception other chunks may still be in flight: see {@link #settled()}.
      */
     public void read(long offset, ByteBuffer dst) throws IOException {
         checkRange(offset, dst.remaining());
@@ -93,7 +148,7 @@ public final class NamespaceIo {
                 issued++;
             }
             slot = copied % buffers.length;
-            await(inFlight[slot], "read of " + chunkLen[slot] + " bytes at byte " + chunkStart[slot]);
+            awaitRead(inFlight[slot], "read of " + chunkLen[slot] + " bytes at byte " + chunkStart[slot]);
             ByteBuffer b = buffers[slot].clear();
             int from = copied == 0 ? skip : 0;
             int n = (int) Math.min(chunkLen[slot] - from, dst.remaining());
@@ -197,6 +252,28 @@ public final class NamespaceIo {
 
     private long roundUp(long n) {
         return (n + blockSize - 1) / blockSize * blockSize;
+    }
+
+    private void awaitRead(CompletableFuture<?> f, String what) throws IOException {
+        if (patience == null) {
+            await(f, what);
+            return;
+        }
+        while (!f.isDone()) {
+            if (!patience.getAsBoolean()) {
+                throw new GaveUpException("gave up waiting for the " + what + " of namespace " + ns.nsid() + " through "
+                        + ns.controller().transportId().address());
+            }
+            try {
+                f.get(20, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException | ExecutionException e) {
+                // not done yet, or failed: the loop ends, and await says how
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new InterruptedIOException("interrupted during " + what);
+            }
+        }
+        await(f, what);
     }
 
     static void await(CompletableFuture<?> f, String what) throws IOException {
