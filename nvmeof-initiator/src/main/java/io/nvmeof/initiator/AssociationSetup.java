@@ -61,7 +61,7 @@ final class AssociationSetup {
         ControllerInfo info = ControllerInfo.decode(ctrl.adminCommands.identify(Opcodes.CNS_CONTROLLER, 0), pageSize);
         ctrl.info = info;
         long cap = ctrl.transport.maxTransferCap();
-        ctrl.maxTransfer = info.mdts() > 0 ? Math.min(info.mdts(), cap) : cap;
+        ctrl.maxTransfer = info.mdts() > 0 ? Math.min(info.mdts(), cap) : ctrl.transport.maxTransferWithoutMdts(admin);
         if (info.mdts() > cap) {
             LOG.info("{}: MDTS {} bytes capped to {} bytes per command", id, info.mdts(), cap);
         }

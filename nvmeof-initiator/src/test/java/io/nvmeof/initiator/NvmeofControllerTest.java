@@ -47,6 +47,26 @@ class NvmeofControllerTest extends FakeTargetCase {
         return out;
     }
 
+    /**
+     * MDTS 0 ("no limit") over NVMe/TCP: commands of at most the controller's MAXH2CDATA, as Linux's nvmet-tcp
+     * (MDTS 0, MAXH2CDATA 4 MiB) refuses larger ones with SGL Data Block Invalid (found by the guest job
+     * our-initiator-kernel-ana; before, 32 MiB commands were sent and every one above 4 MiB failed).
+     */
+    @Test
+    void withoutMdtsCommandsStayWithinMaxh2cdata() throws Exception {
+        target.edit = (what, d) -> {
+            if (what.equals("identify-controller")) {
+                d[io.nvmeof.protocol.identify.IdentifyController.MDTS] = 0;
+            }
+        };
+        target.maxh2cdata = 64 * 1024;
+        try (NvmeofController c = NvmeofController.connect(tid(), opts().build())) {
+            assertEquals(0, c.info().mdts());
+            assertEquals(64 * 1024, c.maxTransferBytes());
+            assertEquals(64 * 1024 / 512, c.namespace(1).maxBlocksPerIo());
+        }
+    }
+
     @Test
     void connectSequenceFollowsTheSpec() throws Exception {
         UUID hostId = UUID.fromString("11111111-2222-3333-4444-555555555555");

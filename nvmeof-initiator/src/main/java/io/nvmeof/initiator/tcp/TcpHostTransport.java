@@ -60,6 +60,18 @@ public final class TcpHostTransport implements HostTransport {
         return TRANSFER_CAP;
     }
 
+    /**
+     * MDTS 0 over NVMe/TCP: at most the controller's MAXH2CDATA (ICResp) per command. Linux's nvmet-tcp reports MDTS 0
+     * yet refuses a command of more than its MAXH2CDATA, 4 MiB (SGL Data Block Invalid, DNR), reads as well as
+     * writes; the kernel's own host never sends that much (the block layer's max_sectors_kb), so only a host that
+     * takes "no limit" at its word meets it.
+     */
+    @Override
+    public long maxTransferWithoutMdts(HostQueue admin) {
+        return admin instanceof TcpQueue q && q.maxh2cdata() > 0 ? Math.min(TRANSFER_CAP, q.maxh2cdata())
+                : TRANSFER_CAP;
+    }
+
     @Override
     public boolean inIoThread() {
         for (var executor : group) {

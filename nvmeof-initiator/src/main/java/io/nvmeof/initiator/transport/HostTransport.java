@@ -31,6 +31,14 @@ public interface HostTransport extends AutoCloseable {
     /** Our cap on one command's data with this transport (applied on top of the controller's MDTS). */
     long maxTransferCap();
 
+    /**
+     * The cap on one command's data when the controller reports MDTS 0 ("no limit"), given its admin queue {@code
+     * admin}: by default {@link #maxTransferCap()}.
+     */
+    default long maxTransferWithoutMdts(HostQueue admin) {
+        return maxTransferCap();
+    }
+
     /** True on one of this transport's I/O threads, where blocking would stall or deadlock I/O. */
     boolean inIoThread();
 
