@@ -53,6 +53,7 @@ jobs=(
   "block-device-target|block-device-target|--nvme 1G|900|"
   "kernel-host-multipath|kernel-host-multipath||900|"
   "kernel-host-ana|kernel-host-ana||900|"
+  "our-initiator-kernel-ana|our-initiator-kernel-ana||900|"
   "kernel-host-resv|kernel-host-resv||900|"
   "kernel-host-referral|kernel-host-referral||900|"
   "kernel-host-auth|kernel-host-auth|--kernel trixie|900|"

@@ -79,6 +79,19 @@ final class ConnectedNamespace implements AutoCloseable {
 
     int maxBlocksPerIo() { return multipath != null ? multipath.maxBlocksPerIo() : single.maxBlocksPerIo(); }
 
+    /** The most bytes read and write send in one command. */
+    static final int CHUNK_BYTES = 1 << 20;
+
+    /**
+     * Blocks per command for read and write: at most {@link #CHUNK_BYTES} (and the controller's limit). A
+     * controller that reports no MDTS (0: no limit) may still refuse larger commands: Linux's nvmet-tcp (Debian 12's
+     * 6.1) fails any command whose data is over 4 MiB (its MAXH2CDATA) with Data SGL Length Invalid, reads too, and
+     * the initiator's own cap without MDTS is 32 MiB.
+     */
+    int chunkBlocks() {
+        return Math.max(1, Math.min(maxBlocksPerIo(), CHUNK_BYTES / blockSize()));
+    }
+
     /** I/O queues over every path. */
     int ioQueueCount() {
         int n = 0;

@@ -43,7 +43,7 @@ final class ReadCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("LBAs " + lba + ".." + (lba + count - 1) + " are outside namespace " + nsid
                         + " (" + ns.blockCount() + " blocks)");
             }
-            int perIo = Math.max(1, ns.maxBlocksPerIo());
+            int perIo = ns.chunkBlocks();
             ByteBuffer buf = ns.allocateBuffer(perIo * ns.blockSize());
             OutputStream os = "-".equals(output) ? System.out : Files.newOutputStream(Path.of(output));
             try (WritableByteChannel ch = Channels.newChannel(os)) {

@@ -35,7 +35,7 @@ final class WriteCommand implements Callable<Integer> {
         try (ConnectedNamespace ns = conn.connectNamespace(nqn, nsid, conn.builder().ioQueues(1).queueDepth(4).build());
                 InputStream in = "-".equals(input) ? System.in : Files.newInputStream(Path.of(input))) {
             int bs = ns.blockSize();
-            int perIo = Math.max(1, ns.maxBlocksPerIo());
+            int perIo = ns.chunkBlocks();
             ByteBuffer buf = ns.allocateBuffer(perIo * bs);
             byte[] chunk = new byte[perIo * bs];
             long next = lba;
