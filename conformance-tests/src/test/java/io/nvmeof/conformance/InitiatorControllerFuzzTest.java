@@ -163,6 +163,8 @@ class InitiatorControllerFuzzTest {
     static final Duration DEADLINE = Duration.ofSeconds(10);
     /** The initiator's cap on one command's data (TcpHostTransport.TRANSFER_CAP). */
     static final long TRANSFER_CAP = 32L << 20;
+    /** MAXH2CDATA of the ICResp this fake answers with ({@link InitiatorTcpFuzzTest#validIcResp()}). */
+    static final long ICRESP_MAXH2CDATA = 32 * 1024;
     /**
      * CAP.TO is kept at most this (1 s): the initiator waits CAP.TO for CSTS.RDY as it must, and each input that
      * never sets it costs that long.
@@ -371,13 +373,14 @@ class InitiatorControllerFuzzTest {
 
     /**
      * The largest transfer is what MDTS allows (in pages of CAP.MPSMIN), capped at the initiator's own 32 MiB; an
-     * MDTS of 0, or one beyond any number, is no limit (as Linux takes it).
+     * MDTS beyond any number is no limit (as Linux takes it); an MDTS of 0 over NVMe/TCP is the controller's
+     * MAXH2CDATA (32 KiB in this fake's ICResp), which Linux's nvmet-tcp holds hosts to.
      */
     private static void checkMaxTransfer(Script sc, NvmeofController c) {
         int pageShift = 12 + (int) ((sc.result(C_CAP) >>> 48) & 0xF);
         int mdts = sc.first(D_IDENTIFY_CONTROLLER)[IdentifyController.MDTS] & 0xFF;
-        long expected = mdts == 0 || pageShift + mdts >= 63 ? TRANSFER_CAP
-                : Math.min(TRANSFER_CAP, 1L << (pageShift + mdts));
+        long expected = mdts == 0 ? Math.min(TRANSFER_CAP, ICRESP_MAXH2CDATA)
+                : pageShift + mdts >= 63 ? TRANSFER_CAP : Math.min(TRANSFER_CAP, 1L << (pageShift + mdts));
         assertEquals(expected, c.maxTransferBytes(), "largest transfer for MDTS " + mdts + " (pages of 2^" + pageShift
                 + ")");
     }

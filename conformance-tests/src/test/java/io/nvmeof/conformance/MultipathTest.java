@@ -408,6 +408,35 @@ class MultipathTest {
         assertTrue(mp.failedOverFrom(0) > 0, "some reads failed over, so the check above meant something");
     }
 
+    /**
+     * Two target processes exporting one subsystem over shared storage without disjoint controller ID ranges give out
+     * the same ID: refused as Linux refuses it, saying what to configure (found trying it as an admin: the bench ran
+     * as if all were well).
+     */
+    @Test
+    void pathsToControllersWithOneIdAreRefused() throws Exception {
+        String nqn = "nqn.2026-12.io.nvmeof:multipath-same-id";
+        TargetConfig cfg = new TargetConfig(1, 4, 64, 1 << 20,
+                List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, null, null, null)),
+                List.of(new SubsystemConfig(nqn, null, null, 8, true, null, List.of(
+                        new NamespaceConfig(1L, "ram", "8MiB", BLOCK, null, "6c1f8a52-3c1e-4b7a-9d55-0a1b2c3d4e5f",
+                                "00112233445566778899aabbccddeeff")))));
+        NvmeTarget a = NvmeTarget.start(cfg);
+        NvmeTarget b = NvmeTarget.start(cfg);
+        ConnectOptions opts = ConnectOptions.builder().ioQueues(1).queueDepth(8).build();
+        try (NvmeofController ca = NvmeofController.connect(TransportId.tcp("127.0.0.1", a.tcpPort(0), nqn), opts);
+             NvmeofController cb = NvmeofController.connect(TransportId.tcp("127.0.0.1", b.tcpPort(0), nqn), opts)) {
+            assertEquals(ca.cntlid(), cb.cntlid(), "both targets start at the same ID");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> MultipathNamespace.of(List.of(ca.namespace(1), cb.namespace(1))));
+            assertTrue(e.getMessage().contains("controller ID " + ca.cntlid()) && e.getMessage().contains("cntlidMin"),
+                    e.getMessage());
+        } finally {
+            a.close();
+            b.close();
+        }
+    }
+
     @Test
     void handlesOfDifferentNamespacesAreRefused() {
         NamespaceHandle a = c1.namespace(1);

@@ -160,7 +160,7 @@ final class BenchCommand implements Callable<Integer> {
                     gaps.completion(now);
                 }
                 if (status != Status.SUCCESS) {
-                    String what = status < 0 ? "transport error " + status : Status.name(status);
+                    String what = IoCallback.describe(status);
                     // Over several paths a failed I/O is counted and its slot goes on while a path can carry it;
                     // the multipath namespace already waited its failover timeout for one before failing it.
                     // A request's own error (DNR, media, LBA range) ends the run as on one path: only a path failure
@@ -170,7 +170,10 @@ final class BenchCommand implements Callable<Integer> {
                         return;
                     }
                     ioErrors.increment();
-                    firstError.compareAndSet(null, what);
+                    if (firstError.get() == null) { // an I/O that no path carried in time: the paths' states then
+                        firstError.compareAndSet(null, what + ", no path carried it in time ("
+                                + ns.multipath().describePaths() + ")");
+                    }
                     if (!stop) {
                         submit(ns, write, random, slot, blocks, slots, inflight, buffers, started, sequential, submitted,
                                 self[0]);
@@ -248,8 +251,8 @@ final class BenchCommand implements Callable<Integer> {
             report(total, elapsedNs, ioBytes, write, new CpuTimes(cpu, target), ns,
                     new PathCounts(perPath, failedOver(ns), errors, firstError.get(), longestPause));
             if (ioErrors.sum() > 0) { // the warm-up's count too
-                System.err.printf(Locale.ROOT, "nvmeof bench: %,d I/Os failed on every path (first: %s)%n",
-                        ioErrors.sum(), firstError.get());
+                System.err.printf(Locale.ROOT, "nvmeof bench: %,d I/Os failed on every path, warm-up included"
+                        + " (first: %s)%n", ioErrors.sum(), firstError.get());
                 return 1; // as fio: a run with I/O errors does not exit 0, whatever it reported
             }
             return 0;

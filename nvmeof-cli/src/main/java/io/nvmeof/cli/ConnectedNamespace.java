@@ -31,11 +31,17 @@ final class ConnectedNamespace implements AutoCloseable {
         this.multipath = multipath;
     }
 
-    /** Connects each path (one controller each) and opens namespace {@code nsid} through all of them. */
+    /**
+     * Connects each path (one controller each) and opens namespace {@code nsid} through all of them. With several
+     * paths, one that cannot be reached now is left out with a warning on stderr and the others go on (as a Linux
+     * host's multipath runs on the paths whose `nvme connect` worked); only when none can be reached does it fail,
+     * naming each path's reason.
+     */
     static ConnectedNamespace connect(List<TransportId> paths, long nsid, ConnectOptions options, IoPolicy policy,
                                       Duration failoverTimeout) {
         List<NvmeofController> controllers = new ArrayList<>();
         try {
+            List<String> unreachable = new ArrayList<>();
             for (int p = 0; p < paths.size(); p++) {
                 try {
                     controllers.add(NvmeofController.connect(paths.get(p), options));
@@ -43,11 +49,16 @@ final class ConnectedNamespace implements AutoCloseable {
                     if (paths.size() == 1) {
                         throw e;
                     }
-                    throw new IllegalStateException("path " + p + " (" + paths.get(p).traddr() + ":"
-                            + paths.get(p).trsvcid() + "): " + e.getMessage(), e);
+                    String why = "path " + p + " (" + paths.get(p).traddr() + ":" + paths.get(p).trsvcid() + "): "
+                            + e.getMessage();
+                    unreachable.add(why);
+                    System.err.println("nvmeof: " + why + "; going on without it (run again to use it)");
                 }
             }
-            if (controllers.size() == 1) {
+            if (controllers.isEmpty()) {
+                throw new IllegalStateException("no path could be connected: " + String.join("; ", unreachable));
+            }
+            if (paths.size() == 1) {
                 return new ConnectedNamespace(controllers, controllers.get(0).namespace(nsid), null);
             }
             List<NamespaceHandle> handles = new ArrayList<>();
@@ -85,8 +96,8 @@ final class ConnectedNamespace implements AutoCloseable {
     /**
      * Blocks per command for read and write: at most {@link #CHUNK_BYTES} (and the controller's limit). A
      * controller that reports no MDTS (0: no limit) may still refuse larger commands: Linux's nvmet-tcp (Debian 12's
-     * 6.1) fails any command whose data is over 4 MiB (its MAXH2CDATA) with Data SGL Length Invalid, reads too, and
-     * the initiator's own cap without MDTS is 32 MiB.
+     * 6.1) fails any command whose data is over 4 MiB (its MAXH2CDATA) with SGL Data Block Invalid, reads too (the
+     * initiator now keeps to MAXH2CDATA without MDTS); a file of any size goes in commands of a moderate size.
      */
     int chunkBlocks() {
         return Math.max(1, Math.min(maxBlocksPerIo(), CHUNK_BYTES / blockSize()));

@@ -120,6 +120,36 @@ class MultipathCliTest {
         assertTrue(pause > 0 && pause < 3_000, "longest pause " + pause + " ms: " + out);
     }
 
+    /**
+     * One of two paths cannot be reached when the bench starts: it runs on the other, saying which it left out (it
+     * refused to start at all, found trying it as an admin); with no path reachable it fails naming each.
+     */
+    @Test
+    void aBenchStartsOnThePathsThatCanBeReached() throws Exception {
+        int closed = closedPort();
+        int alsoClosed = closedPort();
+        String down = "127.0.0.1:" + closed;
+        String[] out = CliTest.run(0, "bench", "--path", down, "--path", path2, "-n", NQN, "--qd", "4", "--time", "1",
+                "--ramp", "0", "--json");
+        assertTrue(out[1].contains("path 0 (127.0.0.1:" + closed + ")") && out[1].contains("going on without it"),
+                out[1]);
+        JsonNode job = job(out[0]);
+        assertEquals(1, job.at("/paths").size(), out[0]);
+        assertEquals(target.tcpPort(1), job.at("/paths/0/trsvcid").asInt(), out[0]);
+        assertTrue(job.at("/paths/0/ios").asLong() > 0, out[0]);
+
+        String[] none = CliTest.run(1, "bench", "--path", down, "--path", "127.0.0.1:" + alsoClosed, "-n", NQN,
+                "--time", "1");
+        assertTrue(none[1].contains("no path could be connected"), none[1]);
+    }
+
+    /** A loopback port nothing listens on (bound, then closed). */
+    private static int closedPort() throws java.io.IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
     @Test
     void writeAndReadGoThroughSeveralPaths() throws Exception {
         byte[] data = new byte[70_000];

@@ -173,8 +173,17 @@ public final class MultipathNamespace implements AutoCloseable {
                         + first.blockSize() + ": not the same namespace");
             }
             for (int j = 0; j < i; j++) {
-                if (paths.get(j).controller() == h.controller()) {
+                NvmeofController other = paths.get(j).controller();
+                if (other == h.controller()) {
                     throw new IllegalArgumentException(which + " is through the same controller as path " + j);
+                }
+                if (other.cntlid() == h.controller().cntlid()) {
+                    // One subsystem, two controllers with one ID: two target processes that export it over shared
+                    // storage without disjoint ID ranges. Linux refuses the second ("Duplicate cntlid").
+                    throw new IllegalArgumentException(which + " has controller ID " + h.controller().cntlid()
+                            + ", as path " + j + " (" + other.transportId() + ") has: controllers of one subsystem"
+                            + " need distinct IDs; give each target exporting it a disjoint range (cntlidMin/"
+                            + "cntlidMax, nvmet's cntlid_min/cntlid_max)");
                 }
             }
             anatt = Math.max(anatt, h.controller().info().anaTransitionTimeSeconds());
