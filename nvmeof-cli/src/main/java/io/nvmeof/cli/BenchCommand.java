@@ -286,12 +286,12 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     /**
-     * @param completed  I/Os each path completed in the measured window
-     * @param failedOver path failures of each path over the run that were sent again on another
-     * @param errors     I/Os that failed in the measured window (counted, not fatal: several paths)
-     * @param firstError the first of them, null if none
+     * @param completed         I/Os each path completed in the measured window
+     * @param failedOver        path failures of each path over the run that were sent again on another
+     * @param errors            I/Os that failed in the measured window (counted, not fatal: several paths)
+     * @param firstError        the first of them, null if none
+     * @param longestPauseNanos the longest time without a completion (multipath runs; -1 otherwise)
      */
-    /** {@code longestPauseNanos}: the longest time without a completion (multipath runs; -1 otherwise). */
     private record PathCounts(long[] completed, long[] failedOver, long errors, String firstError,
                               long longestPauseNanos) {
     }

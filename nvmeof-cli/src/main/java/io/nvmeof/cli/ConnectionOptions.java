@@ -249,45 +249,15 @@ final class ConnectionOptions {
         return out;
     }
 
-    /** ADDR, ADDR:PORT, [IPV6] or [IPV6]:PORT. */
+    /** ADDR, ADDR:PORT, [IPV6] or [IPV6]:PORT ({@link TransportId#parseAddress}). */
     static HostPort parsePath(String text) {
-        String usage = "--path '" + text + "' is not ADDR[:PORT] (e.g. 10.0.0.5:4420, or [fe80::1]:4420 for IPv6)";
-        String t = text.trim();
-        String host;
-        String port = null;
-        if (t.startsWith("[")) {
-            int close = t.indexOf(']');
-            if (close < 0) {
-                throw new IllegalArgumentException(usage + ": unclosed '['");
-            }
-            host = t.substring(1, close);
-            if (close + 1 < t.length()) {
-                if (t.charAt(close + 1) != ':') {
-                    throw new IllegalArgumentException(usage + ": expected ':PORT' after ']'");
-                }
-                port = t.substring(close + 2);
-            }
-        } else {
-            int colon = t.indexOf(':');
-            if (colon >= 0 && t.indexOf(':', colon + 1) >= 0) {
-                throw new IllegalArgumentException(usage + ": write an IPv6 address in brackets");
-            }
-            host = colon >= 0 ? t.substring(0, colon) : t;
-            port = colon >= 0 ? t.substring(colon + 1) : null;
-        }
-        if (host.isEmpty()) {
-            throw new IllegalArgumentException(usage + ": no address");
-        }
-        if (port == null) {
-            return new HostPort(host, TransportId.DEFAULT_IO_PORT);
-        }
-        int n;
         try {
-            n = Integer.parseInt(port);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(usage + ": port '" + port + "' is not a number");
+            TransportId.Address a = TransportId.parseAddress(text, TransportId.DEFAULT_IO_PORT);
+            return new HostPort(a.traddr(), a.trsvcid());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--path '" + text + "' is not ADDR[:PORT] (e.g. 10.0.0.5:4420, or"
+                    + " [fe80::1]:4420 for IPv6): " + e.getMessage());
         }
-        return new HostPort(host, checkPort(n, usage));
     }
 
     private static int checkPort(int port, String what) {

@@ -497,12 +497,24 @@ public final class MultipathNamespace implements AutoCloseable {
 
     /** The ANA state of path {@code p} when it is usable (connected, current, optimized or non-optimized); else null. */
     private AnaState usableState(int p) {
-        NamespaceHandle h = paths[p];
+        return usableStateOf(paths[p]);
+    }
+
+    private static AnaState usableStateOf(NamespaceHandle h) {
         if (!h.isCurrent() || !h.controller().isConnected()) {
             return null;
         }
-        AnaState s = h.anaState();
+        AnaState s = h.anaState(); // read once: the choice and its reason are the same state
         return s == AnaState.OPTIMIZED || s == AnaState.NON_OPTIMIZED ? s : null;
+    }
+
+    /**
+     * Whether a multipath namespace may send requests on {@code path} now: its controller connected, its handle
+     * current, its ANA state optimized or non-optimized (what callers that check paths, such as the loader, must agree
+     * with).
+     */
+    public static boolean usable(NamespaceHandle path) {
+        return usableStateOf(path) != null;
     }
 
     /** Whether some path may still become usable: its handle current and its controller not failed or closed. */

@@ -86,34 +86,15 @@ public record DatasetLocation(List<TransportId> paths, long nsid) {
         return new DatasetLocation(paths, nsid);
     }
 
-    /** HOST, HOST:PORT, [IPV6] or [IPV6]:PORT of the URL {@code t}. */
+    /** HOST, HOST:PORT, [IPV6] or [IPV6]:PORT of the URL {@code t} ({@link TransportId#parseAddress}). */
     private static TransportId parseHostPort(String hostPort, String trtype, String subnqn, String t) {
-        String host;
-        int port = TransportId.DEFAULT_IO_PORT;
-        if (hostPort.startsWith("[")) {
-            int close = hostPort.indexOf(']');
-            if (close < 0) {
-                throw new IllegalArgumentException("'" + t + "': unclosed '[' in the address");
-            }
-            host = hostPort.substring(1, close);
-            if (hostPort.length() > close + 1) {
-                if (hostPort.charAt(close + 1) != ':') {
-                    throw new IllegalArgumentException("'" + t + "': expected ':PORT' after the address");
-                }
-                port = (int) parseNumber(hostPort.substring(close + 2), "port", t);
-            }
-        } else {
-            int colon = hostPort.lastIndexOf(':');
-            host = colon >= 0 ? hostPort.substring(0, colon) : hostPort;
-            if (colon >= 0) {
-                port = (int) parseNumber(hostPort.substring(colon + 1), "port", t);
-            }
-        }
-        if (host.isEmpty()) {
-            throw new IllegalArgumentException("'" + t + "' has no address" + (t.contains(",")
+        try {
+            TransportId.Address a = TransportId.parseAddress(hostPort, TransportId.DEFAULT_IO_PORT);
+            return new TransportId(trtype, a.traddr(), a.trsvcid(), subnqn);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("'" + t + "': " + e.getMessage() + (t.contains(",")
                     ? " in one of its comma-separated paths" : ""));
         }
-        return new TransportId(trtype, host, port, subnqn);
     }
 
     private static DatasetLocation parseSpdk(String t) {

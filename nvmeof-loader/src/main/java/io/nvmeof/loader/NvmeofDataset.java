@@ -201,7 +201,7 @@ public final class NvmeofDataset implements SampleSpace, AutoCloseable {
                 try {
                     other = reconnects.readPathLabel(this, part, i);
                 } catch (IOException e) {
-                    if (e.getCause() instanceof IllegalArgumentException || ReconnectCheck.usable(partPaths[part][i])) {
+                    if (e.getCause() instanceof IllegalArgumentException || MultipathNamespace.usable(partPaths[part][i])) {
                         throw e;
                     }
                     continue; // unverified: not usable now, checked once it is

@@ -7,7 +7,6 @@ import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.loader.io.NamespaceIo;
 import io.nvmeof.loader.layout.DatasetLabel;
 import io.nvmeof.loader.layout.DatasetPart;
-import io.nvmeof.protocol.log.AnaState;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -133,21 +132,12 @@ final class ReconnectCheck {
         for (int p = 0; p < multipaths.length; p++) {
             NamespaceHandle[] paths = multipaths[p];
             for (int i = 0; paths != null && i < paths.length; i++) {
-                if (usable(paths[i]) && verifiedAt[p].get(i) != paths[i].controller().establishedGeneration()) {
+                if (MultipathNamespace.usable(paths[i]) && verifiedAt[p].get(i) != paths[i].controller().establishedGeneration()) {
                     return true;
                 }
             }
         }
         return false;
-    }
-
-    /** Whether a multipath namespace may send reads on {@code path}: connected, current, ANA (non-)optimized. */
-    static boolean usable(NamespaceHandle path) {
-        if (!path.isCurrent() || !path.controller().isConnected()) {
-            return false;
-        }
-        AnaState s = path.anaState();
-        return s == AnaState.OPTIMIZED || s == AnaState.NON_OPTIMIZED;
     }
 
     /** Whether data read under {@code stamp} is the dataset's. */

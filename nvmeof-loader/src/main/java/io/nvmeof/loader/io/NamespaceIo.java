@@ -9,6 +9,8 @@ import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
@@ -105,7 +107,7 @@ public final class NamespaceIo {
 
     /** Runs {@code then} once nothing this reader sent is in flight: now if it is {@link #settled()}, else on an I/O thread. */
     public void whenSettled(Runnable then) {
-        java.util.List<CompletableFuture<?>> pending = new java.util.ArrayList<>();
+        List<CompletableFuture<?>> pending = new ArrayList<>();
         for (CompletableFuture<?> f : inFlight) {
             if (f != null && !f.isDone()) {
                 pending.add(f);
