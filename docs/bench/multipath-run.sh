@@ -5,11 +5,15 @@
 #   failover:  target A optimized, B non-optimized, both on 127.0.0.1; bench --rw randwrite at QD 32 over both paths;
 #              A is killed (-9) KILL_AT seconds into the measured window. Prints the I/O errors, each path's I/Os and the longest time
 #              without a completion (goal: no error, a pause of at most ANATT + 1 s = 11 s).
+#   pause:     as failover, but A is paused (SIGSTOP) PAUSE seconds (default 15) KILL_AT seconds in, then resumed
+#              (SIGCONT): the bench keeps going on B; the writes in flight on A wait until A can no longer run them
+#              (twice KATO (-k, default 5 s here 2 s) plus its quiesce time), then go to B (issue 50).
 #   aggregate: both optimized, round-robin; each target behind its own link, a veth pair from a network namespace
 #              the bench runs in, shaped to RATE (tbf) from target to host: one path's bandwidth against two's (goal:
 #              two targets carry more than one; the links, not the CPUs, are the limit, as two NICs would be).
 # Needs root (network namespaces, tc). Run from the checkout after a build:
 #   T=10 KILL_AT=4 docs/bench/multipath-run.sh failover
+#   T=20 KILL_AT=4 PAUSE=8 docs/bench/multipath-run.sh pause
 #   T=10 RATE=400mbit BS=128k docs/bench/multipath-run.sh aggregate
 set -u
 JAR=${JAR:-$(dirname "$0")/../../nvmeof-cli/target/nvmeof.jar}
@@ -70,6 +74,17 @@ failover)
       --time "${T:-10}" --ramp 1 --reconnect-delay 1 --json > "$OUT/failover.json" 2> "$OUT/failover.err"
   summary "$OUT/failover.json" failover
   ;;
+pause)
+  A=$(target a 127.0.0.1 4420 optimized); PIDS+=($A)
+  B=$(target b 127.0.0.1 4421 non-optimized); PIDS+=($B)
+  (for i in $(seq 300); do [ -n "$(ss -Htn state established '( sport = :4420 )')" ] && break; sleep 0.1; done
+   sleep $((1 + ${KILL_AT:-4})); kill -STOP $A; echo "paused target a (PID $A) ${KILL_AT:-4} s into the measured window" >&2
+   sleep "${PAUSE:-15}"; kill -CONT $A; echo "resumed target a after ${PAUSE:-15} s" >&2) &
+  $J -jar "$JAR" bench --path 127.0.0.1:4420 --path 127.0.0.1:4421 -n $NQN --rw randwrite --qd 32 \
+      --time "${T:-20}" --ramp 1 --reconnect-delay 1 -k 2 --json > "$OUT/pause.json" 2> "$OUT/pause.err"
+  summary "$OUT/pause.json" pause
+  python3 -c "import json,sys; print('writes held for a fence:', json.load(open(sys.argv[1]))['jobs'][0].get('writes_held_for_fence'))" "$OUT/pause.json"
+  ;;
 aggregate)
   ip netns add $NS
   for i in 1 2; do
@@ -97,5 +112,5 @@ aggregate)
     fi
   done
   ;;
-*) echo "usage: $0 failover|aggregate" >&2; exit 2 ;;
+*) echo "usage: $0 failover|pause|aggregate" >&2; exit 2 ;;
 esac

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.nvmeof.initiator.ConnectOptions;
 import io.nvmeof.initiator.ErrorKind;
+import io.nvmeof.initiator.MultipathNamespace;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.NamespaceHandle;
 import io.nvmeof.initiator.NvmeofController;
@@ -270,6 +271,179 @@ class IntegrityModelTest {
             fail(violations.size() + " violations (seed " + seed + "); first: " + violations.get(0));
         }
         assertTrue(counts.get(Count.READS.ordinal()) > 0 && counts.get(Count.WRITES.ordinal()) > 0);
+    }
+
+    /**
+     * Issue 50: two target processes export one subsystem over one shared file, a host writes and reads through both
+     * with a {@link MultipathNamespace}, and one target at a time is paused (SIGSTOP) and resumed: for less than its
+     * keep-alive deadline (it runs what waited in its sockets when it comes back) or for more (it must run none of
+     * it). Writes the host failed over meanwhile must never be overwritten by the paused target's late copies: every
+     * read is held to {@link BlockModel}. {@code -Dintegrity.pauses=N} (default 4) sets the number of pauses.
+     */
+    @Test
+    void everyReadHoldsWhileATargetOfTwoIsPausedAndResumes() throws Exception {
+        int pauses = Integer.getInteger("integrity.pauses", 4);
+        long seed = Long.getLong("integrity.seed", System.nanoTime());
+        Random chaos = new Random(seed);
+        int blocks = 2048;
+        int hot = 96;
+        Path file = dir.resolve("shared.img");
+        volumes.set(1, new BlockModel(1, BLOCK, blocks, clock.incrementAndGet()));
+        BlockModel vol = volumes.get(1);
+        List<SharedFileTarget.Process> targets = new ArrayList<>();
+        List<NvmeofController> hosts = new ArrayList<>();
+        MultipathNamespace mp = null;
+        try {
+            for (int t = 0; t < 2; t++) {
+                targets.add(SharedFileTarget.Process.start(file, 1 + 100 * t, blocks * BLOCK / 1024 + "KiB",
+                        dir.resolve("target-" + t + ".log")));
+            }
+            for (SharedFileTarget.Process t : targets) {
+                hosts.add(NvmeofController.connect(new TransportId("tcp", "127.0.0.1", t.port, SharedFileTarget.NQN),
+                        ConnectOptions.builder().ioQueues(1).queueDepth(32).keepAliveTimeoutMs(1000)
+                                .commandTimeout(Duration.ofSeconds(30)).reconnectDelay(Duration.ofMillis(200))
+                                .build()));
+            }
+            mp = MultipathNamespace.of(List.of(hosts.get(0).namespace(1), hosts.get(1).namespace(1)),
+                    MultipathNamespace.IoPolicy.ROUND_ROBIN, Duration.ofSeconds(30));
+            MultipathNamespace ns = mp;
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            Random r = new Random(seed * 31);
+            Thread driver = new Thread(() -> driveMultipath(ns, vol, r, hot, stop), "driver-multipath");
+            driver.start();
+            try {
+                Thread.sleep(1500);
+                for (int i = 0; i < pauses && violations.isEmpty(); i++) {
+                    int which = chaos.nextInt(2);
+                    // Below the keep-alive deadline (twice the 1 s KATO), after the host gave up (KATO unanswered);
+                    // or well past it.
+                    long pauseMs = chaos.nextBoolean() ? 1800 : 5000;
+                    count(Count.CUTS);
+                    event("pause target " + which + " for " + pauseMs + " ms");
+                    targets.get(which).pause();
+                    Thread.sleep(pauseMs);
+                    targets.get(which).resume();
+                    event("resumed target " + which);
+                    // Until the host has the path again (its reconnect after the pause) and a little load through it.
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                    while (!hosts.get(which).isConnected() && System.nanoTime() < until) {
+                        Thread.sleep(50);
+                    }
+                    Thread.sleep(1500);
+                }
+            } finally {
+                stop.set(true);
+                driver.join(120_000);
+            }
+            if (violations.isEmpty()) {
+                ByteBuffer buf = ByteBuffer.allocateDirect(64 * BLOCK);
+                for (long lba = 0; lba < blocks && violations.isEmpty(); lba += 64) {
+                    long start = clock.incrementAndGet();
+                    vol.readStarted(start);
+                    mp.read(lba, 64, buf).get(60, TimeUnit.SECONDS);
+                    String wrong = vol.check(lba, 64, buf, start, clock.incrementAndGet());
+                    vol.readEnded(start);
+                    counts.addAndGet(Count.BLOCKS_CHECKED.ordinal(), 64);
+                    if (wrong != null) {
+                        violations.add("final read: " + wrong);
+                    }
+                }
+            }
+        } finally {
+            if (mp != null) {
+                mp.close();
+            }
+            for (NvmeofController h : hosts) {
+                h.close();
+            }
+            for (SharedFileTarget.Process t : targets) {
+                t.close();
+            }
+        }
+        long fenced = mp == null ? 0 : mp.fencedWaits();
+        System.out.printf("integrity check, paused targets: %d pauses, reads %d, writes %d, blocks checked %d,"
+                        + " failed %d, writes held for a fence %d, %d violations (seed %d)%n", pauses,
+                counts.get(Count.READS.ordinal()), counts.get(Count.WRITES.ordinal()),
+                counts.get(Count.BLOCKS_CHECKED.ordinal()), counts.get(Count.FAILED.ordinal()), fenced,
+                violations.size(), seed);
+        if (!violations.isEmpty()) {
+            System.out.println("events: " + events);
+            violations.forEach(v -> System.out.println("violation: " + v));
+            fail(violations.size() + " violations (seed " + seed + "); first: " + violations.get(0));
+        }
+        assertTrue(counts.get(Count.READS.ordinal()) > 0 && counts.get(Count.WRITES.ordinal()) > 0);
+    }
+
+    /**
+     * The multipath load: writes and reads of 1-4 blocks on {@code hot} blocks at up to QUEUE_DEPTH in flight, every
+     * read held to the model; a failed operation (no path in time) may have landed, and ends by the next completion.
+     */
+    private void driveMultipath(MultipathNamespace ns, BlockModel vol, Random r, int hot,
+            java.util.concurrent.atomic.AtomicBoolean stop) {
+        Semaphore slots = new Semaphore(QUEUE_DEPTH);
+        List<BlockModel.Op> failed = new CopyOnWriteArrayList<>();
+        while (!stop.get() && violations.isEmpty()) {
+            try {
+                if (!slots.tryAcquire(10, TimeUnit.MILLISECONDS)) {
+                    continue;
+                }
+            } catch (InterruptedException e) {
+                return;
+            }
+            int n = 1 + r.nextInt(4);
+            long lba = r.nextInt(hot - n);
+            long start = clock.incrementAndGet();
+            CompletableFuture<Void> f;
+            if (r.nextInt(100) < 40) {
+                count(Count.READS);
+                ByteBuffer buf = ByteBuffer.allocateDirect(n * BLOCK);
+                vol.readStarted(start);
+                f = ns.read(lba, n, buf).handle((v, e) -> {
+                    long done = clock.incrementAndGet();
+                    if (e == null) {
+                        String wrong = vol.check(lba, n, buf, start, done);
+                        counts.addAndGet(Count.BLOCKS_CHECKED.ordinal(), n);
+                        if (wrong != null) {
+                            violations.add("read through " + ns + ": " + wrong);
+                        }
+                    } else {
+                        count(Count.FAILED);
+                    }
+                    vol.readEnded(start);
+                    return null;
+                });
+            } else {
+                count(Count.WRITES);
+                long id = nextOp.getAndIncrement();
+                ByteBuffer buf = ByteBuffer.allocateDirect(n * BLOCK);
+                for (int i = 0; i < n; i++) {
+                    vol.fill(buf, i, lba + i, id);
+                }
+                BlockModel.Op op = vol.begin(id, false, "write LBA " + lba + "+" + n, lba, n, start);
+                f = ns.write(lba, n, buf).handle((v, e) -> {
+                    long done = clock.incrementAndGet();
+                    if (e == null) {
+                        vol.succeeded(op, lba, n, done);
+                        for (BlockModel.Op o : failed) {
+                            if (o.submitted < start) {
+                                vol.endedBy(o, done);
+                                failed.remove(o);
+                            }
+                        }
+                    } else {
+                        count(Count.FAILED);
+                        failed.add(op);
+                    }
+                    return null;
+                });
+            }
+            f.whenComplete((v, e) -> slots.release());
+        }
+        try {
+            slots.acquire(QUEUE_DEPTH); // every operation ended
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Replaces NSID {@code nsid}'s volume with a new, empty one (or creates the first). */

@@ -212,11 +212,6 @@ class SlowBackendTest {
     }
 
     /**
-     * A poll group stalled for longer than a bystander's KATO (a read stuck in its backend): the bystander's keep-alives
-     * wait unread in its socket meanwhile, and its controller must survive (it was torn down: "keep-alive timeout
-     * (1000 ms) expired").
-     */
-    /**
      * Issue 32: a file's read or write with no io_uring to take it (io_uring unavailable, a ring that failed to start)
      * waits for the device on a backend thread, never on the poll group: a RAM namespace's reads on the same poll
      * group go on meanwhile, and the stuck commands complete, with the right data, once the device answers.
@@ -273,8 +268,46 @@ class SlowBackendTest {
         }
     }
 
+    /**
+     * A poll group stalled (a read stuck in a backend that should not block; the same as the whole target paused)
+     * within a bystander's keep-alive deadline (twice its 1 s KATO): the keep-alives and the write that waited unread
+     * in its socket meanwhile run once it goes on, and its controller survives.
+     */
     @Test
-    void aStalledPollGroupDoesNotExpireTheControllersItServes() throws Exception {
+    void aPollGroupStalledWithinTheKeepAliveDeadlineKeepsItsControllers() throws Exception {
+        StalledBystander run = stallPollGroup(1200);
+        assertEquals(Status.SUCCESS, run.write.status(), "the write sent during the stall ran");
+        for (Completion ka : run.keepAlives) {
+            assertEquals(Status.SUCCESS, ka.status(), "keep alive " + ka.cid());
+        }
+        assertArrayEquals(run.data, run.landed, "the write landed");
+        assertTrue(run.bystanderControllerLived, "the bystander's controller is still there");
+    }
+
+    /**
+     * Issue 50: a poll group stalled past a bystander's keep-alive deadline. Its host, unanswered as long, has given the
+     * association up and may have written the same blocks through another path since: the write that waited unread in
+     * its socket must never run (it did: traffic read after the stall renewed the keep-alive), and the controller ends.
+     */
+    @Test
+    void aPollGroupStalledPastTheKeepAliveDeadlineRunsNothingThatWaitedInTheSocket() throws Exception {
+        StalledBystander run = stallPollGroup(3000);
+        assertTrue(run.write == null || run.write.status() != Status.SUCCESS, "the write was not answered as done");
+        assertArrayEquals(new byte[512], run.landed, "the write that waited in the socket never reached the media");
+        assertTrue(!run.bystanderControllerLived, "the bystander's controller was torn down");
+        assertTrue(run.bystanderClosed, "the bystander's connection was closed");
+    }
+
+    /** What {@link #stallPollGroup} saw of the bystander. */
+    private record StalledBystander(Completion write, List<Completion> keepAlives, byte[] data, byte[] landed,
+            boolean bystanderControllerLived, boolean bystanderClosed) {
+    }
+
+    /**
+     * Stalls the only poll group for {@code stallMs} with a read stuck in a backend; meanwhile a bystander (KATO 1 s)
+     * sends a write of one block to its RAM namespace and keep-alives every 200 ms, all left unread in its sockets.
+     */
+    private static StalledBystander stallPollGroup(long stallMs) throws Exception {
         NvmeTarget target = NvmeTarget.start(oneGroup(List.of(new NamespaceConfig(1L, "ram", "16MiB", 512, null, null))));
         GatedBackend gated = new GatedBackend();
         target.core().subsystem(NQN).addNamespace(new Namespace(2, gated, 512, UUID.randomUUID()));
@@ -286,24 +319,43 @@ class SlowBackendTest {
             RawTcpHost.cmd(read).cid(601);
             staller[1].send(staller[1].capsule(read, null));
             assertTrue(gated.readEntered.await(10, TimeUnit.SECONDS), "the poll group is stuck in the read");
+            long stalled = System.nanoTime();
+            byte[] data = new byte[512];
+            java.util.Arrays.fill(data, (byte) 0x77);
+            byte[] write = RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, 9, 1, 512, true);
+            RawTcpHost.cmd(write).cid(650);
+            bystander[1].send(bystander[1].capsule(write, data));
             byte[] ka = RawTcpHost.sqe();
             RawTcpHost.cmd(ka).opcode(Opcodes.ADMIN_KEEP_ALIVE);
-            for (int i = 0; i < 12; i++) { // 3 s of keep-alives every 250 ms, all waiting in the socket
-                RawTcpHost.cmd(ka).cid(700 + i);
+            int sent = 0;
+            while (System.nanoTime() - stalled < TimeUnit.MILLISECONDS.toNanos(stallMs)) {
+                RawTcpHost.cmd(ka).cid(700 + sent++);
                 bystander[0].send(bystander[0].capsule(ka, null));
-                Thread.sleep(250);
+                Thread.sleep(200);
             }
             gated.stallReads = false;
             gated.readGate.countDown();
-            for (int i = 0; i < 12; i++) {
-                Completion c = bystander[0].awaitResponse();
-                assertEquals(700 + i, c.cid());
-                assertEquals(Status.SUCCESS, c.status(), "keep alive " + i);
+            assertEquals(Status.SUCCESS, staller[1].awaitResponse().status(), "the stuck read completes");
+            Completion w = null;
+            List<Completion> kas = new java.util.ArrayList<>();
+            boolean closed = false;
+            try {
+                w = bystander[1].awaitResponse();
+                for (int i = 0; i < sent; i++) {
+                    kas.add(bystander[0].awaitResponse());
+                }
+            } catch (IOException e) {
+                closed = true; // the target closed the connection instead of answering
             }
-            Thread.sleep(500); // a few more keep-alive checks
-            assertEquals(Status.SUCCESS, bystander[0].propertyGet(ControllerRegisters.CSTS, 4).status(),
-                    "the bystander's controller is still there");
-            assertEquals(2, target.core().subsystem(NQN).controllers().size());
+            if (!closed) {
+                bystander[0].soTimeout(500);
+                closed = bystander[0].closedByTarget();
+            }
+            Thread.sleep(300); // a few more keep-alive checks
+            boolean lived = target.core().subsystem(NQN).controllers().size() == 2;
+            ByteBuffer landed = ByteBuffer.allocate(512);
+            target.core().subsystem(NQN).namespace(1).backend().read(9 * 512L, landed);
+            return new StalledBystander(w, kas, data, landed.array(), lived, closed);
         } finally {
             gated.readGate.countDown();
             for (RawTcpHost h : new RawTcpHost[] {staller[0], staller[1], bystander[0], bystander[1]}) {

@@ -383,6 +383,7 @@ final class BenchCommand implements Callable<Integer> {
                 job.put("iopolicy", ns.multipath().policy() == MultipathNamespace.IoPolicy.ROUND_ROBIN
                         ? "round-robin" : "queue-depth");
                 job.put("longest_pause_ms", counts.longestPauseNanos() / 1e6);
+                job.put("writes_held_for_fence", ns.multipath().fencedWaits());
             }
             List<Map<String, Object>> paths = new ArrayList<>();
             for (int p = 0; p < ns.pathCount(); p++) {
@@ -430,6 +431,11 @@ final class BenchCommand implements Callable<Integer> {
             }
             System.out.printf(Locale.ROOT, "  longest pause %.1f ms (the longest time without a completion)%n",
                     counts.longestPauseNanos() / 1e6);
+            long held = ns.multipath().fencedWaits();
+            if (held > 0) {
+                System.out.printf(Locale.ROOT, "  %,d write(s) waited for a lost path's association to be fenced before"
+                        + " going to another path%n", held);
+            }
         }
         if (counts.errors() > 0) {
             System.out.printf(Locale.ROOT, "  I/O errors %,d (first: %s)%n", counts.errors(), counts.firstError());

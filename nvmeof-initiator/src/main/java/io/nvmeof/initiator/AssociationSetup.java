@@ -182,7 +182,7 @@ final class AssociationSetup {
         if (recovery.reconnects()) {
             HeldRequests held = ctrl.held;
             q.requeueTo(p -> {
-                recovery.beginRecovery(Reconnector.failureOf(q), gen);
+                recovery.onQueueFailure(q, gen);
                 // A Fabrics Connect belongs to the association being built: it fails, and the attempt with it.
                 return (p.sqe()[0] & 0xFF) != Opcodes.FABRICS && held.hold(p);
             });

@@ -56,6 +56,21 @@ public record ControllerInfo(int vid, int ssvid, String serial, String model, St
         return identify().anatt();
     }
 
+    /**
+     * CQT (NVMe 2.1, TP4129): how long, in ms, the controller's commands may still run after it learns its host is
+     * gone (its keep-alive expired, its connection ended); 0: not reported.
+     */
+    public int commandQuiesceTimeMs() {
+        return identify().cqt();
+    }
+
+    /** CTRATT bit 6 (TBKAS): the controller's keep-alive timer counts any command, not only Keep Alive. */
+    public boolean trafficBasedKeepAlive() {
+        return (identify().ctratt() & CTRATT_TBKAS) != 0;
+    }
+
+    private static final long CTRATT_TBKAS = 1L << 6;
+
     /** NANAGRPID: how many ANA groups the ANA log may describe. */
     long anaGroupCount() {
         return identify().nanagrpid();

@@ -33,6 +33,13 @@ final class MultipathIo implements IoCallback {
     int path;
     /** The paths that failed it this round (bit p: path p). */
     long failedPaths;
+    /**
+     * The paths whose lost association it may still run on (bit p: path p): it changes the media and failed with that
+     * association, so it goes nowhere before each one's {@link NvmeofController#fencedAtNanos()}.
+     */
+    long fencedPaths;
+    /** Whether its present wait for {@link #fencedPaths} is counted in {@link MultipathNamespace#fencedWaits()}. */
+    boolean fenceWaitCounted;
     /** When it stops waiting for a usable path (System.nanoTime); 0 while it has not waited. */
     long deadline;
     /** The last path failure's status, returned when no path serves it in time. */
@@ -61,6 +68,8 @@ final class MultipathIo implements IoCallback {
         this.future = future;
         this.path = -1;
         this.failedPaths = 0;
+        this.fencedPaths = 0;
+        this.fenceWaitCounted = false;
         this.deadline = 0;
         this.lastStatus = 0;
         this.lastPathFailure = null;

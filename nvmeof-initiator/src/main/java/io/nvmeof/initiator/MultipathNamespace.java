@@ -38,10 +38,15 @@ import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
  * Requests a path's controller cannot send now (it reconnects) are not held by that controller, as single-path I/O
  * is: they fail over at once.
  *
- * <p>A write sent again on another path after its first path timed out or lost its connection may still be carried
- * out by the first (its target had it, the answer was lost): the data of both is the same, so this matters only to a
- * host that, in between, wrote the same blocks through another request it had already been told was done. Linux's
- * multipath has the same window; hosts that need stronger ordering use reservations or one path.
+ * <p>A request that changes the media (a write, Write Zeroes, Deallocate: anything but reads, compares and
+ * flushes) and failed because its path's association was lost (a timeout, a lost connection) may still run on that
+ * path's target: a target that was paused (a GC pause, a VM stall, a partition) has it unread in its socket, and runs
+ * it when it comes back. Sent again at once on another path, it could land after the caller had been told it was
+ * done and had written the same blocks again: older data over newer (Linux's multipath fails over at once and has
+ * this window). So such a request waits until the lost association can no longer run anything
+ * ({@link NvmeofController#fencedAtNanos()}: TP4129's keep-alive deadline plus the target's Command Quiesce Time, or
+ * the quiesce time alone when the target itself ended the connection) before it goes to any path; reads fail over
+ * at once. The wait does not count against the failover timeout.
  *
  * <p>Threads, buffers and futures as on {@link NamespaceHandle}: completions run on an I/O thread, or on this
  * namespace's timer thread when a waiting request times out; the callback flavour takes a preallocated request
@@ -101,6 +106,9 @@ public final class MultipathNamespace implements AutoCloseable {
      */
     private final LongAdder[] completedByPath;
     private final LongAdder[] failedOverByPath;
+    private final LongAdder fencedWaits = new LongAdder();
+    /** How often a request waiting for a fence whose time is not known yet (its loss is being torn down) looks again. */
+    private static final long FENCE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     private MultipathNamespace(NamespaceHandle[] paths, IoPolicy policy, Duration failoverTimeout, int maxOutstanding) {
         this.paths = paths;
@@ -234,8 +242,11 @@ public final class MultipathNamespace implements AutoCloseable {
     /** Path failures of path {@code p} so far that were sent again on another path (or waited for one). */
     public long failedOverFrom(int p) { return failedOverByPath[p].sum(); }
 
-    /** Requests waiting for a usable path now. */
+    /** Requests waiting now: for a usable path, or for a lost association to be fenced before they go elsewhere. */
     public int waitingRequests() { return waitingCount.get(); }
+
+    /** Requests so far that waited for a lost association to be fenced before going to another path. */
+    public long fencedWaits() { return fencedWaits.sum(); }
 
     /** Each path and its state, for messages and logs: "path 0 127.0.0.1:4420 CONNECTED optimized; ...". */
     public String describePaths() {
@@ -361,6 +372,16 @@ public final class MultipathNamespace implements AutoCloseable {
                 return;
             }
             int changes = pathChanges.get();
+            if (io.fencedPaths != 0) {
+                long fence = fenceOf(io.fencedPaths);
+                if (fence == Long.MAX_VALUE || fence != 0 && fence - System.nanoTime() > 0) {
+                    awaitFence(io, fence, changes, late);
+                    return;
+                }
+                io.fencedPaths = 0; // nothing of those associations can run any more: any path may take it
+                io.fenceWaitCounted = false;
+                io.deadline = 0; // a full failover timeout from here, should it find no usable path
+            }
             int p = choosePath(io.failedPaths);
             if (p < 0) {
                 awaitPath(io, changes, late);
@@ -404,9 +425,64 @@ public final class MultipathNamespace implements AutoCloseable {
             h.controller().anaStates.refreshSoon();
         }
         io.failedPaths |= 1L << p;
+        if (status < 0 && mayChangeMedia(io.opcode)) {
+            io.fencedPaths |= 1L << p; // it may still run on that path's lost association
+        }
         io.lastStatus = status;
         io.lastPathFailure = null;
         dispatch(io, false);
+    }
+
+    /** Whether a command of {@code opcode} may change the media: all but reads, compares, verifies and flushes. */
+    static boolean mayChangeMedia(int opcode) {
+        return opcode != Opcodes.IO_READ && opcode != Opcodes.IO_COMPARE && opcode != Opcodes.IO_FLUSH
+                && opcode != IO_VERIFY;
+    }
+
+    private static final int IO_VERIFY = 0x0C;
+
+    /**
+     * The latest {@link NvmeofController#fencedAtNanos()} of the paths in {@code mask}: {@link Long#MAX_VALUE} when one
+     * is not known yet, 0 when none lost an association.
+     */
+    private long fenceOf(long mask) {
+        long latest = 0;
+        for (int p = 0; p < paths.length; p++) {
+            if ((mask & 1L << p) == 0) {
+                continue;
+            }
+            long f = paths[p].controller().fencedAtNanos();
+            if (f == Long.MAX_VALUE) {
+                return f;
+            }
+            if (f != 0 && (latest == 0 || f - latest > 0)) {
+                latest = f;
+            }
+        }
+        return latest;
+    }
+
+    /**
+     * {@code io} may still run on a lost association until {@code fence} (MAX_VALUE: not known yet): it waits with the
+     * requests waiting for a path, and looks again at the fence (or, while unknown, every 50 ms and at each path
+     * change).
+     */
+    private void awaitFence(MultipathIo io, long fence, int changesSeen, boolean late) {
+        if (waitingCount.incrementAndGet() > MAX_WAITING) {
+            waitingCount.decrementAndGet();
+            end(io, IoCallback.ERR_QUEUE_FULL, MAX_WAITING + " requests already wait (" + describePaths() + ")", late);
+            return;
+        }
+        if (!io.fenceWaitCounted) {
+            io.fenceWaitCounted = true; // counted once per failure it waits after
+            fencedWaits.increment();
+        }
+        long now = System.nanoTime();
+        waiting.add(io); // from here another thread may own it
+        armExpiry(fence == Long.MAX_VALUE ? now + FENCE_POLL_NANOS : fence, now);
+        if (pathChanges.get() != changesSeen || closed) {
+            retryWaiting(true, late);
+        }
     }
 
     /** Tells {@code io}'s caller, on another thread when {@code late}. */
@@ -419,14 +495,21 @@ public final class MultipathNamespace implements AutoCloseable {
     }
 
     /**
-     * Whether a failure is the path's, not the request's (Linux's {@code nvme_is_path_error}, and lost paths): such a
-     * request is sent again on another path; a caller that got one back had no path that could carry it in time.
+     * Whether a failure is the path's, not the request's (Linux's {@code nvme_is_path_error}, lost paths, and the
+     * statuses a controller gives a command it did not run because its association is ending: Keep Alive Timer
+     * Expired, Command Aborted due to SQ Deletion): such a request is sent again on another path; a caller that got one
+     * back had no path that could carry it in time.
      */
     public static boolean failsOver(int status) {
         if (status < 0) {
             return status != IoCallback.ERR_QUEUE_FULL; // timeout, connection lost, closed, namespace gone here
         }
-        return Status.sct(status) == Status.SCT_PATH && !Status.dnr(status);
+        if (Status.dnr(status)) {
+            return false;
+        }
+        int code = Status.code(status);
+        return Status.sct(status) == Status.SCT_PATH || code == Status.KEEP_ALIVE_EXPIRED
+                || code == Status.ABORT_SQ_DELETED;
     }
 
     private static AnaState anaStateOf(int status) {

@@ -234,6 +234,43 @@ public final class NvmeofController implements AutoCloseable {
     /** The effective Keep Alive Timeout sent in Connect, in ms (0 = keep alive disabled). */
     public int keepAliveTimeoutMs() { return kato; }
 
+    /** The quiesce time assumed of a controller that reports no CQT (Linux's nvmet and SPDK report none). */
+    static final int DEFAULT_QUIESCE_TIME_MS = 1000;
+
+    /**
+     * Until when (System.nanoTime) a command sent on an association this controller lost may still run on its target:
+     * 0 when none was lost, {@link Long#MAX_VALUE} while a loss is being torn down (the time is not known yet). A
+     * request that may change the media and failed with that association must not run anywhere else before then
+     * (TP4129): a target that stalled (paused, a VM stall, a partition) and comes back would otherwise run it after
+     * the host had written the same blocks again through another path. Reads need no wait.
+     */
+    public long fencedAtNanos() {
+        return fencedAt;
+    }
+
+    /** See {@link #fencedAtNanos()}; written by the recovery (Reconnector). */
+    volatile long fencedAt;
+
+    /**
+     * How long after the host lets go of an association its commands may still run: the target's Command Quiesce Time
+     * (reported, else {@link #DEFAULT_QUIESCE_TIME_MS}), after the longest the target may take to notice the loss.
+     * That is nothing more when the target itself ended the connection ({@code closedByPeer}: it closed or died);
+     * otherwise its keep-alive deadline, TP4129's twice KATO (three times with Traffic Based Keep Alive), and at
+     * least twice KATO in whole seconds (targets count it in whole seconds: ours, nvmet's timer in seconds). With no
+     * keep alive (KATO 0) nothing bounds a silent target: only the quiesce time is waited, which is why an I/O
+     * controller should keep KATO on.
+     */
+    long fenceDelayNanos(boolean closedByPeer) {
+        ControllerInfo i = info;
+        int cqt = i != null ? i.commandQuiesceTimeMs() : 0;
+        long ms = cqt > 0 ? cqt : DEFAULT_QUIESCE_TIME_MS;
+        if (!closedByPeer && kato > 0) {
+            long times = i != null && i.trafficBasedKeepAlive() ? 3 : 2;
+            ms += Math.max(times * kato, 2000L * ((kato + 999) / 1000));
+        }
+        return TimeUnit.MILLISECONDS.toNanos(ms);
+    }
+
     /** CAP as read at connect. */
     public long capabilities() { return cap; }
 

@@ -78,31 +78,52 @@ final class Reconnector implements HeldRequests.Owner {
 
     /** A queue of association {@code gen} failed (its I/O thread). */
     void onQueueFailure(HostQueue q, int gen) {
-        beginRecovery(failureOf(q), gen);
+        beginRecovery(failureOf(q), gen, q.closedByPeer());
     }
 
-    /** Any thread: the association {@code gen} is lost; the housekeeping thread tears it down and reconnects. */
+    /** {@link #beginRecovery(String, int, boolean)} of an association this host gave up on (it fell silent). */
     void beginRecovery(String reason, int gen) {
+        beginRecovery(reason, gen, false);
+    }
+
+    /**
+     * Any thread: the association {@code gen} is lost ({@code closedByPeer}: the controller's side ended it); the
+     * housekeeping thread tears it down and reconnects. Before anything of the association fails back to its callers,
+     * its requests are marked as possibly still running ({@link NvmeofController#fencedAtNanos()}): the time they stop
+     * is known once the queues are torn down.
+     */
+    void beginRecovery(String reason, int gen, boolean closedByPeer) {
         if (gen != ctrl.generation || ctrl.closed.get()
                 || !ctrl.state.compareAndSet(ControllerState.CONNECTED, ControllerState.RECONNECTING)) {
             return;
         }
+        ctrl.fencedAt = Long.MAX_VALUE;
         lastFailure = reason;
         lossStart = System.nanoTime();
-        ctrl.housekeep(() -> recover(reason));
+        ctrl.housekeep(() -> recover(reason, closedByPeer));
     }
 
     /** Housekeeping thread: tear the association down, then reconnect after the delay (or give up at once). */
-    private void recover(String reason) {
+    private void recover(String reason, boolean closedByPeer) {
         ctrl.association.lock();
         try {
             if (ctrl.closed.get()) {
+                ctrl.fencedAt = System.nanoTime() + ctrl.fenceDelayNanos(closedByPeer); // closed meanwhile: not sooner
+                ctrl.pathsChanged();
                 return;
             }
             LOG.warn("{}: connection lost ({}); {}", id, reason, reconnects() ? "reconnecting every "
                     + options.reconnectDelay().toMillis() + " ms" : "not reconnecting (ctrlLossTimeout 0)");
             report(ControllerState.RECONNECTING, reason);
             tearDown(reason);
+            // Nothing more is sent on the old association from here: its commands may run on the target until it
+            // notices (at once when it ended the connection, else by its keep-alive deadline) and quiesces them.
+            long delay = ctrl.fenceDelayNanos(closedByPeer);
+            ctrl.fencedAt = System.nanoTime() + delay;
+            LOG.info("{}: writes of the lost association go to another path after {} ms ({})", id,
+                    TimeUnit.NANOSECONDS.toMillis(delay), closedByPeer ? "the controller ended the connection: its"
+                            + " quiesce time" : "its keep-alive deadline and quiesce time");
+            ctrl.pathsChanged();
             if (!reconnects()) {
                 giveUp(reason);
                 return;

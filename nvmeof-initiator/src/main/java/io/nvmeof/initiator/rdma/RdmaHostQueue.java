@@ -460,7 +460,10 @@ final class RdmaHostQueue extends SlotQueue<RdmaRequest> {
         if (ev.type() == CmEventType.DISCONNECTED || ev.type() == CmEventType.DEVICE_REMOVAL
                 || ev.type() == CmEventType.TIMEWAIT_EXIT) {
             if (state == OPEN) {
-                poller.execute(() -> fail("controller disconnected (RDMA CM " + ev.type() + ")", IoCallback.ERR_TRANSPORT));
+                poller.execute(() -> {
+                    closedByPeer = ev.type() == CmEventType.DISCONNECTED;
+                    fail("controller disconnected (RDMA CM " + ev.type() + ")", IoCallback.ERR_TRANSPORT);
+                });
             }
         }
     }

@@ -345,6 +345,7 @@ public final class TcpQueue extends SlotQueue<Request> {
         public void channelInactive(ChannelHandlerContext ctx) {
             deliveries.end();
             if (state == OPEN) {
+                closedByPeer = true;
                 fail("connection closed by the controller", IoCallback.ERR_TRANSPORT);
             }
             if (!icFuture.isDone()) {
@@ -364,6 +365,8 @@ public final class TcpQueue extends SlotQueue<Request> {
                 if (network) {
                     // A connection reset or broken pipe is the network's ordinary way of ending: fail() logs it as
                     // one line ("failed: connection error: ..."); a stack trace would show only Netty's read loop.
+                    // A reset is the peer's kernel ending it (the target closed or died); a timeout is not.
+                    closedByPeer = String.valueOf(cause.getMessage()).contains("reset");
                     fail("connection error: " + cause, IoCallback.ERR_TRANSPORT);
                 } else {
                     LOG.warn("{}: unexpected error on the queue's event loop", label, cause);

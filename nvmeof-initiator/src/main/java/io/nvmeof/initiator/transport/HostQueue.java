@@ -51,6 +51,16 @@ public interface HostQueue {
     /** Why the queue failed, or null. */
     String failure();
 
+    /**
+     * Whether the queue failed because the controller's side ended the connection (the peer closed or reset it, an
+     * RDMA disconnect), rather than because this host gave up on a silent one (a timeout, an unanswered Keep Alive):
+     * a peer that ends the connection has let go of the association, a silent one may still run what it holds until
+     * its keep-alive expires.
+     */
+    default boolean closedByPeer() {
+        return false;
+    }
+
     /** Called once, on the I/O thread, when the queue fails (not when this host closes it). */
     void failureListener(Consumer<HostQueue> listener);
 

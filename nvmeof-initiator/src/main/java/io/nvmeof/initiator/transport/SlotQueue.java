@@ -141,6 +141,12 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     @Override
     public String failure() { return failure; }
 
+    /** Set (before {@link #fail}) by a transport that saw the controller's side end the connection. */
+    protected volatile boolean closedByPeer;
+
+    @Override
+    public boolean closedByPeer() { return closedByPeer; }
+
     @Override
     public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
 

@@ -32,6 +32,11 @@ public final class IdentifyController extends Flyweight {
     public static final int ANACAP = 343;
     public static final int ANAGRPMAX = 344;
     public static final int NANAGRPID = 348;
+    /**
+     * Command Quiesce Time (NVMe 2.1, TP4129), in ms: how long the controller's commands may still run after it learns
+     * its host is gone; 0: not reported. Linux's {@code struct nvme_id_ctrl} has it at 387:386 too.
+     */
+    public static final int CQT = 386;
     public static final int SQES = 512;
     public static final int CQES = 513;
     public static final int MAXCMD = 514;
@@ -186,6 +191,8 @@ public final class IdentifyController extends Flyweight {
     /** ANA Transition Time, seconds: the longest a group stays in the change state. */
     public int anatt() { return u8(ANATT); }
     public IdentifyController anatt(int v) { u8(ANATT, v); return this; }
+    public int cqt() { return u16(CQT); }
+    public IdentifyController cqt(int v) { u16(CQT, v); return this; }
     public int anacap() { return u8(ANACAP); }
     public IdentifyController anacap(int v) { u8(ANACAP, v); return this; }
     /** ANA Group Identifier Maximum: the largest ANAGRPID. */

@@ -21,6 +21,7 @@ import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Request;
 import io.nvmeof.tgt.core.SubmissionQueue;
 import io.nvmeof.tgt.core.Subsystem;
+import io.nvmeof.tgt.core.TargetCore;
 import java.nio.ByteBuffer;
 import java.util.UUID;
 import org.agrona.MutableDirectBuffer;
@@ -216,6 +217,7 @@ public final class AdminCommands {
                 .lpa(IdentifyController.LPA_EXTENDED | IdentifyController.LPA_COMMAND_EFFECTS)
                 .elpe(ELPE)
                 .kas(KAS_100MS)
+                .cqt(TargetCore.COMMAND_QUIESCE_TIME_MS)
                 .sqes(0x66)
                 .cqes(0x44)
                 .maxcmd(c.core().limits().maxQueueSize())

@@ -109,10 +109,50 @@ public final class Controller {
 
     public long kato() { return kato; }
     public void kato(long ms) { kato = ms; }
-    void touch() { lastTrafficNanos = System.nanoTime(); }
-    /** The host sent something on one of this controller's queues (keep-alive is traffic based, as nvmet's). */
-    public void trafficReceived() { touch(); }
     long idleNanos(long now) { return now - lastTrafficNanos; }
+
+    /**
+     * The host sent something on one of this controller's queues, read {@code now} (keep-alive is traffic based, as
+     * nvmet's). Returns false, and tears the controller down, when the controller is gone or its keep-alive had already
+     * expired when the traffic was read: the target (or the network) stalled past the deadline, and the host, which
+     * heard nothing for as long, has given this association up and may have written the same blocks through another
+     * path since. What waited in the socket meanwhile must then never run (a paused target that resumed used to run
+     * it, overwriting writes the host had since acknowledged through the other path). A caller that gets false drops
+     * what it read.
+     */
+    public boolean trafficReceived(long now) {
+        if (dead.get()) {
+            return false;
+        }
+        long idle = idleNanos(now);
+        if (keepAliveExpiredAfter(idle)) {
+            LOG.warn("controller {} of {} (host {}): traffic read {} ms after the last, past the keep-alive deadline of"
+                    + " {} ms (KATO {} ms): the target or the network stalled; the host has given this association up,"
+                    + " so nothing it sent meanwhile runs", cntlid, subsystem.nqn(), Nqn.display(hostNqn),
+                    java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(idle), keepAliveDeadlineMs(), kato);
+            teardown("keep-alive timeout expired (traffic came after the deadline)");
+            return false;
+        }
+        lastTrafficNanos = now;
+        return true;
+    }
+
+    /**
+     * How long this controller lives without traffic: twice its KATO rounded up to whole seconds, or 0 (never expires)
+     * when KATO is 0. Linux nvmet's timer fires every KATO and ends the controller only after a whole period without
+     * traffic, so it allows between one and two KATO; this is never stricter, and it is what a host must wait (with
+     * the Command Quiesce Time) before it may assume nothing of an association it lost can still run (TP4129).
+     */
+    public long keepAliveDeadlineMs() {
+        long ms = kato;
+        return ms <= 0 ? 0 : 2000 * ((ms + 999) / 1000);
+    }
+
+    /** Whether {@code idleNanos} without traffic is past the keep-alive deadline. */
+    boolean keepAliveExpiredAfter(long idleNanos) {
+        long deadline = keepAliveDeadlineMs();
+        return deadline > 0 && idleNanos > java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(deadline);
+    }
 
     public long cc() { return cc; }
     public long csts() { return csts; }
@@ -326,11 +366,17 @@ public final class Controller {
         }
     }
 
+    private volatile long tornDownNanos;
+
+    /** When {@link #teardown} ended this controller (System.nanoTime), for the quiesce time it took. */
+    long tornDownNanos() { return tornDownNanos; }
+
     /** Tears the controller down: closes every queue, frees the controller ID. Idempotent, any thread. */
     public void teardown(String reason) {
         if (!dead.compareAndSet(false, true)) {
             return;
         }
+        tornDownNanos = System.nanoTime();
         LOG.info("controller {} of {} (host {}) torn down: {}", cntlid, subsystem.nqn(), Nqn.display(hostNqn), reason);
         for (int i = queues.length() - 1; i >= 0; i--) {
             SubmissionQueue q = queues.get(i);

@@ -325,6 +325,14 @@ public final class TargetCore {
     /** A torn-down controller has drained: Connects held for it go on. Any thread; idempotent. */
     void controllerDrained(Controller c) {
         if (draining.remove(c)) {
+            long quiesceMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - c.tornDownNanos());
+            if (quiesceMs > COMMAND_QUIESCE_TIME_MS) {
+                // The promise hosts were given (CQT) did not hold: a host may have resent these writes meanwhile.
+                LOG.warn("controller {} of {} (host {}): its last commands took {} ms to stop after it was torn down,"
+                        + " longer than the Command Quiesce Time of {} ms this target reports; a device that slow can"
+                        + " let a host that failed over early see older data", c.cntlid(), c.subsystem().nqn(),
+                        Nqn.display(c.hostNqn()), quiesceMs, COMMAND_QUIESCE_TIME_MS);
+            }
             resumeHeldConnects();
         }
     }
@@ -412,19 +420,24 @@ public final class TargetCore {
         return c.attachQueue(qid, sq);
     }
 
-    /** A keep-alive check that reaches its queue's thread this much later than asked found that thread stalled. */
-    static final long KEEP_ALIVE_STALL_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
     /** How often {@link #checkKeepAlive} is called. */
     public static final long KEEP_ALIVE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-    /** When the last check ran (from start: a first check held up by a stalled thread is late too). */
-    private volatile long lastKeepAliveCheck = System.nanoTime();
 
     /**
-     * Tears down controllers whose keep-alive timer expired; called every 100 ms. A controller expires after no traffic
-     * on any of its queues for twice its KATO rounded up to whole seconds: Linux nvmet's timer fires every KATO and
-     * ends the controller only after a whole period without traffic, so it allows between one and two KATO; this is
-     * never stricter. The decision is taken on the admin queue's own thread: while that thread is stalled (a slow
-     * backend call, a GC pause) the host's keep-alives wait unread in the socket and must not count as silence.
+     * Command Quiesce Time (Identify Controller CQT, NVMe 2.1 TP4129), in ms: once a controller learns that its host
+     * is gone (its keep-alive expired, its connection closed), its commands stop touching the media within this long.
+     * Nothing it read afterwards runs (see {@link Controller#trafficReceived}), work that waits for a backend thread or
+     * for room in the io_uring is withdrawn, so what is left are the requests a device has already taken; a host adds
+     * this to the keep-alive deadline before it sends a lost association's writes down another path. A controller
+     * whose work takes longer to drain says so in the log ({@link #controllerDrained}).
+     */
+    public static final int COMMAND_QUIESCE_TIME_MS = 1000;
+
+    /**
+     * Tears down controllers whose keep-alive timer expired (see {@link Controller#keepAliveDeadlineMs}); called every
+     * 100 ms. Traffic read after the deadline never counts (it ends the controller where it is read, before anything
+     * of it runs), so a stalled target, whose own check ran late, ends the controllers that stalled with it: their
+     * hosts, unanswered as long, have given them up.
      */
     public void checkKeepAlive() {
         long now = System.nanoTime();
@@ -432,19 +445,12 @@ public final class TargetCore {
             expireHeldConnects(now);
         }
         ana.expireTransitions(now);
-        boolean late = now - lastKeepAliveCheck > KEEP_ALIVE_CHECK_NANOS + KEEP_ALIVE_STALL_NANOS;
-        lastKeepAliveCheck = now;
         for (Controller c : controllers) {
             closeOverdueAuthentications(c, now);
-            if (late) {
-                // This check's own thread was stalled, and may have held hosts' traffic unread: a fresh grace period.
-                c.touch();
-            } else if (keepAliveExpired(c, now)) {
-                try {
-                    c.adminQueue().transport().execute(() -> expireOnQueueThread(c, now));
-                } catch (java.util.concurrent.RejectedExecutionException e) {
-                    c.teardown("keep-alive timeout expired");
-                }
+            if (c.keepAliveExpiredAfter(c.idleNanos(now)) && !c.isDead()) {
+                LOG.warn("controller {} of {}: keep-alive timeout ({} ms) expired, host {}", c.cntlid(),
+                        c.subsystem().nqn(), c.kato(), Nqn.display(c.hostNqn()));
+                c.teardown("keep-alive timeout expired");
             }
         }
     }
@@ -472,31 +478,6 @@ public final class TargetCore {
         }
     }
 
-    static boolean keepAliveExpired(Controller c, long now) {
-        long kato = c.kato();
-        if (kato <= 0) {
-            return false;
-        }
-        long seconds = (kato + 999) / 1000;
-        return c.idleNanos(now) > TimeUnit.SECONDS.toNanos(2 * seconds);
-    }
-
-    private void expireOnQueueThread(Controller c, long askedAt) {
-        long now = System.nanoTime();
-        if (now - askedAt > KEEP_ALIVE_STALL_NANOS) {
-            // Ran late: this thread was stalled, and what the host sent meanwhile is still unread. A fresh grace
-            // period, so later checks queued during the stall do not expire it before that traffic is read.
-            c.touch();
-            return;
-        }
-        if (!keepAliveExpired(c, now) || c.isDead()) {
-            return;
-        }
-        LOG.warn("controller {} of {}: keep-alive timeout ({} ms) expired, host {}", c.cntlid(), c.subsystem().nqn(),
-                c.kato(), Nqn.display(c.hostNqn()));
-        c.teardown("keep-alive timeout expired");
-    }
-
     // ---- request lifecycle ----
 
     /**
@@ -504,12 +485,16 @@ public final class TargetCore {
      * it, checks its data descriptor, then fetches host data or executes.
      */
     public void submit(Request req) {
-        req.startNanos = System.nanoTime();
+        long now = System.nanoTime();
+        req.startNanos = now;
         SubmissionQueue sq = req.sq();
         Command cmd = req.cmd;
         Controller c = sq.controller();
-        if (c != null && !sq.awaitsAuthentication()) {
-            c.touch(); // commands refused for want of authentication do not keep a controller alive
+        // Commands refused for want of authentication do not keep a controller alive; none runs once it is gone, or
+        // once its keep-alive expired before the command was read (its host gave the association up meanwhile).
+        if (c != null && (c.isDead() || !sq.awaitsAuthentication() && !c.trafficReceived(now))) {
+            req.complete(Status.KEEP_ALIVE_EXPIRED);
+            return;
         }
         int status;
         if (cmd.fuse() != 0) {
@@ -569,6 +554,12 @@ public final class TargetCore {
     /** Runs the execute step chosen at parse time (data, if any, is present). */
     public void execute(Request req) {
         try {
+            Controller c = req.sq().controller();
+            if (c != null && c.isDead()) {
+                // Torn down while its data moved (its keep-alive expired, its host went away): it must not run now.
+                req.complete(Status.ABORT_SQ_DELETED);
+                return;
+            }
             Namespace ns = req.ns;
             if (ns != null) {
                 // Checked again now that its data is in: a reservation taken while it moved (a Preempt and Abort

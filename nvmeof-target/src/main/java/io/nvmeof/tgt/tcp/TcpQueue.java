@@ -105,8 +105,12 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
         flow.readStarted();
         Controller c = sq.controller();
-        if (c != null) {
-            c.trafficReceived(); // keep-alive counts bytes from the host, even before a whole command is parsed
+        // Keep-alive counts bytes from the host, even before a whole command is parsed; bytes read after the deadline
+        // are dropped unread (the controller is torn down: see Controller#trafficReceived).
+        if (c != null && !c.trafficReceived(System.nanoTime())) {
+            io.netty.util.ReferenceCountUtil.release(msg);
+            ctx.close();
+            return;
         }
         super.channelRead(ctx, msg);
     }
