@@ -188,6 +188,11 @@ public final class NamespaceReservations {
         held = Held.UNKNOWN;
     }
 
+    /** Why every command is refused (the saved state could not be taken back), or null. */
+    public String refusedBecause() {
+        return refusedBecause;
+    }
+
     public boolean persistThroughPowerLoss() {
         return state.persistThroughPowerLoss();
     }
@@ -204,12 +209,8 @@ public final class NamespaceReservations {
         }
         registrants.clear();
         saved.registrants().forEach(r -> registrants.put(r.host(), r.key()));
-        type = saved.type();
-        holder = Reservations.allRegistrants(type) ? null : saved.holder();
-        if (type != 0 && (registrants.isEmpty() || !Reservations.allRegistrants(type) && !registrants.containsKey(holder))) {
-            type = 0; // a reservation whose holder is not registered cannot be: dropped
-            holder = null;
-        }
+        type = saved.type(); // checked by the store: a type that exists, its holder registered (ReservationStore.checked)
+        holder = saved.holder();
         generation = saved.generation();
         persistThroughPowerLoss = true;
         publish();

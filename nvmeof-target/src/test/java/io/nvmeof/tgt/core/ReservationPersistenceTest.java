@@ -133,6 +133,89 @@ class ReservationPersistenceTest {
     }
 
     /**
+     * Issue 50: a saved state that parses but is wrong failed open. A holder that was not a registrant dropped the
+     * reservation, a file naming another UUID, subsystem or NGUID was ignored (PTPL off, no registrants), and type 9
+     * was restored, reported and not enforced. Every such file, and every other field missing, unknown, mistyped or out
+     * of range, now fences everyone, saying what is wrong and naming the file.
+     */
+    @Test
+    void aSavedStateThatParsesButIsWrongFencesEveryone() throws Exception {
+        Path file = savedStateOfHolderA();
+        String good = Files.readString(file);
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        java.util.Map<String, java.util.function.Consumer<com.fasterxml.jackson.databind.node.ObjectNode>> wrongs =
+                new java.util.LinkedHashMap<>();
+        wrongs.put("holder is not a registrant", d -> d.put("holder", "cccccccc-0000-0000-0000-000000000003"));
+        wrongs.put("no holder for a type 1 reservation", d -> d.putNull("holder"));
+        wrongs.put("another UUID", d -> d.put("uuid", UUID.randomUUID().toString()));
+        wrongs.put("another subsystem", d -> d.put("subsystem", "nqn.2026-11.io.nvmeof:other"));
+        wrongs.put("another NGUID", d -> d.put("nguid", "00112233445566778899aabbccddeeff"));
+        wrongs.put("type 9", d -> d.put("type", 9));
+        wrongs.put("type -1", d -> d.put("type", -1));
+        wrongs.put("type as a string", d -> d.put("type", "1"));
+        wrongs.put("type missing", d -> d.remove("type"));
+        wrongs.put("type null", d -> d.putNull("type"));
+        wrongs.put("type 1.5", d -> d.put("type", 1.5));
+        wrongs.put("generation negative", d -> d.put("generation", -3));
+        wrongs.put("generation missing", d -> d.remove("generation"));
+        wrongs.put("nsid 0", d -> d.put("nsid", 0));
+        wrongs.put("an unknown field", d -> d.put("ptpl", false));
+        wrongs.put("registrants missing", d -> d.remove("registrants"));
+        wrongs.put("registrants null", d -> d.putNull("registrants"));
+        wrongs.put("no registrant but a reservation", d -> d.putArray("registrants"));
+        wrongs.put("a host twice", d -> ((com.fasterxml.jackson.databind.node.ArrayNode) d.get("registrants"))
+                .addObject().put("hostId", A.toString()).put("key", "5"));
+        wrongs.put("a host ID that is not a UUID", d -> ((com.fasterxml.jackson.databind.node.ObjectNode)
+                d.get("registrants").get(1)).put("hostId", "host-b"));
+        wrongs.put("a key that is not hex", d -> ((com.fasterxml.jackson.databind.node.ObjectNode)
+                d.get("registrants").get(1)).put("key", "-b2"));
+        wrongs.put("a key of 17 digits", d -> ((com.fasterxml.jackson.databind.node.ObjectNode)
+                d.get("registrants").get(1)).put("key", "1ffffffffffffffff"));
+        wrongs.put("a registrant without key", d -> ((com.fasterxml.jackson.databind.node.ObjectNode)
+                d.get("registrants").get(1)).remove("key"));
+        wrongs.put("a holder with an all-registrants type", d -> d.put("type", Reservations.WRITE_EXCLUSIVE_ALL_REGISTRANTS));
+        for (var wrong : wrongs.entrySet()) {
+            com.fasterxml.jackson.databind.node.ObjectNode d =
+                    (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(good);
+            wrong.getValue().accept(d);
+            Files.writeString(file, json.writeValueAsString(d));
+            Namespace after = volume(VOLUME);
+            subsystemWith(after);
+            String why = wrong.getKey() + ": " + d;
+            assertEquals(Status.RESERVATION_CONFLICT | Status.DNR, after.reservations().checkAccess(A, Opcodes.IO_READ),
+                    why);
+            assertEquals(Status.RESERVATION_CONFLICT | Status.DNR, after.reservations().checkAccess(B, Opcodes.IO_WRITE),
+                    why);
+            String reason = after.reservations().refusedBecause();
+            assertTrue(reason != null && reason.contains(file.toString()), "names the file: " + reason);
+        }
+        // The good file, written back, is taken again: the checks refuse only what is wrong.
+        Files.writeString(file, good);
+        Namespace after = volume(VOLUME);
+        subsystemWith(after);
+        assertEquals(null, after.reservations().refusedBecause());
+        assertEquals(Reservations.WRITE_EXCLUSIVE, after.reservations().state().type());
+        assertEquals(Status.RESERVATION_CONFLICT | Status.DNR, after.reservations().checkAccess(B, Opcodes.IO_WRITE));
+        assertEquals(Status.SUCCESS, after.reservations().checkAccess(A, Opcodes.IO_WRITE));
+    }
+
+    /** A saved Write Exclusive reservation of A, with A and B registered; returns its file. */
+    private Path savedStateOfHolderA() throws Exception {
+        Namespace before = volume(VOLUME);
+        subsystemWith(before);
+        List<NamespaceReservations.Notice> notices = new ArrayList<>();
+        NamespaceReservations r = before.reservations();
+        assertEquals(Status.SUCCESS, r.register(A, Reservations.REGISTER, false, Reservations.CPTPL_SET, 0, 0xA1,
+                notices));
+        assertEquals(Status.SUCCESS, r.register(B, Reservations.REGISTER, false, 0, 0, 0xB2, notices));
+        assertEquals(Status.SUCCESS, r.acquire(A, Reservations.ACQUIRE, Reservations.WRITE_EXCLUSIVE, 0xA1, 0,
+                notices));
+        try (Stream<Path> list = Files.list(dir)) {
+            return list.filter(p -> p.toString().endsWith(".json")).findFirst().orElseThrow();
+        }
+    }
+
+    /**
      * Review finding: a change whose save failed was enforced and answered with an error, while the file kept the
      * old state, so a restart brought back another reservation than the hosts had. It is undone now.
      */
