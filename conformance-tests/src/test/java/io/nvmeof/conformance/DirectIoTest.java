@@ -354,9 +354,13 @@ class DirectIoTest {
         }
     }
 
-    /** A file cut short behind the target's back reads as zeroes past its new end (as buffered reads do). */
+    /**
+     * A file cut short behind the target's back inside a block: that block is gone with the rest (a read across it fails
+     * with LBA Out of Range; it read as zeroes with success before issue 50), the namespace keeps the whole blocks left,
+     * and they read back.
+     */
     @Test
-    void aFileCutShortReadsAsZeroesPastItsEnd() throws Exception {
+    void aFileCutInsideABlockKeepsOnlyTheWholeBlocksLeft() throws Exception {
         Path file = dir.resolve("short.img");
         try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "1MiB", 4096, file.toString(), null))) {
             try (NvmeofController c = connect(target)) {
@@ -367,10 +371,12 @@ class DirectIoTest {
                 try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
                     ch.truncate(3 * 4096 + 512); // someone else cuts it inside block 3
                 }
-                ByteBuffer back = ByteBuffer.allocateDirect(ones.length);
-                ns.read(0, 8, back).get(10, TimeUnit.SECONDS);
-                for (int i = 0; i < ones.length; i++) {
-                    assertEquals(i < 3 * 4096 + 512 ? 1 : 0, back.get(i), "byte " + i);
+                assertShortOrRefused(ns, 0, 8, "a read across the cut");
+                awaitBlockCount(ns, 3);
+                ByteBuffer back = ByteBuffer.allocateDirect(3 * 4096);
+                ns.read(0, 3, back).get(10, TimeUnit.SECONDS);
+                for (int i = 0; i < 3 * 4096; i++) {
+                    assertEquals(1, back.get(i), "byte " + i);
                 }
             }
         }
@@ -560,5 +566,121 @@ class DirectIoTest {
             }
             new ProcessBuilder("umount", mnt.toString()).start().waitFor(30, TimeUnit.SECONDS);
         }
+    }
+
+    /**
+     * Issue 50: a file cut short under the target (truncate) read as zeroes with success past its new end, and a write
+     * there grew it back. Now a read past the end fails with LBA Out of Range, the namespace shrinks to the file, its
+     * host is told (Namespace Attribute Changed) and sees the new size, and what is left reads back intact.
+     */
+    @Test
+    void aFileCutShortUnderTheTargetFailsReadsPastItsEndAndTheNamespaceFollowsIt() throws Exception {
+        Path file = dir.resolve("cut.img");
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "file", "8MiB", 4096, file.toString(), null));
+             NvmeofController c = connect(target)) {
+            NamespaceHandle ns = c.namespace(1);
+            assertEquals(2048, ns.blockCount());
+            byte[] early = pattern(8 * 4096, 1);
+            byte[] late = pattern(8 * 4096, 2);
+            ns.writeFua(16, 8, ByteBuffer.allocateDirect(early.length).put(early).flip()).get(10, TimeUnit.SECONDS);
+            ns.writeFua(1500, 8, ByteBuffer.allocateDirect(late.length).put(late).flip()).get(10, TimeUnit.SECONDS);
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                ch.truncate(4 << 20); // as `truncate -s 4M`: blocks 1024 and on are gone
+            }
+            assertShortOrRefused(ns, 1500, 8, "a read wholly past the new end");
+            assertShortOrRefused(ns, 1020, 8, "a read across the new end");
+            awaitBlockCount(ns, 1024);
+            assertEquals(4 << 20, Files.size(file), "the file was not grown back");
+            ByteBuffer back = ByteBuffer.allocateDirect(early.length);
+            ns.read(16, 8, back).get(10, TimeUnit.SECONDS);
+            byte[] actual = new byte[early.length];
+            back.get(0, actual);
+            assertArrayEquals(early, actual, "what is left reads back");
+            assertEquals(1024, target.core().subsystem(NQN).namespace(1).blockCount());
+        }
+    }
+
+    /**
+     * Issue 50: a block device shrunk under the target (its loop device's backing file cut, then {@code losetup -c}):
+     * reads past the new end fail with LBA Out of Range instead of zeroes, writes there too, and the namespace and its
+     * host follow the device's new size.
+     */
+    @Test
+    void aLoopDeviceShrunkUnderTheTargetFailsIoPastItsEndAndTheNamespaceFollowsIt() throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/loop-control")), "needs root and /dev/loop-control for losetup");
+        Path img = dir.resolve("shrink.img");
+        try (FileChannel ch = FileChannel.open(img, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(1), (16 << 20) - 1);
+        }
+        Process attach = new ProcessBuilder("losetup", "-f", "--show", "-b", "4096", img.toString())
+                .redirectErrorStream(true).start();
+        String dev = new String(attach.getInputStream().readAllBytes()).strip();
+        assumeTrue(attach.waitFor(30, TimeUnit.SECONDS) && attach.exitValue() == 0 && dev.startsWith("/dev/loop"),
+                "losetup could not attach a loop device here: " + dev);
+        try (NvmeTarget target = start(new NamespaceConfig(1L, "block", null, 4096, dev, null));
+             NvmeofController c = connect(target)) {
+            NamespaceHandle ns = c.namespace(1);
+            assertEquals(4096, ns.blockCount());
+            byte[] early = pattern(4 * 4096, 3);
+            ns.writeFua(8, 4, ByteBuffer.allocateDirect(early.length).put(early).flip()).get(10, TimeUnit.SECONDS);
+            try (FileChannel ch = FileChannel.open(img, StandardOpenOption.WRITE)) {
+                ch.truncate(8 << 20);
+            }
+            Process capacity = new ProcessBuilder("losetup", "-c", dev).redirectErrorStream(true).start();
+            assertTrue(capacity.waitFor(30, TimeUnit.SECONDS) && capacity.exitValue() == 0,
+                    new String(capacity.getInputStream().readAllBytes()));
+            assertShortOrRefused(ns, 3000, 4, "a read past the device's new end");
+            byte[] late = pattern(4 * 4096, 4);
+            try {
+                ns.write(3000, 4, ByteBuffer.allocateDirect(late.length).put(late).flip()).get(10, TimeUnit.SECONDS);
+                throw new AssertionError("a write past the device's new end succeeded");
+            } catch (java.util.concurrent.ExecutionException e) {
+                assertEquals(Status.LBA_RANGE, Status.code(((io.nvmeof.initiator.NvmeStatusException) e.getCause())
+                        .status()), e.toString());
+            } catch (IllegalArgumentException e) {
+                // the host knew the new size already: refused before it was sent
+            }
+            awaitBlockCount(ns, 2048);
+            ByteBuffer back = ByteBuffer.allocateDirect(early.length);
+            ns.read(8, 4, back).get(10, TimeUnit.SECONDS);
+            byte[] actual = new byte[early.length];
+            back.get(0, actual);
+            assertArrayEquals(early, actual, "what is left reads back");
+        } finally {
+            new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private static byte[] pattern(int length, long seed) {
+        byte[] b = new byte[length];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    /**
+     * A read of {@code blocks} at {@code lba} must not succeed: the target answers LBA Out of Range (a read cut short, or
+     * refused once it measured the storage again), or the host refuses it itself when it knows the new size already.
+     */
+    private static void assertShortOrRefused(NamespaceHandle ns, long lba, int blocks, String what) throws Exception {
+        ByteBuffer buf = ByteBuffer.allocateDirect(blocks * 4096);
+        try {
+            ns.read(lba, blocks, buf).get(10, TimeUnit.SECONDS);
+            throw new AssertionError(what + " succeeded (zeroes where the storage ended)");
+        } catch (java.util.concurrent.ExecutionException e) {
+            assertInstanceOf(io.nvmeof.initiator.NvmeStatusException.class, e.getCause(), what);
+            assertEquals(Status.LBA_RANGE, Status.code(((io.nvmeof.initiator.NvmeStatusException) e.getCause())
+                    .status()), what + ": " + e.getCause());
+        } catch (IllegalArgumentException e) {
+            // the host had the new size already
+        }
+    }
+
+    /** The host's handle reports {@code blocks} within 10 s (Namespace Attribute Changed, then a rescan). */
+    private static void awaitBlockCount(NamespaceHandle ns, long blocks) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (ns.blockCount() != blocks && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(blocks, ns.blockCount(), "the host sees the namespace's new size");
     }
 }

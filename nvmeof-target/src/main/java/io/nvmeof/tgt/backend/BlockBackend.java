@@ -109,6 +109,16 @@ public interface BlockBackend extends AutoCloseable {
         throw new UnsupportedOperationException(describe() + " has a fixed size");
     }
 
+    /**
+     * Measures the storage again and returns the bytes it holds now: a file's length, a device's capacity. Either may
+     * shrink under the target (a file cut with {@code truncate}, a loop device re-read with {@code losetup -c}); a
+     * backend adopts a smaller size here ({@link #sizeBytes} reports it after), never a larger one (growing is
+     * {@link #grow}'s). A backend whose size cannot change underneath returns {@link #sizeBytes}.
+     */
+    default long measureSizeBytes() throws IOException {
+        return sizeBytes();
+    }
+
     /** A short description for logs and the CLI, e.g. {@code ram} or the file path. */
     String describe();
 

@@ -44,7 +44,7 @@ final class DirectPositionalIo {
         return BOUND;
     }
 
-    /** Reads {@code dst.remaining()} bytes at {@code offset}; past the end of the file reads as zeroes. */
+    /** Reads {@code dst.remaining()} bytes at {@code offset}; a read cut short by the end of the file throws. */
     static void read(int fd, long offset, ByteBuffer dst) throws IOException {
         int length = dst.remaining();
         ByteBuf bounce = DirectBuffers.allocate(length);
@@ -52,9 +52,9 @@ final class DirectPositionalIo {
             long address = bounce.memoryAddress();
             long n = call(false, fd, address, length, offset);
             if (n < length) {
-                // Only at the end of a file shorter than the namespace (direct reads are not cut short otherwise);
-                // the rest reads as zeroes, as the ring's reads do (another read there would be unaligned).
-                bounce.setZero((int) n, length - (int) n);
+                // Only at the end of the file or device (direct reads are not cut short otherwise): it shrank.
+                throw new PastEndOfStorageException("the storage ends at " + (offset + n) + ", before the"
+                        + " namespace's end");
             }
             bounce.getBytes(0, dst);
         } finally {

@@ -326,6 +326,16 @@ public final class FileBackend implements BlockBackend {
         size = newSizeBytes;
     }
 
+    /** The file's length or the device's capacity now; a smaller one than before is adopted (see BlockBackend). */
+    @Override
+    public synchronized long measureSizeBytes() throws IOException {
+        long now = channel.size();
+        if (now < size) {
+            size = now;
+        }
+        return now;
+    }
+
     /**
      * Whether a read or write of {@code length} bytes at {@code offset} that does not go through a poll group's ring
      * must still go around the page cache: the file is served direct (see {@link DirectPositionalIo}).
@@ -368,11 +378,7 @@ public final class FileBackend implements BlockBackend {
         while (dst.hasRemaining()) {
             int n = channel.read(dst, offset);
             if (n < 0) {
-                // Past the end of a file shorter than the namespace: reads as zeroes.
-                while (dst.hasRemaining()) {
-                    dst.put((byte) 0);
-                }
-                return;
+                throw new PastEndOfStorageException(describe() + " ends at " + offset + ", before the namespace's end");
             }
             offset += n;
         }

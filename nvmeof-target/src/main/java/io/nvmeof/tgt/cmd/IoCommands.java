@@ -207,6 +207,9 @@ public final class IoCommands {
             boolean same = io.netty.buffer.ByteBufUtil.equals(stored, 0, req.data, req.data.readerIndex(), req.transferLength);
             return same ? Status.SUCCESS : Status.COMPARE_FAILED | Status.DNR;
         } catch (IOException e) {
+            if (e instanceof io.nvmeof.tgt.backend.PastEndOfStorageException && pastEnd(req)) {
+                return Status.LBA_RANGE | Status.DNR;
+            }
             LOG.warn("read of namespace {} for a compare failed: {}", req.ns.nsid(), e.toString());
             return Status.UNRECOVERED_READ_ERROR;
         } finally {
@@ -262,6 +265,10 @@ public final class IoCommands {
 
     /** A device that failed a read or write on a backend thread: logged once per namespace, as the ring's failures. */
     private static int blockingIoFailed(Request req, IOException e, int failure) {
+        if ((e instanceof io.nvmeof.tgt.backend.PastEndOfStorageException || failure == Status.WRITE_FAULT)
+                && pastEnd(req)) {
+            return Status.LBA_RANGE | Status.DNR;
+        }
         if (req.ns.noteDeviceError()) {
             LOG.error("namespace {} ({}): the device failed a command: {}; further failures are counted, not logged",
                     req.ns.nsid(), req.ns.backend().describe(), e.toString());
@@ -411,16 +418,35 @@ public final class IoCommands {
     }
 
     private static void readDone(Request req, int result) {
-        if (result >= 0) {
-            if (result < req.transferLength) {
-                // Past the end of a file shorter than the namespace: reads as zeroes, as the blocking path does.
-                req.data.setZero(req.data.readerIndex() + result, req.transferLength - result);
-            }
+        if (result == req.transferLength) {
             req.sq().countRead(req.transferLength);
             req.complete(Status.SUCCESS);
             return;
         }
-        req.complete(deviceError(req, -result, Status.UNRECOVERED_READ_ERROR));
+        // Cut short: the file or device ends before the namespace does (it shrank underneath). Never zeroes with
+        // success, as nvmet and SPDK fail a short transfer.
+        req.complete(pastEnd(req) ? Status.LBA_RANGE | Status.DNR
+                : deviceError(req, result < 0 ? -result : EIO, Status.UNRECOVERED_READ_ERROR));
+    }
+
+    private static final int EIO = 5;
+
+    /**
+     * After a read or write the storage cut short or refused: measures the storage again (an error path: one
+     * {@code fstat} or size ioctl), shrinking the namespace and telling its hosts when it shrank underneath
+     * ({@link io.nvmeof.tgt.core.Subsystem#revalidate}); true when the command's blocks are past the namespace's end
+     * now, so it completes with LBA Out of Range, as I/O there is refused from now on.
+     */
+    private static boolean pastEnd(Request req) {
+        io.nvmeof.tgt.core.Controller c = req.sq().controller();
+        if (c != null) {
+            c.subsystem().revalidate(req.ns);
+        }
+        if (req.cmd.slba() + req.cmd.blockCount() > req.ns.blockCount()) {
+            req.errorLocation = Command.CDW10;
+            return true;
+        }
+        return false;
     }
 
     private static void compareDone(Request req, int result) {
@@ -432,7 +458,9 @@ public final class IoCommands {
                 return;
             }
             if (result < req.transferLength) {
-                stored.setZero(result, req.transferLength - result); // past the end of a file cut short
+                req.complete(pastEnd(req) ? Status.LBA_RANGE | Status.DNR
+                        : deviceError(req, EIO, Status.UNRECOVERED_READ_ERROR));
+                return;
             }
             boolean same = io.netty.buffer.ByteBufUtil.equals(stored, 0, req.data, req.data.readerIndex(),
                     req.transferLength);
@@ -448,8 +476,10 @@ public final class IoCommands {
             req.complete(Status.SUCCESS);
             return;
         }
-        // A short direct write: the device or file system stopped part way (out of space, as a rule).
-        req.complete(deviceError(req, result < 0 ? -result : 28, Status.WRITE_FAULT));
+        // A short direct write: the device or file system stopped part way (out of space, as a rule), or a device that
+        // shrank underneath ends before it.
+        req.complete(pastEnd(req) ? Status.LBA_RANGE | Status.DNR
+                : deviceError(req, result < 0 ? -result : 28, Status.WRITE_FAULT));
     }
 
     private static void flushDone(Request req, int result) {

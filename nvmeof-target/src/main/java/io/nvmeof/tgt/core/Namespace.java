@@ -177,6 +177,23 @@ public final class Namespace {
         blockCount = blocks;
     }
 
+    /**
+     * Measures the backend again ({@link BlockBackend#measureSizeBytes}); when it holds fewer blocks than the namespace
+     * (it shrank underneath: a truncated file, a smaller device), the namespace shrinks to what is left, so I/O past
+     * that end is refused with LBA Out of Range, and this returns the blocks it had: the caller tells the hosts
+     * (Namespace Attribute Changed), as nvmet's revalidation does. -1 when nothing changed. Growth is never taken
+     * here: {@link #grow} does it when the administrator asks.
+     */
+    public synchronized long revalidate() throws java.io.IOException {
+        long blocks = backend.measureSizeBytes() >>> blockShift;
+        if (blocks >= blockCount) {
+            return -1;
+        }
+        long before = blockCount;
+        blockCount = blocks;
+        return before;
+    }
+
     /** NGUID: as configured, else the UUID's 16 bytes, big endian as printed. */
     public byte[] nguid() {
         return nguid.clone();

@@ -126,6 +126,33 @@ public final class Subsystem {
         }
     }
 
+    /**
+     * Measures {@code ns}'s storage again ({@link Namespace#revalidate}); when it shrank underneath, the loss is logged
+     * and every controller is told (Namespace Attribute Changed), so hosts read the new size. Returns whether it
+     * shrank. Any thread (it makes one system call: error paths and the periodic check only).
+     */
+    public boolean revalidate(Namespace ns) {
+        long before;
+        try {
+            before = ns.revalidate();
+        } catch (java.io.IOException | RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(Subsystem.class).debug("subsystem {} namespace {}: cannot measure {}: {}",
+                    nqn, ns.nsid(), ns.backend().describe(), e.toString());
+            return false;
+        }
+        if (before < 0) {
+            return false;
+        }
+        org.slf4j.LoggerFactory.getLogger(Subsystem.class).error("subsystem {} namespace {}: {} shrank underneath the"
+                + " target from {} to {} blocks of {} bytes; what was past the new end is gone. Hosts are told the new"
+                + " size (Namespace Attribute Changed) and I/O past it is refused with LBA Out of Range", nqn,
+                ns.nsid(), ns.backend().describe(), before, ns.blockCount(), ns.blockSize());
+        if (namespaces.get(ns.nsid()) == ns) {
+            namespaceAttributesChanged(ns.nsid());
+        }
+        return true;
+    }
+
     /** The active namespace with this NSID, or null. */
     public Namespace namespace(long nsid) {
         return namespaces.get(nsid);

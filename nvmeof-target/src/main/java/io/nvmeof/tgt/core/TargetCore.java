@@ -422,6 +422,28 @@ public final class TargetCore {
 
     /** How often {@link #checkKeepAlive} is called. */
     public static final long KEEP_ALIVE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /** Every this many keep-alive checks (1 s), every namespace's storage is measured again ({@link #revalidateNamespaces}). */
+    private static final int REVALIDATE_EVERY_CHECKS = 10;
+    private int keepAliveChecks;
+    private final java.util.concurrent.atomic.AtomicBoolean revalidating = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * A backend thread, once a second: measures every namespace's storage again, so one that shrank underneath (a
+     * truncated file, a device re-read smaller) is seen even before a read runs past its end, and hosts learn the new
+     * size (as nvmet's revalidation). A write in the second before could still land past the new end of a file (a
+     * write there extends it): the check bounds that window, it cannot close it.
+     */
+    private void revalidateNamespaces() {
+        try {
+            for (Subsystem s : subsystems.values()) {
+                for (Namespace ns : s.namespaces()) {
+                    s.revalidate(ns);
+                }
+            }
+        } finally {
+            revalidating.set(false);
+        }
+    }
 
     /**
      * Command Quiesce Time (Identify Controller CQT, NVMe 2.1 TP4129), in ms: once a controller learns that its host
@@ -443,6 +465,9 @@ public final class TargetCore {
         long now = System.nanoTime();
         if (!heldConnects.isEmpty()) {
             expireHeldConnects(now);
+        }
+        if (++keepAliveChecks % REVALIDATE_EVERY_CHECKS == 0 && revalidating.compareAndSet(false, true)) {
+            runBackendWork(this::revalidateNamespaces);
         }
         ana.expireTransitions(now);
         for (Controller c : controllers) {
