@@ -431,16 +431,8 @@ class DirectIoTest {
     /** A loop device (needs root): served direct and exclusively; a held one and a too small block size are refused. */
     @Test
     void aLoopDeviceIsServedDirectAndExclusively() throws Exception {
-        assumeTrue(Files.isWritable(Path.of("/dev/loop-control")), "needs root and /dev/loop-control for losetup");
         Path img = dir.resolve("loop.img");
-        try (FileChannel ch = FileChannel.open(img, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            ch.write(ByteBuffer.allocate(1), (8 << 20) - 1);
-        }
-        Process attach = new ProcessBuilder("losetup", "-f", "--show", "-b", "4096", img.toString())
-                .redirectErrorStream(true).start();
-        String dev = new String(attach.getInputStream().readAllBytes()).strip();
-        assumeTrue(attach.waitFor(30, TimeUnit.SECONDS) && attach.exitValue() == 0 && dev.startsWith("/dev/loop"),
-                "losetup could not attach a loop device here: " + dev);
+        String dev = attachLoop(img, 8 << 20);
         try {
             IllegalArgumentException small = assertThrows(IllegalArgumentException.class,
                     () -> start(new NamespaceConfig(1L, "block", null, 512, dev, null)));
@@ -607,16 +599,8 @@ class DirectIoTest {
      */
     @Test
     void aLoopDeviceShrunkUnderTheTargetFailsIoPastItsEndAndTheNamespaceFollowsIt() throws Exception {
-        assumeTrue(Files.isWritable(Path.of("/dev/loop-control")), "needs root and /dev/loop-control for losetup");
         Path img = dir.resolve("shrink.img");
-        try (FileChannel ch = FileChannel.open(img, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            ch.write(ByteBuffer.allocate(1), (16 << 20) - 1);
-        }
-        Process attach = new ProcessBuilder("losetup", "-f", "--show", "-b", "4096", img.toString())
-                .redirectErrorStream(true).start();
-        String dev = new String(attach.getInputStream().readAllBytes()).strip();
-        assumeTrue(attach.waitFor(30, TimeUnit.SECONDS) && attach.exitValue() == 0 && dev.startsWith("/dev/loop"),
-                "losetup could not attach a loop device here: " + dev);
+        String dev = attachLoop(img, 16 << 20);
         try (NvmeTarget target = start(new NamespaceConfig(1L, "block", null, 4096, dev, null));
              NvmeofController c = connect(target)) {
             NamespaceHandle ns = c.namespace(1);
@@ -649,6 +633,23 @@ class DirectIoTest {
         } finally {
             new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
         }
+    }
+
+    /**
+     * A new sparse file {@code img} of {@code bytes}, attached to a loop device of 4 KiB blocks; the test is skipped
+     * where that cannot be done (not root, no loop devices). The caller detaches it ({@code losetup -d}).
+     */
+    private static String attachLoop(Path img, long bytes) throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/loop-control")), "needs root and /dev/loop-control for losetup");
+        try (FileChannel ch = FileChannel.open(img, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(1), bytes - 1);
+        }
+        Process attach = new ProcessBuilder("losetup", "-f", "--show", "-b", "4096", img.toString())
+                .redirectErrorStream(true).start();
+        String dev = new String(attach.getInputStream().readAllBytes()).strip();
+        assumeTrue(attach.waitFor(30, TimeUnit.SECONDS) && attach.exitValue() == 0 && dev.startsWith("/dev/loop"),
+                "losetup could not attach a loop device here: " + dev);
+        return dev;
     }
 
     private static byte[] pattern(int length, long seed) {
