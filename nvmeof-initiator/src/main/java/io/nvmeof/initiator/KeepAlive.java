@@ -58,7 +58,7 @@ final class KeepAlive {
         long sent = keepAliveSent;
         if (sent != 0) {
             if (now - sent >= TimeUnit.MILLISECONDS.toNanos(kato)) {
-                ctrl.recovery.beginRecovery("Keep Alive got no answer within KATO (" + kato + " ms): the controller"
+                ctrl.recovery.keepAliveLost("Keep Alive got no answer within KATO (" + kato + " ms): the controller"
                         + " stopped responding", ctrl.generation);
             }
             return;

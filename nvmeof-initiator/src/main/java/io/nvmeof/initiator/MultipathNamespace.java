@@ -107,8 +107,6 @@ public final class MultipathNamespace implements AutoCloseable {
     private final LongAdder[] completedByPath;
     private final LongAdder[] failedOverByPath;
     private final LongAdder fencedWaits = new LongAdder();
-    /** How often a request waiting for a fence whose time is not known yet (its loss is being torn down) looks again. */
-    private static final long FENCE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     private MultipathNamespace(NamespaceHandle[] paths, IoPolicy policy, Duration failoverTimeout, int maxOutstanding) {
         this.paths = paths;
@@ -374,7 +372,7 @@ public final class MultipathNamespace implements AutoCloseable {
             int changes = pathChanges.get();
             if (io.fencedPaths != 0) {
                 long fence = fenceOf(io.fencedPaths);
-                if (fence == Long.MAX_VALUE || fence != 0 && fence - System.nanoTime() > 0) {
+                if (fence != 0 && fence - System.nanoTime() > 0) {
                     awaitFence(io, fence, changes, late);
                     return;
                 }
@@ -441,10 +439,7 @@ public final class MultipathNamespace implements AutoCloseable {
 
     private static final int IO_VERIFY = 0x0C;
 
-    /**
-     * The latest {@link NvmeofController#fencedAtNanos()} of the paths in {@code mask}: {@link Long#MAX_VALUE} when one
-     * is not known yet, 0 when none lost an association.
-     */
+    /** The latest {@link NvmeofController#fencedAtNanos()} of the paths in {@code mask}; 0 when none lost one. */
     private long fenceOf(long mask) {
         long latest = 0;
         for (int p = 0; p < paths.length; p++) {
@@ -452,9 +447,6 @@ public final class MultipathNamespace implements AutoCloseable {
                 continue;
             }
             long f = paths[p].controller().fencedAtNanos();
-            if (f == Long.MAX_VALUE) {
-                return f;
-            }
             if (f != 0 && (latest == 0 || f - latest > 0)) {
                 latest = f;
             }
@@ -463,23 +455,19 @@ public final class MultipathNamespace implements AutoCloseable {
     }
 
     /**
-     * {@code io} may still run on a lost association until {@code fence} (MAX_VALUE: not known yet): it waits with the
-     * requests waiting for a path, and looks again at the fence (or, while unknown, every 50 ms and at each path
-     * change).
+     * {@code io} may still run on a lost association until {@code fence}: it waits with the requests waiting for a path
+     * (never refused for their number: it was outstanding already, and may still land), and looks at the fence again
+     * then (it may have moved later meanwhile) and at each path change.
      */
     private void awaitFence(MultipathIo io, long fence, int changesSeen, boolean late) {
-        if (waitingCount.incrementAndGet() > MAX_WAITING) {
-            waitingCount.decrementAndGet();
-            end(io, IoCallback.ERR_QUEUE_FULL, MAX_WAITING + " requests already wait (" + describePaths() + ")", late);
-            return;
-        }
+        waitingCount.incrementAndGet();
         if (!io.fenceWaitCounted) {
             io.fenceWaitCounted = true; // counted once per failure it waits after
             fencedWaits.increment();
         }
         long now = System.nanoTime();
         waiting.add(io); // from here another thread may own it
-        armExpiry(fence == Long.MAX_VALUE ? now + FENCE_POLL_NANOS : fence, now);
+        armExpiry(fence, now);
         if (pathChanges.get() != changesSeen || closed) {
             retryWaiting(true, late);
         }

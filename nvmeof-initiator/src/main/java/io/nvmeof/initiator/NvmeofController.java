@@ -238,18 +238,28 @@ public final class NvmeofController implements AutoCloseable {
     static final int DEFAULT_QUIESCE_TIME_MS = 1000;
 
     /**
-     * Until when (System.nanoTime) a command sent on an association this controller lost may still run on its target:
-     * 0 when none was lost, {@link Long#MAX_VALUE} while a loss is being torn down (the time is not known yet). A
-     * request that may change the media and failed with that association must not run anywhere else before then
-     * (TP4129): a target that stalled (paused, a VM stall, a partition) and comes back would otherwise run it after
-     * the host had written the same blocks again through another path. Reads need no wait.
+     * Until when (System.nanoTime) a command sent on an association this controller lost (or closed) may still run on
+     * its target; 0 when none was lost. A request that may change the media and failed with that association must not
+     * run anywhere else before then (TP4129): a target that stalled (paused, a VM stall, a partition) and comes back
+     * would otherwise run it after the host had written the same blocks again through another path. Reads need no
+     * wait. It only moves later: set when a queue fails (before its requests are failed back), and again once the
+     * association is torn down (nothing is sent on it after that).
      */
     public long fencedAtNanos() {
-        return fencedAt;
+        return fencedAt.get();
     }
 
-    /** See {@link #fencedAtNanos()}; written by the recovery (Reconnector). */
-    volatile long fencedAt;
+    private final java.util.concurrent.atomic.AtomicLong fencedAt = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Moves {@link #fencedAtNanos()} to {@code at} unless it is later already. Any thread. */
+    void extendFence(long at) {
+        while (true) {
+            long now = fencedAt.get();
+            if (now != 0 && now - at >= 0 || fencedAt.compareAndSet(now, at == 0 ? 1 : at)) {
+                return;
+            }
+        }
+    }
 
     /**
      * How long after the host lets go of an association its commands may still run: the target's Command Quiesce Time
@@ -454,12 +464,17 @@ public final class NvmeofController implements AutoCloseable {
         try {
             keepAlive.stop();
             held.drain();
+            // Requests failed back by the close may still run on the target until it notices; a shutdown it completes
+            // (SHST complete: our target drains the I/O queues first) says nothing of them runs any more.
+            long priorFence = fencedAt.get();
+            extendFence(System.nanoTime() + fenceDelayNanos(false));
             closeAll(ioQueues);
             HostQueue a = admin;
             if (before == ControllerState.CONNECTED && a != null && a.isOpen() && !onLoop) {
                 long limit = Math.min(options.commandTimeout().toNanos(), AssociationSetup.SHUTDOWN_TIMEOUT.toNanos());
                 try {
                     setup.shutdownController(System.nanoTime() + limit);
+                    fencedAt.set(priorFence);
                 } catch (RuntimeException e) {
                     LOG.warn("{}: orderly shutdown failed: {}", id, e.getMessage());
                 }

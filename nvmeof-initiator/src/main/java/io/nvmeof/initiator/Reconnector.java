@@ -77,53 +77,74 @@ final class Reconnector implements HeldRequests.Owner {
     }
 
     /** A queue of association {@code gen} failed (its I/O thread). */
+    /**
+     * A queue of association {@code gen} failed (its I/O thread), before its requests fail back: they are fenced from
+     * now ({@link NvmeofController#fencedAtNanos()}; the controller's side ended the connection, or this host gave up
+     * on it), then the association is torn down.
+     */
     void onQueueFailure(HostQueue q, int gen) {
-        beginRecovery(failureOf(q), gen, q.closedByPeer());
+        fenceFromNow(q.closedByPeer());
+        beginRecovery(failureOf(q), gen);
     }
 
-    /** {@link #beginRecovery(String, int, boolean)} of an association this host gave up on (it fell silent). */
-    void beginRecovery(String reason, int gen) {
-        beginRecovery(reason, gen, false);
+    /** Keep Alive went unanswered for KATO: what was sent may run on the target until its deadline; then recovery. */
+    void keepAliveLost(String reason, int gen) {
+        fenceFromNow(false);
+        beginRecovery(reason, gen);
     }
 
     /**
-     * Any thread: the association {@code gen} is lost ({@code closedByPeer}: the controller's side ended it); the
-     * housekeeping thread tears it down and reconnects. Before anything of the association fails back to its callers,
-     * its requests are marked as possibly still running ({@link NvmeofController#fencedAtNanos()}): the time they stop
-     * is known once the queues are torn down.
+     * Whether every loss of the present association so far was the controller's side ending the connection (then
+     * the quiesce time alone fences what was sent); one silent loss (a timeout, an unanswered Keep Alive) and the
+     * keep-alive deadline counts too. Back to true when an association comes up.
      */
-    void beginRecovery(String reason, int gen, boolean closedByPeer) {
+    private volatile boolean lossesClosedByPeer = true;
+
+    /** What was sent on the association until now may run on its target until now plus the fence delay. */
+    private void fenceFromNow(boolean closedByPeer) {
+        if (!closedByPeer) {
+            lossesClosedByPeer = false;
+        }
+        ctrl.extendFence(System.nanoTime() + ctrl.fenceDelayNanos(lossesClosedByPeer));
+    }
+
+    /**
+     * Any thread: the association {@code gen} is lost; the housekeeping thread tears it down and reconnects. The loss
+     * that says so has fenced its requests ({@link #onQueueFailure}, {@link #keepAliveLost}); the tear-down fences
+     * them again once nothing more is sent.
+     */
+    void beginRecovery(String reason, int gen) {
         if (gen != ctrl.generation || ctrl.closed.get()
                 || !ctrl.state.compareAndSet(ControllerState.CONNECTED, ControllerState.RECONNECTING)) {
             return;
         }
-        ctrl.fencedAt = Long.MAX_VALUE;
         lastFailure = reason;
         lossStart = System.nanoTime();
-        ctrl.housekeep(() -> recover(reason, closedByPeer));
+        ctrl.housekeep(() -> recover(reason));
     }
 
     /** Housekeeping thread: tear the association down, then reconnect after the delay (or give up at once). */
-    private void recover(String reason, boolean closedByPeer) {
+    private void recover(String reason) {
         ctrl.association.lock();
         try {
             if (ctrl.closed.get()) {
-                ctrl.fencedAt = System.nanoTime() + ctrl.fenceDelayNanos(closedByPeer); // closed meanwhile: not sooner
-                ctrl.pathsChanged();
-                return;
+                return; // close() fenced what it failed back
             }
             LOG.warn("{}: connection lost ({}); {}", id, reason, reconnects() ? "reconnecting every "
                     + options.reconnectDelay().toMillis() + " ms" : "not reconnecting (ctrlLossTimeout 0)");
             report(ControllerState.RECONNECTING, reason);
-            tearDown(reason);
-            // Nothing more is sent on the old association from here: its commands may run on the target until it
-            // notices (at once when it ended the connection, else by its keep-alive deadline) and quiesces them.
-            long delay = ctrl.fenceDelayNanos(closedByPeer);
-            ctrl.fencedAt = System.nanoTime() + delay;
+            try {
+                tearDown(reason);
+            } finally {
+                // Nothing more is sent on the old association from here: its commands may run on the target until it
+                // notices (at once when it ended the connection, else by its keep-alive deadline) and quiesces them.
+                fenceFromNow(lossesClosedByPeer);
+            }
+            boolean byPeer = lossesClosedByPeer;
             LOG.info("{}: writes of the lost association go to another path after {} ms ({})", id,
-                    TimeUnit.NANOSECONDS.toMillis(delay), closedByPeer ? "the controller ended the connection: its"
-                            + " quiesce time" : "its keep-alive deadline and quiesce time");
-            ctrl.pathsChanged();
+                    TimeUnit.NANOSECONDS.toMillis(ctrl.fenceDelayNanos(byPeer)), byPeer
+                            ? "the controller ended the connection: its quiesce time"
+                            : "its keep-alive deadline and quiesce time");
             if (!reconnects()) {
                 giveUp(reason);
                 return;
@@ -209,6 +230,7 @@ final class Reconnector implements HeldRequests.Owner {
                 fastFailTask.cancel(false);
             }
             ctrl.establishedGeneration = ctrl.generation; // before CONNECTED: see establishedGeneration()
+            lossesClosedByPeer = true;
             ctrl.state.set(ControllerState.CONNECTED);
             String how = "reconnected after " + reconnectAttempts + " attempt(s), "
                     + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lossStart) + " ms; resending "

@@ -85,6 +85,15 @@ final class BackendTicket {
 
     /** Backend thread: runs the call unless withdrawn, then completes the request back on its queue's thread. */
     void run() {
+        if (controller != null && !controller.mayRun(System.nanoTime())) {
+            // Its controller ended, or the target stalled past the keep-alive deadline while this waited for a thread:
+            // its host has given it up and may have written the same blocks elsewhere since.
+            if (state.compareAndSet(QUEUED, WITHDRAWN)) {
+                exit();
+                completeOnQueue(Status.ABORT_SQ_DELETED, null);
+            }
+            return;
+        }
         if (!state.compareAndSet(QUEUED, STARTED)) {
             return; // withdrawn: whoever withdrew it completed the request (Abort) or released it (queue closed)
         }
@@ -100,13 +109,19 @@ final class BackendTicket {
             // stopped touching the media.
             exit();
         }
-        int done = status;
+        completeOnQueue(status, call);
+    }
+
+    /** Completes the request with {@code status} on its queue's thread ({@code call} told first, when it ran). */
+    private void completeOnQueue(int status, TargetCore.BackendCall ran) {
         try {
             req.sq().transport().execute(() -> {
                 if (req.backendTicket == this) { // else the queue closed and released the request meanwhile
                     req.backendTicket = null;
-                    call.completing(req, done);
-                    req.complete(done);
+                    if (ran != null) {
+                        ran.completing(req, status);
+                    }
+                    req.complete(status);
                 }
             });
         } catch (java.util.concurrent.RejectedExecutionException e) {

@@ -121,19 +121,32 @@ public final class Controller {
      * what it read.
      */
     public boolean trafficReceived(long now) {
+        if (!mayRun(now)) {
+            return false;
+        }
+        lastTrafficNanos = now;
+        return true;
+    }
+
+    /**
+     * Whether work of this controller may still start {@code now}: a command, a device request it hands to the
+     * io_uring, backend work a thread takes up. False when the controller is gone, or when its keep-alive deadline has
+     * passed (then it is torn down here): a target that stalled (SIGSTOP, a GC or VM pause) between taking a command
+     * and starting its I/O must not start it once its host has given the association up. Any thread.
+     */
+    public boolean mayRun(long now) {
         if (dead.get()) {
             return false;
         }
         long idle = idleNanos(now);
         if (keepAliveExpiredAfter(idle)) {
-            LOG.warn("controller {} of {} (host {}): traffic read {} ms after the last, past the keep-alive deadline of"
-                    + " {} ms (KATO {} ms): the target or the network stalled; the host has given this association up,"
-                    + " so nothing it sent meanwhile runs", cntlid, subsystem.nqn(), Nqn.display(hostNqn),
+            LOG.warn("controller {} of {} (host {}): {} ms after its last traffic, past the keep-alive deadline of {} ms"
+                    + " (KATO {} ms): the target or the network stalled; the host has given this association up, so"
+                    + " nothing of it runs from now on", cntlid, subsystem.nqn(), Nqn.display(hostNqn),
                     java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(idle), keepAliveDeadlineMs(), kato);
-            teardown("keep-alive timeout expired (traffic came after the deadline)");
+            teardown("keep-alive timeout expired (found past the deadline after a stall)");
             return false;
         }
-        lastTrafficNanos = now;
         return true;
     }
 

@@ -144,15 +144,16 @@ public final class StorageRing implements AutoCloseable {
         return share;
     }
 
-    /** Into the ring, or in line for room in it; counted in its namespace's share (if any). */
+    /**
+     * In line for the ring, counted in its namespace's share (if any): the next {@link #poll} prepares it, just before
+     * it submits, so a request is checked against its controller's keep-alive as late as possible (see {@link #poll}).
+     */
     private void enter(Request r, NamespaceShare share) {
         r.ringShare = share;
         if (share != null) {
             share.inRing++;
         }
-        if (!waiting.isEmpty() || !prepare(r)) {
-            waiting.addLast(r); // in order behind those already waiting
-        }
+        waiting.addLast(r); // in order behind those already waiting
     }
 
     /** A request of {@code share} left the ring (completed, or withdrawn while waiting): its next held back may enter. */
@@ -190,8 +191,24 @@ public final class StorageRing implements AutoCloseable {
      */
     public int poll() {
         int reaped = ring.reap(completions);
-        while (!waiting.isEmpty() && prepare(waiting.peekFirst())) {
-            waiting.pollFirst();
+        if (!waiting.isEmpty()) {
+            long now = System.nanoTime();
+            while (!waiting.isEmpty()) {
+                Request r = waiting.peekFirst();
+                io.nvmeof.tgt.core.Controller c = r.sq().controller();
+                if (c != null && !c.mayRun(now)) {
+                    // Its controller ended, or the target stalled past its keep-alive deadline between taking the
+                    // command and here (SIGSTOP, a GC or VM pause): its host has given it up, and may have written the
+                    // same blocks through another path since. It never reaches the device.
+                    waiting.pollFirst();
+                    refuse(r);
+                    continue;
+                }
+                if (!prepare(r)) {
+                    break;
+                }
+                waiting.pollFirst();
+            }
         }
         if (ring.prepared() > 0) {
             try {
@@ -294,6 +311,17 @@ public final class StorageRing implements AutoCloseable {
         if (!closing) { // at the end, on another thread: the requests' queues are gone with their poll group
             r.ringDone.done(r, result);
         }
+    }
+
+    /** A request taken out of line before it reached the ring: completed as aborted, its share's next may go in. */
+    private void refuse(Request r) {
+        r.ring = null;
+        NamespaceShare share = r.ringShare;
+        if (share != null) {
+            r.ringShare = null;
+            left(share);
+        }
+        r.complete(io.nvmeof.protocol.Status.ABORT_SQ_DELETED);
     }
 
     /**

@@ -580,8 +580,9 @@ public final class TargetCore {
     public void execute(Request req) {
         try {
             Controller c = req.sq().controller();
-            if (c != null && c.isDead()) {
-                // Torn down while its data moved (its keep-alive expired, its host went away): it must not run now.
+            if (c != null && !c.mayRun(System.nanoTime())) {
+                // Torn down while its data moved (its keep-alive expired, its host went away), or the target stalled
+                // past the deadline since: it must not run now.
                 req.complete(Status.ABORT_SQ_DELETED);
                 return;
             }
