@@ -110,6 +110,15 @@ public interface BlockBackend extends AutoCloseable {
     }
 
     /**
+     * How many requests the device behind this backend takes at once (a block device's {@code nr_requests}, that of the
+     * device a file's file system is on), or 0 where unknown or unlimited: what a namespace has in its poll group's
+     * ring at most when no queue depth is configured for it. Read on the data path: a field, not a lookup.
+     */
+    default int deviceRequestLimit() {
+        return 0;
+    }
+
+    /**
      * Measures the storage again and returns the bytes it holds now: a file's length, a device's capacity. Either may
      * shrink under the target (a file cut with {@code truncate}, a loop device re-read with {@code losetup -c}); a
      * backend adopts a smaller size here ({@link #sizeBytes} reports it after), never a larger one (growing is

@@ -56,6 +56,8 @@ public final class FileBackend implements BlockBackend {
      * unused (a close under a call would let a file opened meanwhile take the number, and the write land there).
      */
     private final UseCount directUsers = new UseCount();
+    /** The device's nr_requests (a file's: its file system's device), 0 where unknown. */
+    private final int deviceRequestLimit;
     /** A block device's physical block size and discard granularity in bytes; 0 for files or where unknown. */
     private final int physicalBlockSize;
     private final int discardGranularity;
@@ -181,6 +183,7 @@ public final class FileBackend implements BlockBackend {
         this.direct = d;
         this.physicalBlockSize = device && d != null ? Math.max(0, d.physicalBlockSize()) : 0;
         this.discardGranularity = device && d != null ? discardGranularityOf(d.deviceNumber()) : 0;
+        this.deviceRequestLimit = nrRequestsOf(device && d != null ? d.deviceNumber() : fileSystemDevice(path));
         this.ringFile = d == null ? null : d.mode().direct()
                 ? new RingFile(d.fd(), d.directMemoryAlignment(), d.directOffsetAlignment(), true)
                 : RingFile.buffered(d.fd());
@@ -237,17 +240,42 @@ public final class FileBackend implements BlockBackend {
         return discardGranularity;
     }
 
+    @Override
+    public int deviceRequestLimit() {
+        return deviceRequestLimit;
+    }
+
     /** sysfs's discard granularity of the device {@code major:minor} (a partition: its disk's); 0 where unknown. */
     private static int discardGranularityOf(String majorMinor) {
+        return queueAttribute(majorMinor, "discard_granularity");
+    }
+
+    /** sysfs's nr_requests of the device {@code major:minor} (a partition: its disk's); 0 where unknown. */
+    private static int nrRequestsOf(String majorMinor) {
+        return majorMinor == null ? 0 : queueAttribute(majorMinor, "nr_requests");
+    }
+
+    /** A number from the queue directory in sysfs of the device {@code major:minor}, or its disk's; 0 where unknown. */
+    private static int queueAttribute(String majorMinor, String name) {
         Path dev = Path.of("/sys/dev/block", majorMinor);
         for (Path queue : new Path[] {dev.resolve("queue"), dev.resolve("../queue")}) {
             try {
-                return Integer.parseInt(Files.readString(queue.resolve("discard_granularity")).trim());
+                return Integer.parseInt(Files.readString(queue.resolve(name)).trim());
             } catch (IOException | NumberFormatException e) {
                 // not this one (a partition has no queue of its own), or not readable: try the next, else unknown
             }
         }
         return 0;
+    }
+
+    /** "major:minor" of the device the file system holding {@code path} is on, or null (tmpfs, overlay: none). */
+    private static String fileSystemDevice(Path path) {
+        try {
+            long dev = (Long) Files.getAttribute(path, "unix:dev");
+            return major(dev) + ":" + minor(dev);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
     }
 
     /** Opening a new file: only at its own name (see the constructor). */

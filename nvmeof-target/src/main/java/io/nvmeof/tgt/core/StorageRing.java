@@ -10,10 +10,15 @@ import org.slf4j.LoggerFactory;
  * One poll group's io_uring for the file and block namespaces of its queues (SPDK's uring bdev keeps one per thread
  * group the same way): reads, writes and flushes are prepared as commands run, handed to the kernel together by
  * {@link #poll()} (one {@code io_uring_enter} per batch), and completed on the same thread when {@link #poll()} reaps
- * them. Nothing blocks: a full ring leaves requests waiting here in their order, never spinning on the ring or dropping
- * them; the device sees up to {@link #depth()} requests of this poll group at once, and up to a namespace's own
- * {@link Namespace#deviceQueueDepth()} of that namespace's (the rest wait in their namespace's order, without holding
- * up other namespaces' requests).
+ * them. Nothing blocks: requests the ring has no room for wait here, never spinning on the ring or dropping them.
+ *
+ * <p>Each namespace waits in a line of its own (as SPDK queues per bdev channel and nvmet sends bios to each device's
+ * own queue), and room in the ring goes round the namespaces that wait, one request each in turn, so a slow device only
+ * slows itself (issue 50: 250 reads of a 50-IOPS device queued ahead of a fast namespace's read made it wait 2 s). A
+ * namespace has at most its depth in the ring ({@link Namespace#deviceQueueDepth()} when set, else what its device
+ * takes, {@link io.nvmeof.tgt.backend.BlockBackend#deviceRequestLimit()}), and at most a fair share of the ring while
+ * others use it too; and the last eighth of the ring is kept for namespaces that have fewer than
+ * {@link #GUARANTEED} requests in it, so one that comes while another fills the ring goes in at once.
  *
  * <p>The poll group calls {@link #poll()} while {@link #busy()}: an RDMA poll group in its polling loop, a NVMe/TCP
  * event loop through the task {@code schedulePoll} queues (it runs after the loop's current batch of reads, so the
@@ -47,15 +52,22 @@ public final class StorageRing implements AutoCloseable {
     private final Request[] byTag;
     private final int[] freeTags;
     private int freeCount;
-    /** Requests the ring had no room for, oldest first. */
-    private final ArrayDeque<Request> waiting;
     /**
-     * Per namespace with a queue depth of its own: its requests in the ring or waiting for room ({@code inRing}), and
-     * those held back by its depth, oldest first. An entry stays while its namespace lives (none is made per I/O).
+     * Per namespace: its requests in the ring and its line of those waiting for room, oldest first. An entry stays
+     * while its namespace lives (none is made per I/O); requests without a namespace share one.
      */
     private final java.util.IdentityHashMap<Namespace, NamespaceShare> shares = new java.util.IdentityHashMap<>();
-    /** Requests held back by their namespace's depth, all namespaces together. */
-    private int heldBack;
+    private final NamespaceShare noNamespace = new NamespaceShare(null);
+    /** The shares with requests in their line, in turn: the next room in the ring goes to the first that may take it. */
+    private final ArrayDeque<NamespaceShare> backlogged = new ArrayDeque<>();
+    /** Requests in the lines, all namespaces together. */
+    private int lined;
+    /** Shares with requests in the ring or in their line: the ring's fair share is its room divided among them. */
+    private int activeShares;
+    /** Slots only namespaces with fewer than {@link #GUARANTEED} requests in the ring may take: an eighth. */
+    private final int reserve;
+    /** A namespace with fewer than this many requests in the ring may take a reserved slot. */
+    static final int GUARANTEED = 4;
     /** Runs {@link #poll()} soon on this poll group's thread (TCP: the event loop's task queue); null: polled anyway. */
     private final Runnable schedulePoll;
     private boolean pollScheduled;
@@ -78,7 +90,7 @@ public final class StorageRing implements AutoCloseable {
             freeTags[i] = this.depth - 1 - i;
         }
         this.freeCount = this.depth;
-        this.waiting = new ArrayDeque<>(this.depth);
+        this.reserve = this.depth / 8;
         this.schedulePoll = schedulePoll;
         // fsync and fallocate cannot complete inline: the kernel's workers for them stay few per poll group.
         ring.limitWorkers(4, 4);
@@ -105,8 +117,15 @@ public final class StorageRing implements AutoCloseable {
 
     /** One namespace's part of this ring (see {@link #shares}). */
     static final class NamespaceShare {
+        final Namespace ns;
         int inRing;
-        final ArrayDeque<Request> heldBack = new ArrayDeque<>();
+        final ArrayDeque<Request> line = new ArrayDeque<>();
+        /** Whether it is in {@link #backlogged}. */
+        boolean backlogged;
+
+        NamespaceShare(Namespace ns) {
+            this.ns = ns;
+        }
     }
 
     private void start(Request r, byte op, int fd, long address, int length, long offset, int flags, Done done) {
@@ -118,13 +137,18 @@ public final class StorageRing implements AutoCloseable {
         r.ringFlags = flags;
         r.ringDone = done;
         r.ring = this;
-        int limit = r.ns != null ? r.ns.deviceQueueDepth() : 0;
-        NamespaceShare share = limit > 0 ? shareOf(r.ns) : null;
-        if (share != null && (share.inRing >= limit || !share.heldBack.isEmpty())) {
-            share.heldBack.addLast(r); // in order behind the namespace's others
-            heldBack++;
-        } else {
-            enter(r, share);
+        NamespaceShare share = r.ns != null ? shareOf(r.ns) : noNamespace;
+        if (share.inRing == 0 && share.line.isEmpty()) {
+            activeShares++;
+        }
+        r.ringShare = share;
+        // In its namespace's line, behind its others: the next poll prepares it, just before it submits, so it is
+        // checked against its controller's keep-alive as late as possible (see poll).
+        share.line.addLast(r);
+        lined++;
+        if (!share.backlogged) {
+            share.backlogged = true;
+            backlogged.addLast(share);
         }
         if (schedulePoll != null && !pollScheduled) {
             pollScheduled = true;
@@ -136,33 +160,105 @@ public final class StorageRing implements AutoCloseable {
         NamespaceShare share = shares.get(ns);
         if (share == null) { // the namespace's first request on this poll group
             if (shares.size() >= 64) {
-                shares.values().removeIf(idle -> idle.inRing == 0 && idle.heldBack.isEmpty()); // removed namespaces'
+                shares.values().removeIf(idle -> idle.inRing == 0 && idle.line.isEmpty()); // removed namespaces'
             }
-            share = new NamespaceShare();
+            share = new NamespaceShare(ns);
             shares.put(ns, share);
         }
         return share;
     }
 
-    /**
-     * In line for the ring, counted in its namespace's share (if any): the next {@link #poll} prepares it, just before
-     * it submits, so a request is checked against its controller's keep-alive as late as possible (see {@link #poll}).
-     */
-    private void enter(Request r, NamespaceShare share) {
-        r.ringShare = share;
-        if (share != null) {
-            share.inRing++;
+    /** A request of {@code share} left it (completed, withdrawn or refused): the share may stop counting as active. */
+    private void left(NamespaceShare share) {
+        if (share.inRing == 0 && share.line.isEmpty()) {
+            activeShares--;
         }
-        waiting.addLast(r); // in order behind those already waiting
     }
 
-    /** A request of {@code share} left the ring (completed, or withdrawn while waiting): its next held back may enter. */
-    private void left(NamespaceShare share) {
-        share.inRing--;
-        Request next = share.heldBack.pollFirst();
-        if (next != null) {
-            heldBack--;
-            enter(next, share);
+    /**
+     * Whether {@code share} may put one more request into the ring now: below its namespace's depth and its fair share
+     * of the ring, and, for the last reserved slots, below {@link #GUARANTEED}.
+     */
+    private boolean mayEnter(NamespaceShare share) {
+        int held = share.inRing;
+        if (held >= depthOf(share)) {
+            return false;
+        }
+        if (held < GUARANTEED) {
+            return true;
+        }
+        if (freeCount <= reserve) {
+            return false;
+        }
+        int fair = Math.max(GUARANTEED, (depth - reserve) / Math.max(1, activeShares));
+        return held < fair;
+    }
+
+    /** The most of its namespace's requests the ring takes at once: its own depth, else its device's, else the ring's. */
+    private int depthOf(NamespaceShare share) {
+        Namespace ns = share.ns;
+        if (ns == null) {
+            return depth;
+        }
+        int own = ns.deviceQueueDepth();
+        if (own > 0) {
+            return own;
+        }
+        int device = ns.backend().deviceRequestLimit();
+        return device > 0 ? device : depth;
+    }
+
+    /**
+     * Moves waiting requests into the ring as its room allows, one per backlogged namespace in turn; a request whose
+     * controller may no longer run (ended, or the target stalled past its keep-alive deadline since it was taken:
+     * SIGSTOP, a GC or VM pause) is refused instead and never reaches the device.
+     */
+    private void fill() {
+        long now = 0;
+        int passed = 0; // backlogged shares looked at since one last moved: a whole round of none, and the rest wait
+        while (freeCount > 0 && !backlogged.isEmpty() && passed < backlogged.size()) {
+            NamespaceShare share = backlogged.pollFirst();
+            Request r = share.line.peekFirst();
+            if (r == null) {
+                share.backlogged = false; // its line was withdrawn meanwhile
+                continue;
+            }
+            if (!mayEnter(share)) {
+                backlogged.addLast(share);
+                passed++;
+                continue;
+            }
+            if (now == 0) {
+                now = System.nanoTime();
+            }
+            Controller c = r.sq().controller();
+            if (c != null && !c.mayRun(now)) {
+                // Its host has given it up, and may have written the same blocks through another path since.
+                share.line.pollFirst();
+                lined--;
+                requeue(share);
+                refuse(r);
+                passed = 0;
+                continue;
+            }
+            if (!prepare(r)) {
+                backlogged.addFirst(share); // the submission queue is full: the next poll goes on from here
+                return;
+            }
+            share.line.pollFirst();
+            lined--;
+            share.inRing++;
+            requeue(share);
+            passed = 0;
+        }
+    }
+
+    /** Back at the end of the turn while its line has requests. */
+    private void requeue(NamespaceShare share) {
+        if (share.line.isEmpty()) {
+            share.backlogged = false;
+        } else {
+            backlogged.addLast(share);
         }
     }
 
@@ -191,24 +287,8 @@ public final class StorageRing implements AutoCloseable {
      */
     public int poll() {
         int reaped = ring.reap(completions);
-        if (!waiting.isEmpty()) {
-            long now = System.nanoTime();
-            while (!waiting.isEmpty()) {
-                Request r = waiting.peekFirst();
-                io.nvmeof.tgt.core.Controller c = r.sq().controller();
-                if (c != null && !c.mayRun(now)) {
-                    // Its controller ended, or the target stalled past its keep-alive deadline between taking the
-                    // command and here (SIGSTOP, a GC or VM pause): its host has given it up, and may have written the
-                    // same blocks through another path since. It never reaches the device.
-                    waiting.pollFirst();
-                    refuse(r);
-                    continue;
-                }
-                if (!prepare(r)) {
-                    break;
-                }
-                waiting.pollFirst();
-            }
+        if (lined > 0) {
+            fill();
         }
         if (ring.prepared() > 0) {
             try {
@@ -272,7 +352,7 @@ public final class StorageRing implements AutoCloseable {
 
     /** Whether requests are in the ring or wait for it. */
     public boolean busy() {
-        return ring.inFlight() > 0 || ring.prepared() > 0 || !waiting.isEmpty() || heldBack > 0;
+        return ring.inFlight() > 0 || ring.prepared() > 0 || lined > 0;
     }
 
     /** Requests submitted to the device and not yet reaped, plus those prepared for the next submission. */
@@ -280,9 +360,9 @@ public final class StorageRing implements AutoCloseable {
         return ring.inFlight() + ring.prepared();
     }
 
-    /** Requests waiting for room in the ring, or held back by their namespace's queue depth. */
+    /** Requests waiting in their namespaces' lines: for room in the ring, or held back by their namespace's depth. */
     public int waiting() {
-        return waiting.size() + heldBack;
+        return lined;
     }
 
     /** Device requests completed through this ring since it was set up. */
@@ -301,7 +381,12 @@ public final class StorageRing implements AutoCloseable {
         NamespaceShare share = r.ringShare;
         if (share != null) {
             r.ringShare = null;
-            left(share); // before the completion runs: it may start the namespace's next request
+            share.inRing--;
+            left(share);
+            if (!share.line.isEmpty() && !share.backlogged) {
+                share.backlogged = true; // it was at its depth: its next may go in at the next fill
+                backlogged.addLast(share);
+            }
         }
         if (r.ringOrphan) {
             r.ringOrphan = false;
@@ -313,7 +398,7 @@ public final class StorageRing implements AutoCloseable {
         }
     }
 
-    /** A request taken out of line before it reached the ring: completed as aborted, its share's next may go in. */
+    /** A request taken out of its line before it reached the ring: completed as aborted. */
     private void refuse(Request r) {
         r.ring = null;
         NamespaceShare share = r.ringShare;
@@ -333,16 +418,12 @@ public final class StorageRing implements AutoCloseable {
             return false;
         }
         NamespaceShare share = r.ringShare;
-        if (waiting.remove(r)) {
-            r.ringShare = null;
-            if (share != null) {
-                left(share);
-            }
-        } else if (r.ns != null && (share = shares.get(r.ns)) != null && share.heldBack.remove(r)) {
-            heldBack--;
-        } else {
+        if (share == null || !share.line.remove(r)) {
             return false;
         }
+        lined--;
+        r.ringShare = null;
+        left(share); // an emptied line leaves the turn when fill comes to it
         r.ring = null;
         return true;
     }

@@ -230,6 +230,78 @@ class StorageRingTest {
         }
     }
 
+    /**
+     * Issue 50: a namespace whose device answers nothing (the ring full of its reads, more waiting) no longer holds up
+     * another namespace of the poll group: its requests wait in a line of their own, it leaves the ring's last eighth
+     * free, and the other's reads go in past its line and come back while it is still stuck. Before, they waited behind
+     * its whole line in one order (2 s behind a 50-IOPS device in the issue). Two stuck namespaces share the ring.
+     */
+    @Test
+    void aStuckNamespaceLeavesRoomInTheRingForTheOthers() throws Exception {
+        int stuckFd = fifo("stuck");
+        int quickFd = fifo("quick");
+        int otherStuckFd = fifo("stuck2");
+        SubmissionQueue sq = new SubmissionQueue(new TargetCore(TargetLimits.defaults()), new FakeTransport(), 128);
+        Namespace stuck = new Namespace(1, new io.nvmeof.tgt.backend.RamBackend(1 << 20), 512, java.util.UUID.randomUUID());
+        Namespace quick = new Namespace(2, new io.nvmeof.tgt.backend.RamBackend(1 << 20), 512, java.util.UUID.randomUUID());
+        Namespace stuck2 = new Namespace(3, new io.nvmeof.tgt.backend.RamBackend(1 << 20), 512, java.util.UUID.randomUUID());
+        List<Integer> order = new ArrayList<>();
+        StorageRing.Done done = (req, res) -> {
+            order.add(req.transportState);
+            req.sq().release(req);
+        };
+        try (FileOutputStream stuckOut = new FileOutputStream(dir.resolve("stuck").toFile());
+             FileOutputStream quickOut = new FileOutputStream(dir.resolve("quick").toFile());
+             FileOutputStream stuck2Out = new FileOutputStream(dir.resolve("stuck2").toFile());
+             StorageRing ring = new StorageRing(16, null)) {
+          try {
+            for (int i = 0; i < 30; i++) {
+                Request r = withBuffer(sq);
+                r.ns = stuck;
+                r.transportState = 100 + i;
+                ring.read(r, stuckFd, r.data.memoryAddress(), 1, 0, done);
+            }
+            ring.poll();
+            assertEquals(14, ring.inFlight(), "the stuck namespace takes all but the ring's last eighth");
+            assertEquals(16, ring.waiting(), "its others wait in its line");
+            for (int i = 0; i < 8; i++) { // one at a time, as a QD 1 reader does
+                quickOut.write(i);
+                quickOut.flush();
+                Request r = withBuffer(sq);
+                r.ns = quick;
+                r.transportState = i;
+                ring.read(r, quickFd, r.data.memoryAddress(), 1, 0, done);
+                awaitCompletions(ring, order, i + 1);
+            }
+            assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7), order, "the other namespace's reads came back past the line");
+            // A second stuck namespace takes its guaranteed few; the two then share the ring as room comes.
+            for (int i = 0; i < 30; i++) {
+                Request r = withBuffer(sq);
+                r.ns = stuck2;
+                r.transportState = 200 + i;
+                ring.read(r, otherStuckFd, r.data.memoryAddress(), 1, 0, done);
+            }
+            ring.poll();
+            assertEquals(16, ring.inFlight(), "the second takes the reserved slots: it had fewer than 4 in the ring");
+            stuckOut.write(new byte[14]); // the first namespace's reads in the ring complete
+            stuckOut.flush();
+            awaitCompletions(ring, order, 8 + 14);
+            ring.poll();
+            // Each now takes its fair share, half of the ring but its reserve (7): the first refills to 7, not to 14.
+            assertEquals(14, ring.inFlight(), "7 of each in the ring, the reserve free");
+            assertEquals(60 - 14 - 14, ring.waiting());
+          } finally {
+            stuckOut.write(new byte[64]); // whatever failed, nothing stays in the kernel: the ring's close waits for it
+            stuck2Out.write(new byte[64]);
+            quickOut.write(new byte[64]);
+          }
+        } finally {
+            libc.close(stuckFd);
+            libc.close(quickFd);
+            libc.close(otherStuckFd);
+        }
+    }
+
     private static void awaitCompletions(StorageRing ring, List<Integer> order, int count) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (order.size() < count && System.nanoTime() < deadline) {
