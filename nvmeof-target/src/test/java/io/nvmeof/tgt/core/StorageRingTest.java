@@ -255,32 +255,19 @@ class StorageRingTest {
              FileOutputStream stuck2Out = new FileOutputStream(dir.resolve("stuck2").toFile());
              StorageRing ring = new StorageRing(16, null)) {
           try {
-            for (int i = 0; i < 30; i++) {
-                Request r = withBuffer(sq);
-                r.ns = stuck;
-                r.transportState = 100 + i;
-                ring.read(r, stuckFd, r.data.memoryAddress(), 1, 0, done);
-            }
+            readOneByteEach(ring, sq, stuck, stuckFd, 100, 30, done);
             ring.poll();
             assertEquals(14, ring.inFlight(), "the stuck namespace takes all but the ring's last eighth");
             assertEquals(16, ring.waiting(), "its others wait in its line");
             for (int i = 0; i < 8; i++) { // one at a time, as a QD 1 reader does
                 quickOut.write(i);
                 quickOut.flush();
-                Request r = withBuffer(sq);
-                r.ns = quick;
-                r.transportState = i;
-                ring.read(r, quickFd, r.data.memoryAddress(), 1, 0, done);
+                readOneByteEach(ring, sq, quick, quickFd, i, 1, done);
                 awaitCompletions(ring, order, i + 1);
             }
             assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7), order, "the other namespace's reads came back past the line");
             // A second stuck namespace takes its guaranteed few; the two then share the ring as room comes.
-            for (int i = 0; i < 30; i++) {
-                Request r = withBuffer(sq);
-                r.ns = stuck2;
-                r.transportState = 200 + i;
-                ring.read(r, otherStuckFd, r.data.memoryAddress(), 1, 0, done);
-            }
+            readOneByteEach(ring, sq, stuck2, otherStuckFd, 200, 30, done);
             ring.poll();
             assertEquals(16, ring.inFlight(), "the second takes the reserved slots: it had fewer than 4 in the ring");
             stuckOut.write(new byte[14]); // the first namespace's reads in the ring complete
@@ -299,6 +286,17 @@ class StorageRingTest {
             libc.close(stuckFd);
             libc.close(quickFd);
             libc.close(otherStuckFd);
+        }
+    }
+
+    /** {@code n} reads of one byte of {@code fd} for {@code ns}, numbered from {@code first} (transportState). */
+    private static void readOneByteEach(StorageRing ring, SubmissionQueue sq, Namespace ns, int fd, int first, int n,
+            StorageRing.Done done) {
+        for (int i = 0; i < n; i++) {
+            Request r = withBuffer(sq);
+            r.ns = ns;
+            r.transportState = first + i;
+            ring.read(r, fd, r.data.memoryAddress(), 1, 0, done);
         }
     }
 
