@@ -636,6 +636,122 @@ class DirectIoTest {
     }
 
     /**
+     * Issue 50, finding 6: {@code bufferedIo} on a block device. Deallocate and Write Zeroes beside writes in flight
+     * failed with a write fault (fallocate on a second descriptor of a device the target holds exclusively can only
+     * invalidate the page cache, EBUSY while writes are in it); they go through the exclusive descriptor now, and every
+     * operation succeeds. A block size below the device's logical block is refused buffered too (it was taken, and
+     * each space change off a 4 KiB boundary then failed with EINVAL).
+     */
+    @Test
+    void bufferedIoOnABlockDeviceTakesSpaceChangesBesideWritesAndItsLogicalBlockSize() throws Exception {
+        Path img = dir.resolve("buffered-dev.img");
+        String dev = attachLoop(img, 16 << 20);
+        try {
+            IllegalArgumentException small = assertThrows(IllegalArgumentException.class, () -> start(
+                    new NamespaceConfig(1L, "block", null, 512, dev, null, null, null, true)));
+            assertTrue(small.getMessage().contains("block size 512") && small.getMessage().contains("4096"),
+                    small.getMessage());
+            try (NvmeTarget target = start(new NamespaceConfig(1L, "block", null, 4096, dev, null, null, null, true));
+                 NvmeofController c = connect(target)) {
+                NamespaceHandle ns = c.namespace(1);
+                Random random = new Random(50);
+                java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+                java.util.concurrent.atomic.AtomicReference<Throwable> first = new java.util.concurrent.atomic.AtomicReference<>();
+                java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(16);
+                ByteBuffer data = ByteBuffer.allocateDirect(8 * 4096);
+                int operations = 0;
+                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+                while (System.nanoTime() < until) {
+                    slots.acquire();
+                    long lba = random.nextInt(248);
+                    int blocks = 1 + random.nextInt(8);
+                    int kind = random.nextInt(10);
+                    CompletableFuture<Void> f = kind < 6 ? ns.write(lba, blocks, data.duplicate().limit(blocks * 4096))
+                            : kind < 8 ? ns.writeZeroes(lba, blocks) : ns.deallocate(lba, blocks);
+                    operations++;
+                    f.whenComplete((v, e) -> {
+                        if (e != null) {
+                            failed.incrementAndGet();
+                            first.compareAndSet(null, e);
+                        }
+                        slots.release();
+                    });
+                }
+                slots.acquire(16);
+                assertEquals(0, failed.get(), failed.get() + " of " + operations + " operations failed; first: "
+                        + first.get());
+                ns.deallocate(0, 256).get(10, TimeUnit.SECONDS);
+                ByteBuffer back = ByteBuffer.allocateDirect(256 * 4096);
+                ns.read(0, 256, back).get(10, TimeUnit.SECONDS);
+                for (int i = 0; i < back.capacity(); i++) {
+                    assertEquals(0, back.get(i), "byte " + i + " after the last Deallocate");
+                }
+            }
+        } finally {
+            new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * Issue 50, finding 6: a device path under {@code "backend": "file"} skipped every block-device check (a mounted
+     * file system's device was written over, a device another process held was taken). It is a block namespace now:
+     * held exclusively, one namespace per device whatever the backend says; a character device is refused.
+     */
+    @Test
+    void aDevicePathUnderTheFileBackendIsServedAsABlockDevice() throws Exception {
+        Path img = dir.resolve("file-backend-dev.img");
+        String dev = attachLoop(img, 8 << 20);
+        try {
+            try (NvmeTarget target = start(new NamespaceConfig(1L, "file", null, 4096, dev, null))) {
+                assertTrue(((FileBackend) target.core().subsystem(NQN).namespace(1).backend()).isBlockDevice());
+                assertEquals(16, assertThrows(io.nvmeof.uring.UringException.class, () -> OpenFile.open(Path.of(dev),
+                        new OpenFile.Mode(true, true, true, false))).errno(), "held exclusively");
+                Exception twice = assertThrows(Exception.class, () -> target.live().addNamespace(NQN,
+                        new NamespaceConfig(2L, "block", null, 4096, dev, null)));
+                assertNotNull(twice.getMessage());
+            }
+            Exception chr = assertThrows(Exception.class, () -> start(
+                    new NamespaceConfig(1L, "file", "1MiB", 4096, "/dev/null", null)));
+            assertTrue(String.valueOf(chr.getMessage()).contains("neither a regular file nor a block device"),
+                    String.valueOf(chr.getMessage()));
+        } finally {
+            new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * Issue 50, finding 6: what a block device writes atomically. Identify Namespace says it (NSFEAT bit 1 with NAWUN,
+     * NAWUPF and NACWU in blocks, as nvmet's bdev backend); a namespace whose block is larger than the device's
+     * physical block (a 4 KiB block on a 512-byte device, which reported one block atomic on power loss) is refused.
+     */
+    @Test
+    void aBlockDevicesAtomicWriteUnitIsReportedAndNeverOverpromised() throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/loop-control")), "needs root and /dev/loop-control for losetup");
+        Path img = dir.resolve("atomic.img");
+        try (FileChannel ch = FileChannel.open(img, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(1), (8 << 20) - 1);
+        }
+        Process attach = new ProcessBuilder("losetup", "-f", "--show", img.toString()).redirectErrorStream(true).start();
+        String dev = new String(attach.getInputStream().readAllBytes()).strip(); // 512-byte blocks
+        assumeTrue(attach.waitFor(30, TimeUnit.SECONDS) && attach.exitValue() == 0 && dev.startsWith("/dev/loop"), dev);
+        try {
+            IllegalArgumentException big = assertThrows(IllegalArgumentException.class,
+                    () -> start(new NamespaceConfig(1L, "block", null, 4096, dev, null)));
+            assertTrue(big.getMessage().contains("writes atomically") && big.getMessage().contains("512"),
+                    big.getMessage());
+            try (NvmeTarget target = start(new NamespaceConfig(1L, "block", null, 512, dev, null));
+                 NvmeofController c = connect(target)) {
+                byte[] id = c.identify(0, 1);
+                assertEquals(0x2, id[24] & 0x2, "NSFEAT bit 1: NAWUN, NAWUPF and NACWU are defined");
+                assertEquals(0, ByteBuffer.wrap(id, 36, 2).order(java.nio.ByteOrder.LITTLE_ENDIAN).getShort(),
+                        "NAWUPF: one 512-byte block, the device's physical block");
+            }
+        } finally {
+            new ProcessBuilder("losetup", "-d", dev).start().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
      * A new sparse file {@code img} of {@code bytes}, attached to a loop device of 4 KiB blocks; the test is skipped
      * where that cannot be done (not root, no loop devices). The caller detaches it ({@code losetup -d}).
      */

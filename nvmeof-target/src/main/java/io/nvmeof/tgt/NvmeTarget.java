@@ -378,10 +378,24 @@ public final class NvmeTarget implements AutoCloseable {
         }
         try {
             io.nvmeof.tgt.backend.RingFile dio = backend.ringFile();
-            if (dio != null && blockSize % dio.offsetAlignment() != 0) {
+            // The device's logical block, whether served direct or through the page cache: a bufferedIo namespace
+            // of 512-byte blocks on a 4 KiB device took writes the page cache could do and space changes it could not
+            // (EINVAL for each Deallocate and Write Zeroes not on a 4 KiB boundary).
+            int logical = Math.max(backend.logicalBlockSize(), dio != null ? dio.offsetAlignment() : 1);
+            if (blockSize % logical != 0) {
                 throw new IllegalArgumentException(which + ": block size " + blockSize + " is smaller than the "
-                        + dio.offsetAlignment() + " bytes " + backend.describe() + " reads and writes at a time (its"
-                        + " logical block size); give blockSize " + dio.offsetAlignment() + " or a multiple of it");
+                        + logical + " bytes " + backend.describe() + " reads and writes at a time (its"
+                        + " logical block size); give blockSize " + logical + " or a multiple of it");
+            }
+            int physical = backend.physicalBlockSize();
+            if (physical > 0 && blockSize > physical) {
+                // NVMe promises every host that one block is written whole or not at all, power loss or not (AWUPF
+                // and NAWUPF count from one block): a device that writes only its physical block atomically could
+                // tear a larger one, and no field can say so.
+                throw new IllegalArgumentException(which + ": block size " + blockSize + " is larger than the "
+                        + physical + " bytes " + backend.describe() + " writes atomically (its physical block size):"
+                        + " a power loss could leave a block half written, which NVMe hosts are promised never"
+                        + " happens; give blockSize " + physical + " (or a multiple of " + logical + " up to it)");
             }
             Namespace ns = new Namespace(nsid, backend, blockSize, namespaceUuid(nqn, nsid, n, kind), nguid);
             if (n.queueDepth() != null) {

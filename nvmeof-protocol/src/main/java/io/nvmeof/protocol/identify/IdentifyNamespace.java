@@ -15,6 +15,10 @@ public final class IdentifyNamespace extends Flyweight {
     public static final int DLFEAT = 33;
     /** Namespace Multi-path I/O and Namespace Sharing Capabilities: bit 0, may be attached to several controllers. */
     public static final int NMIC = 30;
+    /** Namespace Atomic Write Unit Normal, Power Fail, Compare and Write: in blocks, 0-based (NSFEAT bit 1). */
+    public static final int NAWUN = 34;
+    public static final int NAWUPF = 36;
+    public static final int NACWU = 38;
     public static final int NMIC_SHARED = 1;
     /**
      * Reservation Capabilities: bit 0 Persist Through Power Loss, bits 6:1 the reservation types 1..6 (bit n for type
@@ -38,6 +42,8 @@ public final class IdentifyNamespace extends Flyweight {
 
     /** NSFEAT bit 2: deallocated blocks read as zeroes... (DLFEAT says what they read as). */
     public static final int NSFEAT_THIN = 1;
+    /** NSFEAT bit 1 (NSABP): NAWUN, NAWUPF and NACWU are defined and replace Identify Controller's AWUN, AWUPF, ACWU. */
+    public static final int NSFEAT_ATOMICS = 0x2;
     /** NSFEAT bit 4 (OPTPERF): NPWG, NPWA, NPDG, NPDA and NOWS are defined. */
     public static final int NSFEAT_OPTPERF = 0x10;
     /** DLFEAT: bits 2:0 = 001b deallocated blocks read as zeroes; bit 3: Write Zeroes may deallocate. */
@@ -68,6 +74,12 @@ public final class IdentifyNamespace extends Flyweight {
     public IdentifyNamespace rescap(int v) { u8(RESCAP, v); return this; }
     public IdentifyNamespace nmic(int v) { u8(NMIC, v); return this; }
     /** NPWG, NPWA, NPDG, NPDA: 0-based numbers of logical blocks. */
+    public int nawun() { return u16(NAWUN); }
+    public IdentifyNamespace nawun(int v) { u16(NAWUN, v); return this; }
+    public int nawupf() { return u16(NAWUPF); }
+    public IdentifyNamespace nawupf(int v) { u16(NAWUPF, v); return this; }
+    public int nacwu() { return u16(NACWU); }
+    public IdentifyNamespace nacwu(int v) { u16(NACWU, v); return this; }
     public int npwg() { return u16(NPWG); }
     public IdentifyNamespace npwg(int v) { u16(NPWG, v); return this; }
     public int npwa() { return u16(NPWA); }

@@ -109,6 +109,11 @@ public interface BlockBackend extends AutoCloseable {
         throw new UnsupportedOperationException(describe() + " has a fixed size");
     }
 
+    /** The smallest unit the device reads and writes (a block device's logical block size); 0 for files, RAM. */
+    default int logicalBlockSize() {
+        return 0;
+    }
+
     /**
      * How many requests the device behind this backend takes at once (a block device's {@code nr_requests}, that of the
      * device a file's file system is on), or 0 where unknown or unlimited: what a namespace has in its poll group's

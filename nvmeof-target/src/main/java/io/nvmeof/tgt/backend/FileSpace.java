@@ -23,8 +23,11 @@ final class FileSpace implements AutoCloseable {
     private static final int FALLOC_FL_KEEP_SIZE = 0x01;
     private static final int FALLOC_FL_PUNCH_HOLE = 0x02;
     private static final int FALLOC_FL_ZERO_RANGE = 0x10;
-    private static final int EOPNOTSUPP = 95;
-    private static final int ENOSYS = 38;
+    /** The fallocate modes of a Deallocate and a Write Zeroes, keeping the size. */
+    static final int PUNCH_HOLE = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+    static final int ZERO_RANGE = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+    static final int EOPNOTSUPP = 95;
+    static final int ENOSYS = 38;
 
     /** The three system calls used, so a test can stand in for the kernel. */
     interface Syscalls {

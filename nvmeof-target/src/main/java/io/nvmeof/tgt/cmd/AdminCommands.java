@@ -275,13 +275,17 @@ public final class AdminCommands {
                 .eui64(ns.eui64());
         // A block device's physical block and discard granularity, in blocks, 0-based (as nvmet's bdev backend): hosts
         // align and size their writes and deallocations to them (Linux: the block device's io_min, discard_granularity).
+        // The physical block is also what the device writes atomically, power loss or not: NAWUN/NAWUPF/NACWU say so
+        // (as nvmet's bdev backend), so a 512-byte namespace on a 4 KiB-physical disk promises 8 blocks, and one whose
+        // block is larger than the physical block is refused when it is made (no field can promise less than a block).
         int physical = ns.backend().physicalBlockSize();
         if (physical > 0) {
             int blocks = Math.max(1, Math.min(physical >>> ns.blockShift(), 0x10000));
             int discard = Math.max(1, Math.min(ns.backend().discardGranularity() >>> ns.blockShift(), 0x10000));
-            id.nsfeat(IdentifyNamespace.NSFEAT_OPTPERF)
+            id.nsfeat(IdentifyNamespace.NSFEAT_OPTPERF | IdentifyNamespace.NSFEAT_ATOMICS)
                     .npwg(blocks - 1).npwa(blocks - 1)
-                    .npdg(discard - 1).npda(discard - 1);
+                    .npdg(discard - 1).npda(discard - 1)
+                    .nawun(blocks - 1).nawupf(blocks - 1).nacwu(blocks - 1);
         }
     }
 
