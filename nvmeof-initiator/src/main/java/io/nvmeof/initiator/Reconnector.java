@@ -83,7 +83,9 @@ final class Reconnector implements HeldRequests.Owner {
      * on it), then the association is torn down.
      */
     void onQueueFailure(HostQueue q, int gen) {
-        fenceFromNow(q.closedByPeer());
+        if (!q.abortedByHost()) { // a queue the recovery tore down: the loss that began it fenced already
+            fenceFromNow(q.closedByPeer());
+        }
         beginRecovery(failureOf(q), gen);
     }
 

@@ -227,6 +227,7 @@ final class PduFramer {
                 + ", field error information 0x" + Long.toHexString(fei) + ")";
         LOG.error("{}: {}", q.label(), msg);
         // The spec says the receiver of a TermReq closes the connection; we must not answer with one.
+        q.peerEnded();
         q.fail(msg, IoCallback.ERR_TRANSPORT);
         q.channel.close();
     }

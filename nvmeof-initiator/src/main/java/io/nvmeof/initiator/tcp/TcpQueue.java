@@ -365,8 +365,10 @@ public final class TcpQueue extends SlotQueue<Request> {
                 if (network) {
                     // A connection reset or broken pipe is the network's ordinary way of ending: fail() logs it as
                     // one line ("failed: connection error: ..."); a stack trace would show only Netty's read loop.
-                    // A reset is the peer's kernel ending it (the target closed or died); a timeout is not.
-                    closedByPeer = String.valueOf(cause.getMessage()).contains("reset");
+                    // A reset (or a write into a connection the peer has ended: a broken pipe) is the peer's kernel
+                    // ending it, the target closed or died; a timeout is not.
+                    String why = String.valueOf(cause.getMessage()).toLowerCase(java.util.Locale.ROOT);
+                    closedByPeer = why.contains("connection reset") || why.contains("broken pipe");
                     fail("connection error: " + cause, IoCallback.ERR_TRANSPORT);
                 } else {
                     LOG.warn("{}: unexpected error on the queue's event loop", label, cause);
@@ -424,6 +426,11 @@ public final class TcpQueue extends SlotQueue<Request> {
     }
 
     // ------------------------------------------------------------------------------------------------ failure
+
+    /** The controller ends the connection itself (C2HTermReq): see {@link #closedByPeer()}. */
+    void peerEnded() {
+        closedByPeer = true;
+    }
 
     /** A protocol error answering {@code r}: that command fails (it is not sent again after a reconnect). */
     void protocolError(Request r, int fes, long fei, ByteBuf offending, String message) {

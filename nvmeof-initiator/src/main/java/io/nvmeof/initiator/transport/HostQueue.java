@@ -61,6 +61,11 @@ public interface HostQueue {
         return false;
     }
 
+    /** Whether the queue failed because this host aborted it ({@link #abort}): it says nothing of the controller. */
+    default boolean abortedByHost() {
+        return false;
+    }
+
     /** Called once, on the I/O thread, when the queue fails (not when this host closes it). */
     void failureListener(Consumer<HostQueue> listener);
 

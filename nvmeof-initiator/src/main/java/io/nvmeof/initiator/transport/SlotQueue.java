@@ -147,6 +147,12 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
     @Override
     public boolean closedByPeer() { return closedByPeer; }
 
+    /** Set by {@link #abort}: the failure is this host's doing (an association torn down), no news of the peer. */
+    private volatile boolean abortedByHost;
+
+    @Override
+    public boolean abortedByHost() { return abortedByHost; }
+
     @Override
     public void failureListener(Consumer<HostQueue> l) { failureListener = l; }
 
@@ -332,6 +338,7 @@ public abstract class SlotQueue<R extends QueueSlot> implements HostQueue {
         if (state != OPEN) {
             return;
         }
+        abortedByHost = true;
         java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
         if (!runOnIoThread(() -> {
             try {
