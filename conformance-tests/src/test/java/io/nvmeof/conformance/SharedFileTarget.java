@@ -21,10 +21,17 @@ final class SharedFileTarget {
 
     /** Starts one over {@code file} of {@code size}, its controller IDs from {@code cntlidMin}, logging to {@code log}. */
     static TargetProcess start(Path file, int cntlidMin, String size, Path log) throws Exception {
+        return start(file, cntlidMin, size, log, null);
+    }
+
+    /** The same, sharing the subsystem's reservations through {@code sharedReservations} (null: not shared). */
+    static TargetProcess start(Path file, int cntlidMin, String size, Path log, Path sharedReservations)
+            throws Exception {
         return TargetProcess.start(new TargetConfig(1, 2, 128, 1 << 20,
                 List.of(new ListenerConfig(1, "tcp", "127.0.0.1", 0, 8192, 32 * 1024, null)),
                 List.of(new SubsystemConfig(NQN, "SHAREDFILE01", null, 4, true, null,
                         List.of(new NamespaceConfig(1L, "file", size, BLOCK, file.toString(), UUID)),
-                        cntlidMin, cntlidMin + 99))), log, List.of(), null);
+                        cntlidMin, cntlidMin + 99,
+                        sharedReservations != null ? sharedReservations.toString() : null))), log, List.of(), null);
     }
 }

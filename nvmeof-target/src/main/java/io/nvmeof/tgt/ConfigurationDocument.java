@@ -202,7 +202,8 @@ final class ConfigurationDocument {
         return new SubsystemConfig(sub.nqn(), sub.serial(), sub.model(), sub.maxNamespaces(), sub.allowAnyHost(),
                 sub.allowedHosts().stream().sorted().toList(), namespaces,
                 sub.cntlidMin() != Subsystem.CNTLID_MIN ? sub.cntlidMin() : null,
-                sub.cntlidMax() != Subsystem.CNTLID_MAX ? sub.cntlidMax() : null);
+                sub.cntlidMax() != Subsystem.CNTLID_MAX ? sub.cntlidMax() : null,
+                sub.sharedReservations() != null ? sub.sharedReservations().directory().toString() : null);
     }
 
     /** The document entry for an opened namespace: its effective values, and what only its configuration says. */

@@ -269,6 +269,15 @@ public final class NvmeTarget implements AutoCloseable {
                 sub.allowAnyHost(false);
             }
         }
+        if (s.sharedReservations() != null) {
+            if (s.sharedReservations().isBlank()) {
+                throw new IllegalArgumentException("subsystem " + s.nqn() + ": sharedReservations is empty; give a"
+                        + " directory every target exporting the subsystem reaches, or leave it out");
+            }
+            // Before the namespaces: each takes its state from there as it is added.
+            sub.shareReservations(new io.nvmeof.tgt.core.SharedReservations(
+                    Path.of(s.sharedReservations()).toAbsolutePath().normalize(), sub));
+        }
         if (s.namespaces() != null) {
             long next = 1;
             try {
@@ -286,6 +295,7 @@ public final class NvmeTarget implements AutoCloseable {
             } catch (IOException | RuntimeException e) {
                 // The subsystem is refused: the namespaces opened before the one refused go too (memory, files).
                 sub.namespaces().forEach(this::discard);
+                sub.stopSharingReservations();
                 throw e;
             }
         }
@@ -668,6 +678,9 @@ public final class NvmeTarget implements AutoCloseable {
         }
         for (Controller c : core.controllers()) {
             c.teardown("target shutting down");
+        }
+        for (io.nvmeof.tgt.core.Subsystem s : core.subsystems()) {
+            s.stopSharingReservations();
         }
         core.stopBackendWork(30_000); // a deallocate or flush in flight finishes before its backend closes
         pollGroups.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();

@@ -158,6 +158,7 @@ final class SubsystemImportPlanner {
                 sub.addNamespace(ns);
             }));
         }
+        refuseSharedReservationsChange(s, sub);
         planCntlidRange(s, sub);
         planHosts(s, sub);
     }
@@ -209,11 +210,30 @@ final class SubsystemImportPlanner {
                 s.maxNamespaces() != null ? s.maxNamespaces() : current.maxNamespaces(),
                 s.allowAnyHost() != null ? s.allowAnyHost() : current.allowAnyHost(), List.copyOf(hosts), namespaces,
                 s.cntlidMin() != null ? s.cntlidMin() : current.cntlidMin(),
-                s.cntlidMax() != null ? s.cntlidMax() : current.cntlidMax());
+                s.cntlidMax() != null ? s.cntlidMax() : current.cntlidMax(),
+                s.sharedReservations() != null ? s.sharedReservations() : current.sharedReservations());
+    }
+
+    private static String sharedDirectory(Subsystem sub) {
+        return sub.sharedReservations() != null ? sub.sharedReservations().directory().toString() : null;
     }
 
     private static Integer nonDefault(int value, int byDefault) {
         return value != byDefault ? value : null;
+    }
+
+    /**
+     * Where a subsystem shares its reservations is fixed while it lives: the state of its namespaces came from there,
+     * and hosts' registrations with it.
+     */
+    private void refuseSharedReservationsChange(SubsystemConfig s, Subsystem sub) {
+        String now = sharedDirectory(sub);
+        if (s.sharedReservations() != null && !java.nio.file.Path.of(s.sharedReservations()).equals(
+                now != null ? java.nio.file.Path.of(now) : null)) {
+            throw invalid("subsystem " + s.nqn() + ": sharedReservations cannot change while the subsystem exists (now "
+                    + (now != null ? now : "none") + "); remove the subsystem and add it again with the new directory,"
+                    + " or restart the target with the new configuration");
+        }
     }
 
     /** A changed controller ID range applies to the controllers created from now on (nvmet's likewise). */
@@ -276,7 +296,8 @@ final class SubsystemImportPlanner {
                 s.allowAnyHost() != null ? s.allowAnyHost() : old.allowAnyHost(),
                 s.hosts() != null && mode == ImportMode.REPLACE ? s.hosts() : mergedHosts(s, old), List.of(),
                 s.cntlidMin() != null ? s.cntlidMin() : nonDefault(old.cntlidMin(), Subsystem.CNTLID_MIN),
-                s.cntlidMax() != null ? s.cntlidMax() : nonDefault(old.cntlidMax(), Subsystem.CNTLID_MAX));
+                s.cntlidMax() != null ? s.cntlidMax() : nonDefault(old.cntlidMax(), Subsystem.CNTLID_MAX),
+                s.sharedReservations() != null ? s.sharedReservations() : sharedDirectory(old));
         plan.steps.add(new ImportStep() {
             private Subsystem built;
             private final List<Namespace> openedHere = new ArrayList<>();

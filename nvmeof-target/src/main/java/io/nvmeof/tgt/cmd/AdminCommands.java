@@ -123,6 +123,9 @@ public final class AdminCommands {
                 Namespace ns = s.namespace(nsid);
                 if (ns != null) {
                     fillIdentifyNamespace(ns, new IdentifyNamespace().wrap(out, 0));
+                    if (s.reservationsUnavailable() != null) {
+                        new IdentifyNamespace().<IdentifyNamespace>wrap(out, 0).rescap(0); // none offered (ONCS)
+                    }
                 }
                 // An allocated but inactive NSID reads as zeroes.
                 req.complete(Status.SUCCESS);
@@ -249,7 +252,7 @@ public final class AdminCommands {
                     .nn(s.maxNamespaces())
                     .mnan(s.maxNamespaces())
                     .oncs(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DSM | IdentifyController.ONCS_WRITE_ZEROES
-                            | IdentifyController.ONCS_RESERVATIONS)
+                            | (s.reservationsUnavailable() == null ? IdentifyController.ONCS_RESERVATIONS : 0))
                     // A volatile write cache (the page cache in front of file namespaces), and Flush takes NSID
                     // FFFFFFFFh (bits 2:1 = 11b). Writes are durable when they complete only with FUA, after a Flush,
                     // or while the host has turned the cache off (Set Features, Volatile Write Cache).

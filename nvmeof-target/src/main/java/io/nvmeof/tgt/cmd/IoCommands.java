@@ -52,7 +52,7 @@ public final class IoCommands {
             return ana;
         }
         // Then the reservation (nvmet checks ANA first, then nvmet_pr_check_cmd_access).
-        int access = ns.reservations().checkAccess(req.sq().controller().hostUuid(), opcode);
+        int access = ns.reservations().checkAccess(req.sq().controller().hostUuid(), opcode, req.startNanos);
         if (access != Status.SUCCESS) {
             req.errorLocation = Command.OPCODE;
             return access;
@@ -86,6 +86,10 @@ public final class IoCommands {
             case Opcodes.IO_RESERVATION_REPORT:
             case Opcodes.IO_RESERVATION_ACQUIRE:
             case Opcodes.IO_RESERVATION_RELEASE:
+                if (ReservationCommands.unavailable(req)) {
+                    req.errorLocation = Command.OPCODE;
+                    return Status.INVALID_OPCODE | Status.DNR;
+                }
                 return ReservationCommands.parse(req);
             default:
                 req.errorLocation = Command.OPCODE;

@@ -40,6 +40,20 @@ public final class ReservationCommands {
     private ReservationCommands() {
     }
 
+    /**
+     * Whether the request's subsystem offers no reservations ({@link Subsystem#reservationsUnavailable}): its host is
+     * refused (Invalid Opcode, as a controller whose ONCS lacks them), and the log says why, once per subsystem.
+     */
+    static boolean unavailable(Request req) {
+        Subsystem s = req.sq().controller().subsystem();
+        String why = s.reservationsUnavailable();
+        if (why != null && s.noteReservationsRefused()) {
+            org.slf4j.LoggerFactory.getLogger(ReservationCommands.class).warn("a reservation command was refused: {}",
+                    why);
+        }
+        return why != null;
+    }
+
     /** Parses a reservation command on {@code req.ns}; returns a status. */
     static int parse(Request req) {
         Command cmd = req.cmd;
@@ -175,13 +189,7 @@ public final class ReservationCommands {
 
     /** Queues each notice in the Reservation Notification log of every controller of its host. */
     static void notify(Subsystem subsystem, long nsid, List<NamespaceReservations.Notice> notices) {
-        for (NamespaceReservations.Notice n : notices) {
-            for (Controller c : subsystem.controllers()) {
-                if (!c.isDead() && c.hostUuid().equals(n.host())) {
-                    c.reservationNotice(nsid, n.type());
-                }
-            }
-        }
+        subsystem.deliverReservationNotices(nsid, notices);
     }
 
     static void executeReport(Request req) {
@@ -213,6 +221,9 @@ public final class ReservationCommands {
 
     /** Get Features 82h and 83h: a namespace's notification mask, its PTPL state. */
     static void getFeature(Request req) {
+        if (unavailableFeature(req)) {
+            return;
+        }
         Namespace ns = featureNamespace(req);
         if (ns == null) {
             return;
@@ -229,6 +240,9 @@ public final class ReservationCommands {
      * (PTPL of a namespace, or of every one; written to the state file off the poll group).
      */
     static void setFeature(Request req) {
+        if (unavailableFeature(req)) {
+            return;
+        }
         int value = req.cmd.cdw11();
         boolean all = req.cmd.nsid() == 0xFFFF_FFFFL;
         Namespace ns = all ? null : featureNamespace(req);
@@ -268,6 +282,16 @@ public final class ReservationCommands {
             }
             return status;
         }, Status.INTERNAL);
+    }
+
+    /** A reservation feature where none are offered: Invalid Field (no such feature here), as nvmet without PR. */
+    private static boolean unavailableFeature(Request req) {
+        if (!unavailable(req)) {
+            return false;
+        }
+        req.errorLocation = Command.CDW10;
+        req.complete(Status.INVALID_FIELD | Status.DNR);
+        return true;
     }
 
     /** The active namespace a reservation feature names; else completes with Invalid Namespace and returns null. */

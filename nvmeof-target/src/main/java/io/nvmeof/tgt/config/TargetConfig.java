@@ -250,25 +250,35 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
      *                  same NGUID and UUID over a shared backend) must give disjoint ranges, or a host connected to
      *                  two of them sees two controllers with one ID and drops one path
      * @param cntlidMax the highest (default 65519, FFEFh)
+     * @param sharedReservations a directory every target exporting the subsystem reaches (on the shared storage, or a
+     *                  cluster file system), where they share its namespaces' reservations, so that a host fenced
+     *                  through one target is fenced through all; null: each target keeps its own, and a subsystem
+     *                  with a controller ID range (exported by several targets) then offers no reservations at all
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
-            List<String> hosts, List<NamespaceConfig> namespaces, Integer cntlidMin, Integer cntlidMax) {
+            List<String> hosts, List<NamespaceConfig> namespaces, Integer cntlidMin, Integer cntlidMax,
+            String sharedReservations) {
         public SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
                 List<String> hosts, List<NamespaceConfig> namespaces) {
             this(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, namespaces, null, null);
         }
 
+        public SubsystemConfig(String nqn, String serial, String model, Integer maxNamespaces, Boolean allowAnyHost,
+                List<String> hosts, List<NamespaceConfig> namespaces, Integer cntlidMin, Integer cntlidMax) {
+            this(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, namespaces, cntlidMin, cntlidMax, null);
+        }
+
         /** This subsystem with other access rules: whether any host may connect, and the hosts listed. */
         public SubsystemConfig withAccess(Boolean anyHost, List<String> newHosts) {
             return new SubsystemConfig(nqn, serial, model, maxNamespaces, anyHost, newHosts, namespaces, cntlidMin,
-                    cntlidMax);
+                    cntlidMax, sharedReservations);
         }
 
         /** This subsystem with other namespaces. */
         public SubsystemConfig withNamespaces(List<NamespaceConfig> newNamespaces) {
             return new SubsystemConfig(nqn, serial, model, maxNamespaces, allowAnyHost, hosts, newNamespaces,
-                    cntlidMin, cntlidMax);
+                    cntlidMin, cntlidMax, sharedReservations);
         }
     }
 

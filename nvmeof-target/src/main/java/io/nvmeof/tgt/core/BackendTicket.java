@@ -85,12 +85,15 @@ final class BackendTicket {
 
     /** Backend thread: runs the call unless withdrawn, then completes the request back on its queue's thread. */
     void run() {
-        if (controller != null && !controller.mayRun(System.nanoTime())) {
+        long now = System.nanoTime();
+        boolean ended = controller != null && !controller.mayRun(now);
+        if (ended || ns != null && !ns.reservations().leaseHolds(now)) {
             // Its controller ended, or the target stalled past the keep-alive deadline while this waited for a thread:
-            // its host has given it up and may have written the same blocks elsewhere since.
+            // its host has given it up and may have written the same blocks elsewhere since. Or the namespace's shared
+            // reservations were not read for a lease: another target may have fenced its host meanwhile (retried).
             if (state.compareAndSet(QUEUED, WITHDRAWN)) {
                 exit();
-                completeOnQueue(Status.ABORT_SQ_DELETED, null);
+                completeOnQueue(ended ? Status.ABORT_SQ_DELETED : Status.ANA_TRANSITION, null);
             }
             return;
         }

@@ -151,6 +151,24 @@ public final class NamespaceReservations {
     /** Why every command is refused (the saved state could not be read); null normally. */
     private volatile String refusedBecause;
 
+    /** Where the state is shared with the other targets of the subsystem ({@link SharedReservations}); else null. */
+    private volatile SharedReservations.Store shared;
+    /**
+     * When this process last began a read of the shared state that succeeded (System.nanoTime): commands run on the
+     * namespace only within {@link SharedReservations#LEASE_NANOS} of it.
+     */
+    private volatile long sharedReadAt;
+    // Under this monitor: the newest shared epoch applied here, the changes that state kept, and the newest epoch
+    // whose changes by other processes were delivered here (notices, aborts).
+    private long sharedEpoch;
+    private List<SharedReservations.Change> sharedChanges = List.of();
+    private long noticedEpoch;
+    // Under this monitor, while a shared change runs: what its commit writes with it, and the epoch it wrote.
+    private UUID pendingIssuer;
+    private boolean pendingAbort;
+    private List<Notice> pendingNotices;
+    private long writtenEpoch;
+
     public NamespaceReservations(long nsid) {
         this.nsid = nsid;
         this.state = new State(0, 0, null, List.of(), false);
@@ -158,8 +176,29 @@ public final class NamespaceReservations {
 
     // ---- the I/O path ----
 
-    /** Success, or Reservation Conflict when the namespace's reservation denies {@code host} the command. */
+    /**
+     * Success, or Reservation Conflict when the namespace's reservation denies {@code host} the command; with the state
+     * shared among targets and not read for a lease ({@code now}: System.nanoTime), ANA Transition (no DNR: a host
+     * retries, or takes another path) rather than run on a state another target may have changed.
+     */
     public int checkAccess(UUID host, int opcode) {
+        return checkAccess(host, opcode, System.nanoTime());
+    }
+
+    /**
+     * Whether a command already admitted may still start touching the media {@code now}: always, unless the state is
+     * shared and has not been read for a lease (the target stalled between admitting it and starting it, and another
+     * target may have fenced its host meanwhile without waiting for this one).
+     */
+    public boolean leaseHolds(long now) {
+        return shared == null || now - sharedReadAt <= SharedReservations.LEASE_NANOS;
+    }
+
+    /** {@link #checkAccess(UUID, int)} at {@code now} (System.nanoTime), as the I/O path has it already. */
+    public int checkAccess(UUID host, int opcode, long now) {
+        if (shared != null && now - sharedReadAt > SharedReservations.LEASE_NANOS) {
+            return Status.ANA_TRANSITION;
+        }
         Held h = held;
         if (h == null || h.allows(host, opcode)) {
             return Status.SUCCESS;
@@ -176,7 +215,118 @@ public final class NamespaceReservations {
 
     /** Whether a store is attached: Persist Through Power Loss can be turned on (RESCAP bit 0). */
     public boolean canPersist() {
-        return store != null;
+        return store != null || shared != null;
+    }
+
+    /** Whether the state is shared with the other targets of the subsystem. */
+    public boolean isShared() {
+        return shared != null;
+    }
+
+    /**
+     * Takes the state from where the subsystem's targets share it ({@link SharedReservations}), and from now on
+     * changes it there and reads it there. Throws when it cannot be read (the caller refuses every command).
+     */
+    public synchronized void attachShared(SharedReservations.Store s) throws IOException {
+        long readAt = System.nanoTime();
+        SharedReservations.Snapshot snap = s.first();
+        if (snap != null) {
+            restore(snap.state());
+            sharedEpoch = snap.epoch();
+            sharedChanges = snap.changes();
+            noticedEpoch = snap.epoch();
+        }
+        holder = Reservations.allRegistrants(type) ? null : holder;
+        shared = s;
+        sharedReadAt = readAt;
+        publish();
+        if (snap != null) {
+            LOG.info("namespace {}: {} registrant(s) and reservation '{}' taken from the shared state {}", nsid,
+                    registrants.size(), Reservations.typeName(type), s.file());
+        }
+    }
+
+    /**
+     * The shared state as read ({@code s}, null for none) by a read that began at {@code readAt}: a newer epoch is
+     * applied, the lease renewed; returns the changes made by processes other than {@code self} that were not yet
+     * delivered here (their notices, their aborts), oldest first.
+     */
+    synchronized List<SharedReservations.Change> applyShared(SharedReservations.Snapshot s, long readAt, String self) {
+        if (s == null) {
+            if (sharedEpoch != 0) { // removed by hand: as a subsystem with no reservation state yet
+                restore(new State(0, 0, null, List.of(), false));
+                sharedEpoch = 0;
+                sharedChanges = List.of();
+                noticedEpoch = 0;
+                publish();
+            }
+            sharedReadAt = readAt;
+            return List.of();
+        }
+        if (s.epoch() > sharedEpoch) {
+            restore(s.state());
+            sharedEpoch = s.epoch();
+            sharedChanges = s.changes();
+            publish();
+        }
+        List<SharedReservations.Change> fresh = new ArrayList<>();
+        for (SharedReservations.Change c : s.changes()) {
+            if (c.epoch() > noticedEpoch && !self.equals(c.member())) {
+                fresh.add(c);
+            }
+        }
+        noticedEpoch = Math.max(noticedEpoch, s.epoch());
+        sharedReadAt = readAt;
+        return fresh;
+    }
+
+    /**
+     * Runs a change: alone, under this monitor; shared, also under the shared lock, from the newest shared state,
+     * written there with its notices, and then (outside the monitor) until every other target applied it or its lease
+     * ran out. {@code issuer}, {@code abort}: what other targets need to know of it.
+     */
+    private int change(UUID issuer, boolean abort, List<Notice> notices, java.util.function.IntSupplier body) {
+        SharedReservations.Store s = shared;
+        if (s == null) {
+            synchronized (this) {
+                return body.getAsInt();
+            }
+        }
+        int status;
+        long epoch;
+        synchronized (this) {
+            long readAt = System.nanoTime();
+            SharedReservations.Snapshot fresh;
+            try {
+                fresh = s.lockAndRead();
+            } catch (IOException e) {
+                LOG.error("namespace {}: the shared reservation state cannot be locked and read: {}; the change is not"
+                        + " made", nsid, e.toString());
+                return Status.INTERNAL;
+            }
+            try {
+                if (fresh != null && fresh.epoch() > sharedEpoch) {
+                    restore(fresh.state());
+                    sharedEpoch = fresh.epoch();
+                    sharedChanges = fresh.changes();
+                    publish();
+                }
+                sharedReadAt = readAt;
+                pendingIssuer = issuer;
+                pendingAbort = abort;
+                pendingNotices = notices;
+                writtenEpoch = 0;
+                status = body.getAsInt();
+                epoch = writtenEpoch;
+            } finally {
+                pendingNotices = null;
+                s.unlock();
+            }
+        }
+        if (epoch > 0) {
+            s.awaitOthers(epoch);
+        }
+        return status;
     }
 
     /**
@@ -223,29 +373,39 @@ public final class NamespaceReservations {
      * it on or off): such a command runs where it may block.
      */
     public boolean changeIsPersisted(int cptpl) {
-        return saving || store != null && (cptpl == Reservations.CPTPL_SET || cptpl == Reservations.CPTPL_CLEAR);
+        return saving || shared != null
+                || store != null && (cptpl == Reservations.CPTPL_SET || cptpl == Reservations.CPTPL_CLEAR);
     }
 
     /** Set Features Reservation Persistence (83h): turns PTPL on or off; Invalid Field when it cannot persist. */
-    public synchronized int persistThroughPowerLoss(boolean on) {
-        if (on && store == null) {
-            return INVALID_FIELD;
-        }
-        persistThroughPowerLoss = on;
-        return commit(Status.SUCCESS);
+    public int persistThroughPowerLoss(boolean on) {
+        return change(null, false, new ArrayList<>(), () -> {
+            if (on && !canPersist()) {
+                return INVALID_FIELD;
+            }
+            persistThroughPowerLoss = on;
+            return commit(Status.SUCCESS);
+        });
     }
 
     // ---- Reservation Register ----
 
-    public synchronized int register(UUID host, int action, boolean ignoreKey, int cptpl, long currentKey, long newKey,
+    public int register(UUID host, int action, boolean ignoreKey, int cptpl, long currentKey, long newKey,
             List<Notice> notices) {
+        return change(host, false, notices, () -> registerLocked(host, action, ignoreKey, cptpl, currentKey, newKey,
+                notices));
+    }
+
+    private int registerLocked(UUID host, int action, boolean ignoreKey, int cptplAsked, long currentKey, long newKey,
+            List<Notice> notices) {
+        int cptpl = cptplAsked;
         if (cptpl == 1) {
             return INVALID_FIELD; // 01b is reserved
         }
         if (refusedBecause != null) {
             return CONFLICT;
         }
-        if (cptpl == Reservations.CPTPL_SET && store == null) {
+        if (cptpl == Reservations.CPTPL_SET && !canPersist()) {
             // Linux's own nvme_pr_register asks for PTPL on every register; nvmet, which cannot persist either,
             // takes it and keeps the registration in memory. So do we: RESCAP says PTPL is not supported.
             cptpl = Reservations.CPTPL_NO_CHANGE;
@@ -332,7 +492,12 @@ public final class NamespaceReservations {
 
     // ---- Reservation Acquire ----
 
-    public synchronized int acquire(UUID host, int action, int newType, long currentKey, long preemptKey,
+    public int acquire(UUID host, int action, int newType, long currentKey, long preemptKey, List<Notice> notices) {
+        return change(host, action == Reservations.PREEMPT_AND_ABORT, notices, () -> acquireLocked(host, action,
+                newType, currentKey, preemptKey, notices));
+    }
+
+    private int acquireLocked(UUID host, int action, int newType, long currentKey, long preemptKey,
             List<Notice> notices) {
         if (refusedBecause != null) {
             return CONFLICT;
@@ -427,7 +592,11 @@ public final class NamespaceReservations {
 
     // ---- Reservation Release ----
 
-    public synchronized int release(UUID host, int action, int releaseType, long currentKey, List<Notice> notices) {
+    public int release(UUID host, int action, int releaseType, long currentKey, List<Notice> notices) {
+        return change(host, false, notices, () -> releaseLocked(host, action, releaseType, currentKey, notices));
+    }
+
+    private int releaseLocked(UUID host, int action, int releaseType, long currentKey, List<Notice> notices) {
         if (refusedBecause != null) {
             return CONFLICT;
         }
@@ -471,6 +640,24 @@ public final class NamespaceReservations {
     private int commit(int status) {
         State before = state;
         State next = snapshot();
+        SharedReservations.Store sh = shared;
+        if (sh != null) {
+            // Shared: every change is written (the state file is where the targets meet); PTPL is its flag.
+            try {
+                SharedReservations.Snapshot written = sh.write(sharedEpoch, sharedChanges, next, pendingIssuer,
+                        pendingAbort, pendingNotices != null ? pendingNotices : List.of());
+                sharedEpoch = written.epoch();
+                sharedChanges = written.changes();
+                writtenEpoch = written.epoch();
+            } catch (IOException e) {
+                LOG.error("namespace {}: the shared reservation state could not be written: {}; the change is undone",
+                        nsid, e.toString());
+                restore(before);
+                return Status.INTERNAL;
+            }
+            publish(next);
+            return status;
+        }
         Store s = store;
         if (s != null && (next.persistThroughPowerLoss() || before.persistThroughPowerLoss())) {
             try {

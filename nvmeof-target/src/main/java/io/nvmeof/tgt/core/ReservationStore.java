@@ -180,9 +180,15 @@ public final class ReservationStore {
 
     private void writeAtomically(Path file, byte[] bytes) throws IOException {
         Files.createDirectories(dir);
-        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        writeAtomically(file, file.resolveSibling(file.getFileName() + ".tmp"), bytes);
+    }
+
+    /**
+     * Writes {@code bytes} to {@code file} whole or not at all: into {@code tmp} (owner only: which hosts hold which
+     * keys is not for other users of the machine), synced, renamed over {@code file}, and the directory synced.
+     */
+    static void writeAtomically(Path file, Path tmp, byte[] bytes) throws IOException {
         Files.deleteIfExists(tmp);
-        // Owner only: which hosts hold which keys is not for other users of the machine.
         try (FileChannel ch = FileChannel.open(tmp, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
                 PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
             ByteBuffer b = ByteBuffer.wrap(bytes);
@@ -192,17 +198,21 @@ public final class ReservationStore {
             ch.force(true);
         }
         Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        syncDirectory();
+        syncDirectory(file.getParent());
     }
 
     private void syncDirectory() throws IOException {
+        syncDirectory(dir);
+    }
+
+    private static void syncDirectory(Path dir) throws IOException {
         try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
             d.force(true);
         }
     }
 
     /** A short stable name for a subsystem NQN (NQNs hold characters a file name should not). */
-    private static String digest(String nqn) {
+    static String digest(String nqn) {
         try {
             byte[] h = MessageDigest.getInstance("SHA-256").digest(nqn.getBytes(StandardCharsets.UTF_8));
             return HexFormat.of().formatHex(h, 0, 8);

@@ -232,12 +232,15 @@ public final class StorageRing implements AutoCloseable {
                 now = System.nanoTime();
             }
             Controller c = r.sq().controller();
-            if (c != null && !c.mayRun(now)) {
-                // Its host has given it up, and may have written the same blocks through another path since.
+            boolean ended = c != null && !c.mayRun(now);
+            if (ended || r.ns != null && !r.ns.reservations().leaseHolds(now)) {
+                // Its host has given it up, and may have written the same blocks through another path since; or the
+                // namespace's shared reservations were not read for a lease (another target may have fenced its host
+                // meanwhile): retried, through here once read again or through another path.
                 share.line.pollFirst();
                 lined--;
                 requeue(share);
-                refuse(r);
+                refuse(r, ended ? io.nvmeof.protocol.Status.ABORT_SQ_DELETED : io.nvmeof.protocol.Status.ANA_TRANSITION);
                 passed = 0;
                 continue;
             }
@@ -398,15 +401,15 @@ public final class StorageRing implements AutoCloseable {
         }
     }
 
-    /** A request taken out of its line before it reached the ring: completed as aborted. */
-    private void refuse(Request r) {
+    /** A request taken out of its line before it reached the ring: completed with {@code status}. */
+    private void refuse(Request r, int status) {
         r.ring = null;
         NamespaceShare share = r.ringShare;
         if (share != null) {
             r.ringShare = null;
             left(share);
         }
-        r.complete(io.nvmeof.protocol.Status.ABORT_SQ_DELETED);
+        r.complete(status);
     }
 
     /**

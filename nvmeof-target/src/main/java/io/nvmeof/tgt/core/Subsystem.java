@@ -74,8 +74,11 @@ public final class Subsystem {
         if (namespaces.containsKey(ns.nsid())) {
             throw new IllegalArgumentException("NSID " + ns.nsid() + " already exists in " + nqn);
         }
+        SharedReservations sharing = sharedReservations;
         ReservationStore store = reservationStore;
-        if (store != null) {
+        if (sharing != null) {
+            attachShared(sharing, ns); // before hosts can reach it: what the other targets hold, holds here at once
+        } else if (store != null) {
             attachReservations(store, ns); // before hosts can reach it: a saved reservation holds from its first command
         }
         if (namespaces.putIfAbsent(ns.nsid(), ns) != null) {
@@ -88,6 +91,10 @@ public final class Subsystem {
 
     public Namespace removeNamespace(long nsid) {
         Namespace ns = namespaces.remove(nsid);
+        SharedReservations sharing = sharedReservations;
+        if (ns != null && sharing != null) {
+            sharing.forget(ns);
+        }
         if (ns != null) {
             for (Controller c : controllers.values()) {
                 c.namespaceChanged(nsid);
@@ -105,12 +112,93 @@ public final class Subsystem {
 
     /**
      * Where this subsystem's namespaces keep their reservations while Persist Through Power Loss is on; each namespace
-     * takes back what it saved there under the same identity.
+     * takes back what it saved there under the same identity. Not where they are shared with other targets: the
+     * shared directory keeps them then.
      */
     public void persistReservationsIn(ReservationStore store) {
         reservationStore = store;
+        if (sharedReservations != null) {
+            return;
+        }
         for (Namespace ns : namespaces.values()) {
             attachReservations(store, ns);
+        }
+    }
+
+    /** Where this subsystem's reservations are shared with the other targets that export it; null where they are not. */
+    private volatile SharedReservations sharedReservations;
+
+    /**
+     * Shares this subsystem's reservations with the other target processes that export it, through {@code sharing}'s
+     * directory (see {@link SharedReservations}); set before namespaces are added.
+     */
+    public void shareReservations(SharedReservations sharing) {
+        sharedReservations = sharing;
+        for (Namespace ns : namespaces.values()) {
+            attachShared(sharing, ns);
+        }
+    }
+
+    public SharedReservations sharedReservations() {
+        return sharedReservations;
+    }
+
+    /** Stops sharing (the subsystem is removed, the target stops): this target's acknowledgements go. */
+    public void stopSharingReservations() {
+        SharedReservations sharing = sharedReservations;
+        if (sharing != null) {
+            sharing.close();
+        }
+    }
+
+    /**
+     * Why this subsystem offers no reservations, or null when it does. A subsystem with a controller ID range of its
+     * own is exported by several targets over shared storage (docs/architecture.md); without a shared reservation
+     * directory each would keep its own reservations, and a host fenced through one would go on writing through
+     * another, so none is offered (RESCAP 0, ONCS bit 5 clear, the commands refused).
+     */
+    public String reservationsUnavailable() {
+        if (type != Type.NVM || sharedReservations != null) {
+            return null;
+        }
+        synchronized (this) {
+            if (cntlidMin == CNTLID_MIN && cntlidMax == CNTLID_MAX) {
+                return null;
+            }
+        }
+        return "subsystem " + nqn + " has a controller ID range of its own (cntlidMin/cntlidMax: several targets"
+                + " export it) and no sharedReservations directory: reservations made through one target would not"
+                + " hold on the others, so none are offered; give every target of the subsystem the same"
+                + " sharedReservations directory on storage they all reach";
+    }
+
+    private void attachShared(SharedReservations sharing, Namespace ns) {
+        try {
+            ns.reservations().attachShared(sharing.forNamespace(ns));
+        } catch (java.io.IOException | RuntimeException e) {
+            ns.reservations().refuseAll(e.getMessage());
+            org.slf4j.LoggerFactory.getLogger(Subsystem.class).error("subsystem {} namespace {}: {}; every command"
+                    + " to it is refused (Reservation Conflict) until the shared state is repaired or removed and the"
+                    + " namespace added again (or the target restarted)", nqn, ns.nsid(), e.getMessage());
+        }
+    }
+
+    private final java.util.concurrent.atomic.AtomicBoolean reservationsRefusedLogged =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** True the first time a reservation command is refused here (to log why once). */
+    public boolean noteReservationsRefused() {
+        return reservationsRefusedLogged.compareAndSet(false, true);
+    }
+
+    /** Queues each notice in the Reservation Notification log of every controller of its host. Any thread. */
+    public void deliverReservationNotices(long nsid, java.util.List<NamespaceReservations.Notice> notices) {
+        for (NamespaceReservations.Notice n : notices) {
+            for (Controller c : controllers.values()) {
+                if (!c.isDead() && c.hostUuid().equals(n.host())) {
+                    c.reservationNotice(nsid, n.type());
+                }
+            }
         }
     }
 

@@ -175,6 +175,7 @@ public final class TargetCore {
             for (Controller c : s.controllers()) {
                 c.teardown("subsystem removed");
             }
+            s.stopSharingReservations();
             configChanged();
         }
         return s;
@@ -580,7 +581,8 @@ public final class TargetCore {
     public void execute(Request req) {
         try {
             Controller c = req.sq().controller();
-            if (c != null && !c.mayRun(System.nanoTime())) {
+            long now = System.nanoTime();
+            if (c != null && !c.mayRun(now)) {
                 // Torn down while its data moved (its keep-alive expired, its host went away), or the target stalled
                 // past the deadline since: it must not run now.
                 req.complete(Status.ABORT_SQ_DELETED);
@@ -590,7 +592,7 @@ public final class TargetCore {
             if (ns != null) {
                 // Checked again now that its data is in: a reservation taken while it moved (a Preempt and Abort
                 // fencing this host) refuses it before it reaches the backend. One volatile read while none is held.
-                int access = ns.reservations().checkAccess(req.sq().controller().hostUuid(), req.cmd.opcode());
+                int access = ns.reservations().checkAccess(req.sq().controller().hostUuid(), req.cmd.opcode(), now);
                 if (access != Status.SUCCESS) {
                     req.complete(access);
                     return;
