@@ -93,7 +93,7 @@ final class BackendTicket {
             // reservations were not read for a lease: another target may have fenced its host meanwhile (retried).
             if (state.compareAndSet(QUEUED, WITHDRAWN)) {
                 exit();
-                completeOnQueue(ended ? Status.ABORT_SQ_DELETED : Status.ANA_TRANSITION, null);
+                completeOnQueue(ended ? -1 : Status.ANA_TRANSITION, null);
             }
             return;
         }
@@ -124,7 +124,11 @@ final class BackendTicket {
                     if (ran != null) {
                         ran.completing(req, status);
                     }
-                    req.complete(status);
+                    if (status < 0) {
+                        TargetCore.endUnanswered(req); // its controller has ended
+                    } else {
+                        req.complete(status);
+                    }
                 }
             });
         } catch (java.util.concurrent.RejectedExecutionException e) {

@@ -240,7 +240,7 @@ public final class StorageRing implements AutoCloseable {
                 share.line.pollFirst();
                 lined--;
                 requeue(share);
-                refuse(r, ended ? io.nvmeof.protocol.Status.ABORT_SQ_DELETED : io.nvmeof.protocol.Status.ANA_TRANSITION);
+                refuse(r, ended ? -1 : io.nvmeof.protocol.Status.ANA_TRANSITION);
                 passed = 0;
                 continue;
             }
@@ -401,7 +401,10 @@ public final class StorageRing implements AutoCloseable {
         }
     }
 
-    /** A request taken out of its line before it reached the ring: completed with {@code status}. */
+    /**
+     * A request taken out of its line before it reached the ring: completed with {@code status}, or, -1, unanswered
+     * (its controller has ended: {@link TargetCore#endUnanswered}).
+     */
     private void refuse(Request r, int status) {
         r.ring = null;
         NamespaceShare share = r.ringShare;
@@ -409,7 +412,11 @@ public final class StorageRing implements AutoCloseable {
             r.ringShare = null;
             left(share);
         }
-        r.complete(status);
+        if (status < 0) {
+            TargetCore.endUnanswered(r);
+        } else {
+            r.complete(status);
+        }
     }
 
     /**

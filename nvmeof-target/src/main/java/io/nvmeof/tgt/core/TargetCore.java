@@ -58,6 +58,26 @@ public final class TargetCore {
     /** The most backend threads at once, over all lanes: beyond it a lane's turn waits for a free thread. */
     static final int BACKEND_THREADS = 64;
 
+    /**
+     * The target's own periodic work that makes system calls (measuring the namespaces' storage): one thread, started
+     * with the core, never a poll group's nor a backend lane's (a pool of 64 core threads starts a new one per task).
+     */
+    private final java.util.concurrent.ThreadPoolExecutor housekeeping = housekeepingThread();
+
+    private static java.util.concurrent.ThreadPoolExecutor housekeepingThread() {
+        java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(1, 1, 0,
+                TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(() -> {
+                        io.nvmeof.cpu.ThreadPlacement.leavePollCpus();
+                        r.run();
+                    }, "nvmeof-housekeeping");
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.prestartCoreThread();
+        return pool;
+    }
+
     private static java.util.concurrent.ThreadPoolExecutor backendThreads() {
         AtomicInteger n = new AtomicInteger();
         java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(BACKEND_THREADS,
@@ -468,7 +488,11 @@ public final class TargetCore {
             expireHeldConnects(now);
         }
         if (++keepAliveChecks % REVALIDATE_EVERY_CHECKS == 0 && revalidating.compareAndSet(false, true)) {
-            runBackendWork(this::revalidateNamespaces);
+            try {
+                housekeeping.execute(this::revalidateNamespaces);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                revalidating.set(false); // stopping
+            }
         }
         ana.expireTransitions(now);
         for (Controller c : controllers) {
@@ -519,7 +543,7 @@ public final class TargetCore {
         // Commands refused for want of authentication do not keep a controller alive; none runs once it is gone, or
         // once its keep-alive expired before the command was read (its host gave the association up meanwhile).
         if (c != null && (c.isDead() || !sq.awaitsAuthentication() && !c.trafficReceived(now))) {
-            req.complete(Status.KEEP_ALIVE_EXPIRED);
+            endUnanswered(req);
             return;
         }
         int status;
@@ -585,7 +609,7 @@ public final class TargetCore {
             if (c != null && !c.mayRun(now)) {
                 // Torn down while its data moved (its keep-alive expired, its host went away), or the target stalled
                 // past the deadline since: it must not run now.
-                req.complete(Status.ABORT_SQ_DELETED);
+                endUnanswered(req);
                 return;
             }
             Namespace ns = req.ns;
@@ -604,6 +628,17 @@ public final class TargetCore {
             internalErrors.incrementAndGet();
             req.complete(Status.INTERNAL | Status.DNR);
         }
+    }
+
+    /**
+     * A command of a controller that has ended: it never runs, and its host is not answered either. The connection is
+     * closed first (it is closing anyway), so the completion that releases the request goes nowhere: a host that kept
+     * the association (reconnecting) sends the command again on the next one; an answer (Keep Alive Timer Expired)
+     * made a single-path host fail the I/O instead. Any thread of the request's queue.
+     */
+    public static void endUnanswered(Request req) {
+        req.sq().transport().close("its controller has ended");
+        req.complete(Status.ABORT_SQ_DELETED);
     }
 
     /** What a piece of backend work is, which decides its lane and whether an Abort may withdraw it. */
@@ -667,6 +702,7 @@ public final class TargetCore {
     /** Lets backend work already started finish (before backends close); takes no more. */
     public void stopBackendWork(long timeoutMs) {
         authWork.shutdownNow(); // a half-done authentication is of no use once the target stops
+        housekeeping.shutdownNow();
         backendWork.shutdown();
         try {
             if (!backendWork.awaitTermination(timeoutMs, TimeUnit.MILLISECONDS)) {
