@@ -378,12 +378,16 @@ public final class LiveConfiguration {
             throw invalid(e.getMessage());
         }
         refuseClash(sub.namespaces().stream().map(ns -> new NamespaceIdentities.Placed(s.nqn(), ns)).toList(),
-                () -> sub.namespaces().forEach(target::discard));
+                () -> {
+                    sub.namespaces().forEach(target::discard);
+                    sub.stopSharingReservations();
+                });
         SubsystemConfig d = ConfigurationDocument.describe(sub, s.namespaces());
         try {
             document.save(document.with(s.nqn(), d));
         } catch (ConfigurationException e) {
             sub.namespaces().forEach(target::discard);
+            sub.stopSharingReservations();
             throw e;
         }
         target.core().addSubsystem(sub);

@@ -679,11 +679,11 @@ public final class NvmeTarget implements AutoCloseable {
         for (Controller c : core.controllers()) {
             c.teardown("target shutting down");
         }
-        for (io.nvmeof.tgt.core.Subsystem s : core.subsystems()) {
-            s.stopSharingReservations();
-        }
         core.stopBackendWork(30_000); // a deallocate or flush in flight finishes before its backend closes
         pollGroups.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        for (io.nvmeof.tgt.core.Subsystem s : core.subsystems()) {
+            s.stopSharingReservations(true); // nothing of this target's runs any more: other targets need not wait
+        }
         for (BlockBackend b : backends) {
             try {
                 b.flush();

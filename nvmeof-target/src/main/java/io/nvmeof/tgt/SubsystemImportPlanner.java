@@ -63,6 +63,7 @@ final class SubsystemImportPlanner {
             @Override
             public void undo() {
                 built.namespaces().forEach(target::discard);
+                built.stopSharingReservations();
             }
 
             @Override
@@ -77,6 +78,7 @@ final class SubsystemImportPlanner {
     /** A live subsystem the document names: its properties, hosts and namespaces brought to the document's. */
     void planReconcile(SubsystemConfig s, SubsystemConfig current) {
         Subsystem sub = target.core().subsystem(s.nqn());
+        refuseSharedReservationsChange(s, sub);
         boolean identityChanges = changed(s.serial(), current.serial()) || changed(s.model(), current.model())
                 || changed(s.maxNamespaces(), current.maxNamespaces());
         if (identityChanges && mode == ImportMode.MERGE) {
@@ -158,7 +160,6 @@ final class SubsystemImportPlanner {
                 sub.addNamespace(ns);
             }));
         }
-        refuseSharedReservationsChange(s, sub);
         planCntlidRange(s, sub);
         planHosts(s, sub);
     }
@@ -228,8 +229,8 @@ final class SubsystemImportPlanner {
      */
     private void refuseSharedReservationsChange(SubsystemConfig s, Subsystem sub) {
         String now = sharedDirectory(sub);
-        if (s.sharedReservations() != null && !java.nio.file.Path.of(s.sharedReservations()).equals(
-                now != null ? java.nio.file.Path.of(now) : null)) {
+        if (s.sharedReservations() != null && !java.nio.file.Path.of(s.sharedReservations()).toAbsolutePath()
+                .normalize().equals(now != null ? java.nio.file.Path.of(now) : null)) {
             throw invalid("subsystem " + s.nqn() + ": sharedReservations cannot change while the subsystem exists (now "
                     + (now != null ? now : "none") + "); remove the subsystem and add it again with the new directory,"
                     + " or restart the target with the new configuration");
@@ -246,6 +247,14 @@ final class SubsystemImportPlanner {
         if (min < Subsystem.CNTLID_MIN || max > Subsystem.CNTLID_MAX || min > max) {
             throw invalid("subsystem " + s.nqn() + ": cntlidMin and cntlidMax must be a range within 1 to 65519"
                     + " (0xFFEF), got " + min + " to " + max);
+        }
+        boolean rangeOfItsOwn = min != Subsystem.CNTLID_MIN || max != Subsystem.CNTLID_MAX;
+        if (rangeOfItsOwn && sub.sharedReservations() == null
+                && sub.namespaces().stream().anyMatch(ns -> ns.reservations().inUse())) {
+            throw invalid("subsystem " + s.nqn() + ": a controller ID range (several targets) without sharedReservations"
+                    + " offers no reservations, and hosts have registrations or a reservation on its namespaces now;"
+                    + " have them release and unregister first (nvme resv-release, resv-register --rrega=1), or give"
+                    + " every target of the subsystem a sharedReservations directory");
         }
         if (min != sub.cntlidMin() || max != sub.cntlidMax()) {
             plan.steps.add(commitOnly("give the new controllers of " + s.nqn() + " IDs " + min + " to " + max,
@@ -322,6 +331,9 @@ final class SubsystemImportPlanner {
             @Override
             public void undo() {
                 openedHere.forEach(target::discard);
+                if (built != null) {
+                    built.stopSharingReservations();
+                }
             }
 
             @Override

@@ -87,13 +87,17 @@ final class BackendTicket {
     void run() {
         long now = System.nanoTime();
         boolean ended = controller != null && !controller.mayRun(now);
-        if (ended || ns != null && !ns.reservations().leaseHolds(now)) {
+        // I/O commands only: an admin command's opcode (Set Features' 09h) names nothing of the I/O command set.
+        int access = ended || controller == null || ns == null || !abortable || req.sq().qid() == 0 ? Status.SUCCESS
+                : ns.reservations().checkAccess(controller.hostUuid(), req.cmd.opcode(), now);
+        if (ended || access != Status.SUCCESS) {
             // Its controller ended, or the target stalled past the keep-alive deadline while this waited for a thread:
-            // its host has given it up and may have written the same blocks elsewhere since. Or the namespace's shared
-            // reservations were not read for a lease: another target may have fenced its host meanwhile (retried).
+            // its host has given it up and may have written the same blocks elsewhere since. Or a reservation taken
+            // meanwhile fences its host, or the namespace's shared reservations were not read for a lease (another
+            // target may have fenced its host meanwhile): it does not start (a conflict, or retried).
             if (state.compareAndSet(QUEUED, WITHDRAWN)) {
                 exit();
-                completeOnQueue(ended ? -1 : Status.ANA_TRANSITION, null);
+                completeOnQueue(ended ? -1 : access, null);
             }
             return;
         }

@@ -185,15 +185,6 @@ public final class NamespaceReservations {
         return checkAccess(host, opcode, System.nanoTime());
     }
 
-    /**
-     * Whether a command already admitted may still start touching the media {@code now}: always, unless the state is
-     * shared and has not been read for a lease (the target stalled between admitting it and starting it, and another
-     * target may have fenced its host meanwhile without waiting for this one).
-     */
-    public boolean leaseHolds(long now) {
-        return shared == null || now - sharedReadAt <= SharedReservations.LEASE_NANOS;
-    }
-
     /** {@link #checkAccess(UUID, int)} at {@code now} (System.nanoTime), as the I/O path has it already. */
     public int checkAccess(UUID host, int opcode, long now) {
         if (shared != null && now - sharedReadAt > SharedReservations.LEASE_NANOS) {
@@ -252,15 +243,17 @@ public final class NamespaceReservations {
      * delivered here (their notices, their aborts), oldest first.
      */
     synchronized List<SharedReservations.Change> applyShared(SharedReservations.Snapshot s, long readAt, String self) {
+        long epoch = s == null ? 0 : s.epoch();
+        if (epoch < sharedEpoch) {
+            // Removed or put back older by hand while targets use it: what other targets hold now is unknown. Fail
+            // closed (the lease runs out: ANA Transition) until every target of the subsystem restarts.
+            throw new IllegalStateException("the shared reservation state went back from epoch " + sharedEpoch + " to "
+                    + epoch + " (removed or restored while in use); restart every target of the subsystem");
+        }
         if (s == null) {
-            if (sharedEpoch != 0) { // removed by hand: as a subsystem with no reservation state yet
-                restore(new State(0, 0, null, List.of(), false));
-                sharedEpoch = 0;
-                sharedChanges = List.of();
-                noticedEpoch = 0;
-                publish();
+            if (readAt - sharedReadAt > 0) {
+                sharedReadAt = readAt;
             }
-            sharedReadAt = readAt;
             return List.of();
         }
         if (s.epoch() > sharedEpoch) {
@@ -270,14 +263,31 @@ public final class NamespaceReservations {
             publish();
         }
         List<SharedReservations.Change> fresh = new ArrayList<>();
+        long oldestKept = s.changes().isEmpty() ? s.epoch() + 1 : s.changes().get(0).epoch();
+        if (s.epoch() > noticedEpoch && oldestKept > noticedEpoch + 1) {
+            // Changes this process never saw were trimmed from the state (it read seldom, or was stopped): one of them
+            // may have been a Preempt and Abort. Waited for as one: every host the state now fences.
+            fresh.add(new SharedReservations.Change(s.epoch(), "", null, true, List.of()));
+        }
         for (SharedReservations.Change c : s.changes()) {
             if (c.epoch() > noticedEpoch && !self.equals(c.member())) {
                 fresh.add(c);
             }
         }
         noticedEpoch = Math.max(noticedEpoch, s.epoch());
-        sharedReadAt = readAt;
+        if (readAt - sharedReadAt > 0) {
+            sharedReadAt = readAt;
+        }
         return fresh;
+    }
+
+    /**
+     * Whether the reservation now denies {@code host} writing to the namespace (whatever the lease): the hosts whose
+     * commands a Preempt and Abort waits for.
+     */
+    public boolean deniesWrite(UUID host) {
+        Held h = held;
+        return h != null && !h.allows(host, Opcodes.IO_WRITE);
     }
 
     /**
@@ -294,34 +304,47 @@ public final class NamespaceReservations {
         }
         int status;
         long epoch;
-        synchronized (this) {
-            long readAt = System.nanoTime();
-            SharedReservations.Snapshot fresh;
-            try {
-                fresh = s.lockAndRead();
-            } catch (IOException e) {
-                LOG.error("namespace {}: the shared reservation state cannot be locked and read: {}; the change is not"
-                        + " made", nsid, e.toString());
-                return Status.INTERNAL;
-            }
-            try {
+        // The lock first, outside the monitor: a wait for another target's change must not hold up this process's
+        // refresher (which takes the monitor to apply what it read), nor the I/O path's view of the state.
+        long readAt = System.nanoTime();
+        SharedReservations.Snapshot fresh;
+        try {
+            fresh = s.lockAndRead();
+        } catch (IOException e) {
+            LOG.error("namespace {}: the shared reservation state cannot be locked and read: {}; the change is not"
+                    + " made", nsid, e.toString());
+            return Status.INTERNAL;
+        }
+        try {
+            synchronized (this) {
+                if ((fresh == null ? 0 : fresh.epoch()) < sharedEpoch) {
+                    LOG.error("namespace {}: the shared reservation state went back to epoch {} from {} (removed or"
+                            + " restored while in use); the change is not made", nsid, fresh == null ? 0
+                            : fresh.epoch(), sharedEpoch);
+                    return Status.INTERNAL;
+                }
                 if (fresh != null && fresh.epoch() > sharedEpoch) {
                     restore(fresh.state());
                     sharedEpoch = fresh.epoch();
                     sharedChanges = fresh.changes();
                     publish();
                 }
-                sharedReadAt = readAt;
+                if (readAt - sharedReadAt > 0) {
+                    sharedReadAt = readAt;
+                }
                 pendingIssuer = issuer;
                 pendingAbort = abort;
                 pendingNotices = notices;
                 writtenEpoch = 0;
-                status = body.getAsInt();
-                epoch = writtenEpoch;
-            } finally {
-                pendingNotices = null;
-                s.unlock();
+                try {
+                    status = body.getAsInt();
+                    epoch = writtenEpoch;
+                } finally {
+                    pendingNotices = null;
+                }
             }
+        } finally {
+            s.unlock();
         }
         if (epoch > 0) {
             s.awaitOthers(epoch);
@@ -341,6 +364,27 @@ public final class NamespaceReservations {
     /** Why every command is refused (the saved state could not be taken back), or null. */
     public String refusedBecause() {
         return refusedBecause;
+    }
+
+    /** While set, nothing is enforced: the subsystem offers no reservations (see Subsystem#reservationsUnavailable). */
+    private volatile boolean suspended;
+
+    /**
+     * Stops enforcing the reservation (or enforces it again): a subsystem that offers no reservations refuses the
+     * commands that could release one, so one taken before (a saved state, a controller ID range set later) must not
+     * fence hosts that can do nothing about it. The state is kept, and enforced again when they are offered again.
+     */
+    public synchronized void suspend(boolean on) {
+        if (suspended != on) {
+            suspended = on;
+            publish();
+        }
+    }
+
+    /** Whether any host is registered or a reservation is held. */
+    public boolean inUse() {
+        State s = state;
+        return s.type() != 0 || !s.registrants().isEmpty();
     }
 
     public boolean persistThroughPowerLoss() {
@@ -642,6 +686,10 @@ public final class NamespaceReservations {
         State next = snapshot();
         SharedReservations.Store sh = shared;
         if (sh != null) {
+            if (status != Status.SUCCESS) {
+                restore(before); // nothing to tell the other targets: a command refused changed nothing
+                return status;
+            }
             // Shared: every change is written (the state file is where the targets meet); PTPL is its flag.
             try {
                 SharedReservations.Snapshot written = sh.write(sharedEpoch, sharedChanges, next, pendingIssuer,
@@ -699,7 +747,7 @@ public final class NamespaceReservations {
     private void publish(State next) {
         state = next;
         saving = store != null && next.persistThroughPowerLoss();
-        held = refusedBecause != null ? Held.UNKNOWN
+        held = suspended ? null : refusedBecause != null ? Held.UNKNOWN
                 : next.type() == 0 ? null : new Held(next.type(), next.holder(),
                         Set.copyOf(new HashSet<>(registrants.keySet())));
     }

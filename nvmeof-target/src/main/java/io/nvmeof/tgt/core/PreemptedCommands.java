@@ -26,7 +26,10 @@ public final class PreemptedCommands {
     private PreemptedCommands() {
     }
 
-    /** Blocks until no queue of a host other than {@code issuer} holds a command for {@code ns} (or WAIT_MS). */
+    /**
+     * Blocks until no queue of a host the reservation now denies writing (other than {@code issuer}; null: any) holds a
+     * command for {@code ns} (or WAIT_MS).
+     */
     public static void awaitDone(Namespace ns, UUID issuer, Subsystem subsystem) {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
         try {
@@ -48,7 +51,9 @@ public final class PreemptedCommands {
     private static int holdingQueues(Namespace ns, UUID issuer, Subsystem subsystem) throws InterruptedException {
         List<SubmissionQueue> queues = new ArrayList<>();
         for (Controller c : subsystem.controllers()) {
-            if (!c.hostUuid().equals(issuer)) {
+            // The hosts the reservation now fences: a host it still lets write is not being fenced (waiting for its
+            // commands would only stall the Acquire behind surviving hosts' steady I/O).
+            if (!c.hostUuid().equals(issuer) && ns.reservations().deniesWrite(c.hostUuid())) {
                 queues.addAll(c.queues());
             }
         }

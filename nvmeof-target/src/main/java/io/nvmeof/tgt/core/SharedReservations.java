@@ -61,6 +61,14 @@ public final class SharedReservations implements AutoCloseable {
     private static final long STALE_ACK_MS = 30_000;
     /** The changes whose notices a state keeps, for processes that read seldom. */
     private static final int CHANGES_KEPT = 16;
+    /** The longest a change waits for the lock another target holds (one stopped while holding it) before failing. */
+    private static final long LOCK_WAIT_MS = 10_000;
+    /** Waits of a Preempt and Abort made through another target for the fenced hosts' commands started here. */
+    private static final java.util.concurrent.ExecutorService FENCE_WAITS = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "nvmeof-shared-reservations-fence");
+        t.setDaemon(true);
+        return t;
+    });
 
     private static final ObjectMapper JSON = JsonMapper.builder()
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
@@ -128,24 +136,56 @@ public final class SharedReservations implements AutoCloseable {
         return s;
     }
 
-    /** The namespace left the subsystem: its store stops being read, and its acknowledgement goes. */
+    /**
+     * The namespace left the subsystem: its store stops being read (its lease runs out, so nothing more starts on it
+     * here), and its acknowledgement goes once what had started can no longer land.
+     */
     void forget(Namespace ns) {
         for (Store s : stores) {
             if (s.ns == ns) {
                 stores.remove(s);
-                s.dropAck();
+                s.forgotten = true;
+                dropLater(List.of(s));
             }
         }
     }
 
-    /** Stops reading and takes this process's acknowledgements away (it no longer serves these namespaces). */
+    /**
+     * Stops reading; this process's acknowledgements go when {@code drained} (its I/O on these namespaces stopped: the
+     * target is down), else once a lease and the Command Quiesce Time have passed, when nothing of it can still run.
+     */
+    public void close(boolean drained) {
+        refresher.shutdownNow();
+        try {
+            refresher.awaitTermination(2, TimeUnit.SECONDS); // a refresh under way would write its acknowledgement
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        List<Store> all = new ArrayList<>(stores);
+        stores.clear();
+        all.forEach(s -> s.forgotten = true);
+        if (drained) {
+            all.forEach(Store::dropAck);
+        } else {
+            dropLater(all);
+        }
+    }
+
     @Override
     public void close() {
-        refresher.shutdownNow();
-        for (Store s : stores) {
-            s.dropAck();
-        }
-        stores.clear();
+        close(false);
+    }
+
+    private static void dropLater(List<Store> gone) {
+        long delayMs = TimeUnit.NANOSECONDS.toMillis(LEASE_NANOS) + TargetCore.COMMAND_QUIESCE_TIME_MS;
+        FENCE_WAITS.execute(() -> {
+            try {
+                Thread.sleep(delayMs);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            gone.forEach(Store::dropAck);
+        });
     }
 
     /** The refresher's turn: every shared namespace's state read, applied when it changed, and acknowledged. */
@@ -171,7 +211,12 @@ public final class SharedReservations implements AutoCloseable {
         private FileLock lock;
         private java.util.concurrent.locks.ReentrantLock jvmLock;
         /** The newest epoch this process acknowledged (the refresher's). */
-        private long acked = -1;
+        private long acked = Long.MIN_VALUE;
+        /** Set once this process no longer serves the namespace: no acknowledgement is written any more. */
+        volatile boolean forgotten;
+        /** The epochs of other targets' Preempt and Abort whose waits run here: none of them is acknowledged yet. */
+        private final java.util.concurrent.ConcurrentSkipListSet<Long> fenceWaits =
+                new java.util.concurrent.ConcurrentSkipListSet<>();
         private volatile boolean readFailureLogged;
 
         Store(Namespace ns) {
@@ -192,6 +237,7 @@ public final class SharedReservations implements AutoCloseable {
          * is dropped (the whole subsystem went down: a power cycle).
          */
         Snapshot first() throws IOException {
+            writeAck(-1); // joining: a change made from now on waits for this process, which has read nothing yet
             Snapshot s = read();
             if (s != null && !s.state().persistThroughPowerLoss() && otherAcks().isEmpty()) {
                 LOG.info("subsystem {} namespace {}: no other target shares its reservations now; the state saved"
@@ -212,16 +258,37 @@ public final class SharedReservations implements AutoCloseable {
         Snapshot lockAndRead() throws IOException {
             java.util.concurrent.locks.ReentrantLock jvm = JVM_LOCKS.computeIfAbsent(lockFile.toAbsolutePath().normalize(),
                     k -> new java.util.concurrent.locks.ReentrantLock());
-            jvm.lock();
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LOCK_WAIT_MS);
+            try {
+                if (!jvm.tryLock(LOCK_WAIT_MS, TimeUnit.MILLISECONDS)) {
+                    throw new IOException("another change of " + file + " in this process held its lock for over "
+                            + LOCK_WAIT_MS / 1000 + " s");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted waiting for the lock of " + file);
+            }
             FileChannel ch;
             try {
                 ch = FileChannel.open(lockFile, Set.of(StandardOpenOption.CREATE, StandardOpenOption.WRITE),
                         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
                 try {
-                    lock = ch.lock();
+                    // Bounded: a target stopped (SIGSTOP) while it holds the lock must not hold this one's change for
+                    // good; the host may try again.
+                    while ((lock = ch.tryLock()) == null) {
+                        if (System.nanoTime() - deadline > 0) {
+                            throw new IOException("another target has held the lock of " + file + " for over "
+                                    + LOCK_WAIT_MS / 1000 + " s (stopped while changing it?)");
+                        }
+                        Thread.sleep(5);
+                    }
                 } catch (IOException | RuntimeException e) {
                     ch.close();
                     throw e;
+                } catch (InterruptedException e) {
+                    ch.close();
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted waiting for the lock of " + file);
                 }
             } catch (IOException | RuntimeException e) {
                 jvm.unlock();
@@ -327,6 +394,9 @@ public final class SharedReservations implements AutoCloseable {
          * "fenced here").
          */
         void refresh() throws IOException {
+            if (acked != Long.MIN_VALUE && !Files.exists(ack)) {
+                writeAck(-1); // taken away (this process was silent long enough): joining again before reading
+            }
             long readAt = System.nanoTime();
             Snapshot s = read();
             List<Change> others = ns.reservations().applyShared(s, readAt, member);
@@ -336,16 +406,34 @@ public final class SharedReservations implements AutoCloseable {
                 c.notices().forEach(n -> notices.add(new NamespaceReservations.Notice(UUID.fromString(n.host()),
                         n.type())));
                 subsystem.deliverReservationNotices(ns.nsid(), notices);
-                if (c.abort() && c.issuer() != null) {
-                    // Preempt and Abort through another target: the preempted hosts' commands started here finish
-                    // before this target confirms it, so the issuer's cluster may write as soon as it completes.
-                    PreemptedCommands.awaitDone(ns, UUID.fromString(c.issuer()), subsystem);
+                if (c.abort()) {
+                    fenceWait(c);
                 }
             }
-            long epoch = s == null ? 0 : s.epoch();
+            Long waiting = fenceWaits.isEmpty() ? null : fenceWaits.first();
+            long epoch = Math.min(s == null ? 0 : s.epoch(), waiting == null ? Long.MAX_VALUE : waiting - 1);
             if (epoch != acked) {
                 writeAck(epoch);
             }
+        }
+
+        /**
+         * Preempt and Abort through another target (or changes this process missed, which may have been one): the
+         * commands of the hosts it fenced that started here finish before this target confirms the change, so the
+         * issuer's cluster may write as soon as it completes. Waited off the refresher (it keeps every namespace's
+         * lease), holding back only this namespace's acknowledgement.
+         */
+        private void fenceWait(Change c) {
+            long epoch = c.epoch();
+            fenceWaits.add(epoch);
+            UUID issuer = c.issuer() != null ? UUID.fromString(c.issuer()) : null;
+            FENCE_WAITS.execute(() -> {
+                try {
+                    PreemptedCommands.awaitDone(ns, issuer, subsystem);
+                } finally {
+                    fenceWaits.remove(epoch);
+                }
+            });
         }
 
         void readFailed(Exception e) {
@@ -392,11 +480,14 @@ public final class SharedReservations implements AutoCloseable {
                         UUID.fromString(c.issuer());
                     }
                     for (SavedNotice n : c.notices()) {
+                        if (n == null || n.host() == null || n.type() < 1 || n.type() > 3) {
+                            throw new IllegalArgumentException("change " + c.epoch() + " has a malformed notice: " + n);
+                        }
                         UUID.fromString(n.host());
                     }
                 }
                 return new Snapshot(d.epoch(), state, List.copyOf(d.changes()));
-            } catch (IllegalArgumentException e) {
+            } catch (IllegalArgumentException | NullPointerException e) {
                 throw new IOException("shared reservation state " + file + " is not valid: " + e.getMessage(), e);
             }
         }
@@ -405,7 +496,7 @@ public final class SharedReservations implements AutoCloseable {
             List<Path> out = new ArrayList<>();
             try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, prefix + ".ack-*")) {
                 for (Path p : ds) {
-                    if (!p.equals(ack)) {
+                    if (!p.equals(ack) && !p.getFileName().toString().endsWith(".tmp")) { // another's write under way
                         out.add(p);
                     }
                 }
@@ -422,6 +513,9 @@ public final class SharedReservations implements AutoCloseable {
         }
 
         private void writeAck(long epoch) throws IOException {
+            if (forgotten) {
+                return;
+            }
             writeAtomically(ack, Long.toString(epoch).getBytes(StandardCharsets.US_ASCII));
             acked = epoch;
         }

@@ -233,14 +233,17 @@ public final class StorageRing implements AutoCloseable {
             }
             Controller c = r.sq().controller();
             boolean ended = c != null && !c.mayRun(now);
-            if (ended || r.ns != null && !r.ns.reservations().leaseHolds(now)) {
-                // Its host has given it up, and may have written the same blocks through another path since; or the
-                // namespace's shared reservations were not read for a lease (another target may have fenced its host
-                // meanwhile): retried, through here once read again or through another path.
+            int access = ended || c == null || r.ns == null ? io.nvmeof.protocol.Status.SUCCESS
+                    : r.ns.reservations().checkAccess(c.hostUuid(), r.cmd.opcode(), now);
+            if (ended || access != io.nvmeof.protocol.Status.SUCCESS) {
+                // Its host has given it up, and may have written the same blocks through another path since. Or a
+                // reservation taken while it waited fences its host (Preempt and Abort: it never started, so it is
+                // aborted rather than waited for), or the namespace's shared reservations were not read for a lease
+                // (another target may have fenced its host meanwhile): retried once read again, or elsewhere.
                 share.line.pollFirst();
                 lined--;
                 requeue(share);
-                refuse(r, ended ? -1 : io.nvmeof.protocol.Status.ANA_TRANSITION);
+                refuse(r, ended ? -1 : access);
                 passed = 0;
                 continue;
             }

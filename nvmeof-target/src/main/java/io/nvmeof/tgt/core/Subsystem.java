@@ -81,6 +81,7 @@ public final class Subsystem {
         } else if (store != null) {
             attachReservations(store, ns); // before hosts can reach it: a saved reservation holds from its first command
         }
+        ns.reservations().suspend(reservationsUnavailable() != null);
         if (namespaces.putIfAbsent(ns.nsid(), ns) != null) {
             throw new IllegalArgumentException("NSID " + ns.nsid() + " already exists in " + nqn);
         }
@@ -137,17 +138,23 @@ public final class Subsystem {
         for (Namespace ns : namespaces.values()) {
             attachShared(sharing, ns);
         }
+        applyReservationAvailability();
     }
 
     public SharedReservations sharedReservations() {
         return sharedReservations;
     }
 
-    /** Stops sharing (the subsystem is removed, the target stops): this target's acknowledgements go. */
+    /** Stops sharing (the subsystem is removed): this target's acknowledgements go once nothing of it can land. */
     public void stopSharingReservations() {
+        stopSharingReservations(false);
+    }
+
+    /** The same; {@code drained}: the target's I/O has stopped (it is shutting down), so they go at once. */
+    public void stopSharingReservations(boolean drained) {
         SharedReservations sharing = sharedReservations;
         if (sharing != null) {
-            sharing.close();
+            sharing.close(drained);
         }
     }
 
@@ -277,6 +284,15 @@ public final class Subsystem {
         cntlidMax = max;
         if (nextCntlid < min || nextCntlid > max) {
             nextCntlid = min;
+        }
+        applyReservationAvailability();
+    }
+
+    /** Enforces the namespaces' reservations where they are offered, and only there (see reservationsUnavailable). */
+    private void applyReservationAvailability() {
+        boolean off = reservationsUnavailable() != null;
+        for (Namespace ns : namespaces.values()) {
+            ns.reservations().suspend(off);
         }
     }
 
