@@ -240,10 +240,15 @@ public final class StorageRing implements AutoCloseable {
                 // reservation taken while it waited fences its host (Preempt and Abort: it never started, so it is
                 // aborted rather than waited for), or the namespace's shared reservations were not read for a lease
                 // (another target may have fenced its host meanwhile): retried once read again, or elsewhere.
-                share.line.pollFirst();
-                lined--;
+                boolean stillHere = share.line.peekFirst() == r; // else withdrawn by its queue's close under the check
+                if (stillHere) {
+                    share.line.pollFirst();
+                    lined--;
+                }
                 requeue(share);
-                refuse(r, ended ? -1 : access);
+                if (stillHere) {
+                    refuse(r, ended ? -1 : access);
+                }
                 passed = 0;
                 continue;
             }
