@@ -365,6 +365,54 @@ class AuthenticationTest {
         }
     }
 
+    /**
+     * Issue 51, finding 3: a host with a secret authenticates, registers and takes Write Exclusive; a host without one
+     * (allowed on the subsystem) reads its Host ID from Reservation Report and connects with it. It was let in and
+     * wrote through the reservation; the Host ID belongs to the host that authenticated with it now, so the Connect is
+     * refused (Connect Invalid Host), and a controller that used the ID before its owner authenticated ends then.
+     */
+    @Test
+    void anAuthenticatedHostsIdIsNotLentToAHostWithoutASecret() throws Exception {
+        java.util.UUID owned = java.util.UUID.randomUUID();
+        // A host without a secret that happens to use the ID first: its association ends when the owner proves itself.
+        io.nvmeof.initiator.NvmeofController early = io.nvmeof.initiator.NvmeofController.connect(
+                new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port, SUB),
+                io.nvmeof.initiator.ConnectOptions.builder().hostNqn(OPEN).hostId(owned)
+                        .ctrlLossTimeout(java.time.Duration.ZERO).build());
+        try (io.nvmeof.initiator.NvmeofController a = io.nvmeof.initiator.NvmeofController.connect(
+                new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port, SUB),
+                io.nvmeof.initiator.ConnectOptions.builder().hostNqn(PLAIN).hostId(owned)
+                        .dhchapSecret(PLAIN_KEY.representation()).ctrlLossTimeout(java.time.Duration.ZERO).build())) {
+            assertTrue(TestTargets.eventually(() -> !early.isConnected(), 5_000),
+                    "the association that borrowed the ID ended once its owner authenticated");
+            early.close();
+            var ns = a.namespace(1);
+            ns.reservations().register(0xA1, 0).get(5, java.util.concurrent.TimeUnit.SECONDS);
+            ns.reservations().acquire(0xA1, io.nvmeof.protocol.reservation.Reservations.WRITE_EXCLUSIVE)
+                    .get(5, java.util.concurrent.TimeUnit.SECONDS);
+            java.util.UUID seen = ns.reservations().report().get(5, java.util.concurrent.TimeUnit.SECONDS)
+                    .registrants().get(0).hostId();
+            assertEquals(owned, seen, "the Host ID any host can read from Reservation Report");
+            io.nvmeof.initiator.NvmeStatusException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.nvmeof.initiator.NvmeStatusException.class,
+                    () -> io.nvmeof.initiator.NvmeofController.connect(
+                            new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port, SUB),
+                            io.nvmeof.initiator.ConnectOptions.builder().hostNqn(OPEN).hostId(seen)
+                                    .ctrlLossTimeout(java.time.Duration.ZERO).build()));
+            assertEquals(Status.CONNECT_INVALID_HOST, Status.code(refused.status()), refused.toString());
+            // The owner itself connects with it as before.
+            try (io.nvmeof.initiator.NvmeofController again = io.nvmeof.initiator.NvmeofController.connect(
+                    new io.nvmeof.initiator.TransportId("tcp", "127.0.0.1", port, SUB),
+                    io.nvmeof.initiator.ConnectOptions.builder().hostNqn(PLAIN).hostId(owned)
+                            .dhchapSecret(PLAIN_KEY.representation()).ctrlLossTimeout(java.time.Duration.ZERO).build())) {
+                assertTrue(again.isConnected());
+            }
+            ns.reservations().release(0xA1, io.nvmeof.protocol.reservation.Reservations.WRITE_EXCLUSIVE)
+                    .get(5, java.util.concurrent.TimeUnit.SECONDS);
+            ns.reservations().unregister(0xA1).get(5, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+
     static io.nvmeof.initiator.NvmeofController initiator(String hostNqn, DhchapSecret key, DhchapSecret ctrlKey) {
         io.nvmeof.initiator.ConnectOptions.Builder b = io.nvmeof.initiator.ConnectOptions.builder().hostNqn(hostNqn)
                 .ioQueues(2).ctrlLossTimeout(java.time.Duration.ZERO);

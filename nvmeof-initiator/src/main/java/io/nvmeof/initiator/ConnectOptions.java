@@ -52,7 +52,7 @@ public final class ConnectOptions {
     private final io.nvmeof.protocol.tls.ConfiguredPsk tlsKey;
 
     private ConnectOptions(Builder b) {
-        this.hostId = b.hostId != null ? b.hostId : PROCESS_HOST_ID;
+        this.hostId = b.hostId != null ? b.hostId : b.hostNqn != null ? hostIdOf(b.hostNqn) : PROCESS_HOST_ID;
         this.hostNqn = b.hostNqn != null ? b.hostNqn : Nqn.fromUuid(this.hostId);
         this.ioQueues = b.ioQueues;
         this.queueDepth = b.queueDepth;
@@ -127,6 +127,20 @@ public final class ConnectOptions {
     /** The RDMA CM event wait set with {@link Builder#cmEventTimeout}, or null for the default. */
     public Duration cmEventTimeout() { return cmEventTimeout; }
     public UUID hostId() { return hostId; }
+
+    private static final String UUID_NQN_PREFIX = "nqn.2014-08.org.nvmexpress:uuid:";
+
+    /** The default Host ID of {@code hostNqn} (see the builder's {@code hostId}). */
+    static UUID hostIdOf(String hostNqn) {
+        if (hostNqn.startsWith(UUID_NQN_PREFIX)) {
+            try {
+                return UUID.fromString(hostNqn.substring(UUID_NQN_PREFIX.length()));
+            } catch (IllegalArgumentException e) {
+                // not a UUID after all: derived, as any other name
+            }
+        }
+        return UUID.nameUUIDFromBytes(("nvmeof-java host " + hostNqn).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
     public int ioQueues() { return ioQueues; }
     /** Entries per I/O queue, 1-based; the wire carries {@code queueDepth - 1} (SQSIZE is 0-based). */
     public int queueDepth() { return queueDepth; }
@@ -213,7 +227,12 @@ public final class ConnectOptions {
          * allowed-hosts list refuse it (Connect Invalid Host).
          */
         public Builder hostNqn(String v) { this.hostNqn = Objects.requireNonNull(v); return this; }
-        /** Host identifier sent in Connect; default: one random UUID per process. */
+        /**
+         * Host identifier sent in Connect. Default: with a host NQN given, one of that NQN's own (the UUID of a
+         * {@code nqn.2014-08.org.nvmexpress:uuid:} NQN, as nvme-cli takes it, else one derived from the NQN), so
+         * that two host NQNs of one process are two hosts, as a target that binds a Host ID to the host that
+         * authenticated with it requires; without one, one random UUID per process.
+         */
         public Builder hostId(UUID v) { this.hostId = Objects.requireNonNull(v); return this; }
         public Builder ioQueues(int v) { this.ioQueues = check(v, 1, 65535, "ioQueues"); return this; }
         public Builder queueDepth(int v) { this.queueDepth = check(v, 2, MAX_QUEUE_DEPTH, "queueDepth"); return this; }

@@ -682,6 +682,7 @@ public final class LiveConfiguration {
         document.save(document.withHost(hostNqn, null));
         target.core().hostAuth().remove(hostNqn);
         target.core().tlsKeys().set(hostNqn, null);
+        target.core().hostIdentities().forget(hostNqn); // it proves nothing any more: its Host IDs are free
         document.hosts.remove(hostNqn);
         LOG.info("host {}: security settings removed; it connects without authenticating", Nqn.display(hostNqn));
     }

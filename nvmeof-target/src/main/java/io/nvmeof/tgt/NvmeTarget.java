@@ -40,6 +40,8 @@ import org.slf4j.LoggerFactory;
 public final class NvmeTarget implements AutoCloseable {
     /** The state directory's folder of reservation state files. */
     public static final String RESERVATIONS_DIRECTORY = "reservations";
+    /** Which host owns which Host ID, in the state directory (see HostIdentities). */
+    public static final String HOST_IDS_FILE = "host-ids.json";
     private static final Logger LOG = LoggerFactory.getLogger(NvmeTarget.class);
 
     private final TargetCore core;
@@ -139,6 +141,7 @@ public final class NvmeTarget implements AutoCloseable {
         TargetCore core = new TargetCore(limits);
         if (stateDirectory != null) {
             core.persistReservationsIn(new io.nvmeof.tgt.core.ReservationStore(stateDirectory.resolve(RESERVATIONS_DIRECTORY)));
+            core.hostIdentities().persistIn(stateDirectory.resolve(HOST_IDS_FILE));
         }
         ThreadPlacement placement;
         try {

@@ -139,6 +139,9 @@ public final class AuthCommands {
         if (c != null && (auth.fatal() || (auth.authenticated() && !wasAuthenticated))) {
             c.subsystem().countAuthentication(!auth.fatal());
         }
+        if (c != null && auth.authenticated() && !wasAuthenticated && sq.qid() == 0) {
+            sq.core().hostProven(c);
+        }
         if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {
             // The buffer is pooled: every byte the host gets is written here, the message or zeros.
             UnsafeBuffer out = req.dataView();

@@ -141,6 +141,16 @@ public final class FabricsCommands {
         int sqsize = f.sqsize();
         byte[] hostId = new byte[16];
         d.readHostId(hostId);
+        java.util.UUID hostUuid = Controller.uuidOf(hostId);
+        String owner = qid == 0 && !subsystem.isDiscovery() ? core.hostIdentities().owner(hostUuid) : null;
+        if (owner != null && !owner.equals(hostnqn) && !provesItself(sq, subsystem, hostnqn)) {
+            // Reservations and the memory of earlier associations follow the Host ID: one a host proved is its own is
+            // not lent to a host that proves nothing (it could take over that host's reservation without a secret).
+            fail(req, Status.CONNECT_INVALID_HOST | Status.DNR, invalidDataField(ConnectData.HOSTID), "Host ID "
+                    + hostUuid + " belongs to host " + Nqn.display(owner) + ", which authenticated with it; host "
+                    + Nqn.display(hostnqn) + ", which does not authenticate, must use a Host ID of its own");
+            return;
+        }
         // SQSIZE is 0-based. Admin queues may be as large as I/O queues: nvmet (TCP) and SPDK (up to 127) accept
         // more than the 32 entries the discovery log advertises.
         if (sqsize == 0 || sqsize >= core.limits().maxQueueSize() || sqsize >= sq.maxPoolSize()) {
@@ -178,6 +188,9 @@ public final class FabricsCommands {
                 return;
             }
             core.bindQueue(sq, c, 0, sqsize + 1, f.sqFlowControlDisabled());
+            if (sq.transport().tlsIdentity() != null) {
+                core.hostProven(c); // its own PSK: it is who it says
+            }
             LOG.info("controller {} of {} created for host {} from {} (KATO {} ms{})", c.cntlid(), subnqn,
                     Nqn.display(hostnqn), sq.transport().peer(), kato,
                     sq.transport().tlsIdentity() != null ? ", TLS" : "");
@@ -251,6 +264,15 @@ public final class FabricsCommands {
             return "host " + Nqn.display(hostnqn) + " has a TLS key: it must connect over TLS (nvme connect --tls)";
         }
         return null;
+    }
+
+    /**
+     * Whether a host connecting now will have proved who it is before it can do anything: over TLS with its own PSK
+     * (checked already), or with DH-HMAC-CHAP the queue will require.
+     */
+    private static boolean provesItself(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {
+        return sq.transport().tlsIdentity() != null
+                || sq.core().hostAuth().lookup(hostnqn) != null && !subsystem.isDiscovery() && !subsystem.allowAnyHost();
     }
 
     private static long requireAuthentication(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {

@@ -88,7 +88,16 @@ public final class Controller {
     /** The host ID as a value: the key of the host's reservation registrations, compared on the I/O path. */
     private final java.util.UUID hostUuid;
 
-    static java.util.UUID uuidOf(byte[] id) {
+    /** Whether this controller's host proved who it is (DH-HMAC-CHAP on its admin queue, or TLS with its own PSK). */
+    private volatile boolean proven;
+
+    public boolean proven() { return proven; }
+
+    /** Its host proved who it is (see {@link TargetCore#hostProven}). */
+    public void markProven() { proven = true; }
+
+    /** A 16-byte Host ID as a value. */
+    public static java.util.UUID uuidOf(byte[] id) {
         java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(id);
         return new java.util.UUID(b.getLong(0), b.getLong(8));
     }

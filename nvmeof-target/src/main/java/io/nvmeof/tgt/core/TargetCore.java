@@ -119,6 +119,35 @@ public final class TargetCore {
     public io.nvmeof.tgt.auth.HostAuthRegistry hostAuth() { return hostAuth; }
     public io.nvmeof.tgt.auth.TlsKeys tlsKeys() { return tlsKeys; }
 
+    private final HostIdentities hostIdentities = new HostIdentities();
+
+    /** Which host owns which Host ID (the first to authenticate with it). */
+    public HostIdentities hostIdentities() { return hostIdentities; }
+
+    /**
+     * The host of {@code proven} has just proved who it is: if no host did with its Host ID before, its NQN owns that
+     * ID from now on, and the associations other host NQNs made with it without proving themselves end (they borrowed
+     * it). Hosts that prove themselves too may share an ID (several NQNs of one machine, one /etc/nvme/hostid).
+     */
+    public void hostProven(Controller proven) {
+        proven.markProven();
+        java.util.UUID hostId = proven.hostUuid();
+        String hostNqn = proven.hostNqn();
+        String owner = hostIdentities.owner(hostId);
+        hostIdentities.proven(hostId, hostNqn);
+        if (owner != null) {
+            return; // owned before: borrowers were refused at Connect
+        }
+        for (Controller c : controllers) {
+            if (c.hostUuid().equals(hostId) && !c.hostNqn().equals(hostNqn) && !c.isDead() && !c.proven()) {
+                LOG.warn("controller {} of {}: host {} used Host ID {}, which host {} has just proved is its own;"
+                        + " ended", c.cntlid(), c.subsystem().nqn(), Nqn.display(c.hostNqn()), hostId,
+                        Nqn.display(hostNqn));
+                c.teardown("its Host ID belongs to another host, which authenticated with it");
+            }
+        }
+    }
+
     /**
      * Runs an authentication step off the poll groups. Bounded: one thread per core at most, and a queue of 1,024
      * steps (each queue has at most one at a time); beyond that the step is refused and the caller fails the command.
