@@ -246,6 +246,40 @@ class AuthenticationTest {
         }
     }
 
+    /**
+     * Issue 51, finding 4: a peer that knows the host NQN and the controller ID connects QID 1 of an authenticated
+     * controller first and never authenticates. It held the QID, and the real host's Connect for it was refused until
+     * the peer left or its 60 s passed; a queue takes its QID only once it has authenticated now, so the real host
+     * connects it, authenticates and is served, and the peer's queue, which cannot authenticate, serves nothing.
+     */
+    @Test
+    void anUnauthenticatedQueueDoesNotHoldTheQidOfAnAuthenticatedController() throws Exception {
+        HostSide side = new HostSide(PLAIN, PLAIN_KEY, null, ALL_HASHES, ALL_GROUPS);
+        try (RawTcpHost admin = connect(PLAIN, 0, 0xFFFF)) {
+            authenticate(admin, side, 1);
+            assertServed(admin);
+            try (RawTcpHost squatter = connect(PLAIN, 1, admin.cntlid); // accepted: it may still authenticate
+                 RawTcpHost io = connect(PLAIN, 1, admin.cntlid)) { // refused before: the QID was taken
+                assertEquals(Status.AUTH_REQUIRED | Status.DNR, squatter.execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0,
+                        1, 512, false), null).status());
+                authenticate(io, side, 2);
+                assertEquals(Status.SUCCESS, io.execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 1, 512, false), null)
+                        .status(), "the host's own queue serves once authenticated");
+                assertEquals(Status.AUTH_REQUIRED | Status.DNR, squatter.execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0,
+                        1, 512, false), null).status(), "the other serves nothing");
+            }
+            // With the host's queue gone, another one of the host's can take the QID again.
+            int cntlid = admin.cntlid;
+            assertTrue(TestTargets.eventually(() -> target.core().subsystem(SUB).controller(cntlid).queue(1) == null,
+                    5_000), "the closed queue left its QID");
+            try (RawTcpHost io = connect(PLAIN, 1, admin.cntlid)) {
+                authenticate(io, side, 3);
+                assertEquals(Status.SUCCESS, io.execute(RawTcpHost.rwSqe(Opcodes.IO_READ, 1, 0, 1, 512, false), null)
+                        .status());
+            }
+        }
+    }
+
     @Test
     void aWrongSecretGetsFailure1AndTheQueueCloses() throws Exception {
         io.nvmeof.tgt.core.Subsystem sub = target.core().subsystem(SUB);

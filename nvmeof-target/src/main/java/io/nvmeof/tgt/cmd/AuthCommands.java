@@ -139,8 +139,15 @@ public final class AuthCommands {
         if (c != null && (auth.fatal() || (auth.authenticated() && !wasAuthenticated))) {
             c.subsystem().countAuthentication(!auth.fatal());
         }
-        if (c != null && auth.authenticated() && !wasAuthenticated && sq.qid() == 0) {
-            sq.core().hostProven(c);
+        if (c != null && auth.authenticated() && !wasAuthenticated) {
+            if (sq.qid() == 0) {
+                sq.core().hostProven(c);
+            } else if (!c.attachAuthenticated(sq)) {
+                // Another queue authenticated for this QID first (or the controller went): this one serves nothing.
+                LOG.warn("queue {} of controller {} authenticated after another took its QID; closed", sq.qid(),
+                        c.cntlid());
+                req.closeQueueAfterResponse = true;
+            }
         }
         if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {
             // The buffer is pooled: every byte the host gets is written here, the message or zeros.

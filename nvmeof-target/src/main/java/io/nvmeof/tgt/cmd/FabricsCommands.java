@@ -224,7 +224,10 @@ public final class FabricsCommands {
         if (!reserveMemory(req, sqsize + 1)) {
             return;
         }
-        int status = core.attachIoQueue(c, qid, sq);
+        // A queue that must authenticate takes its QID only once it has: until then it must not keep the host's own
+        // Connect for that QID out (anyone who knows the host NQN and the controller ID could send one).
+        boolean mustAuthenticate = willRequireAuthentication(sq, subsystem, hostnqn);
+        int status = mustAuthenticate ? core.attachPendingIoQueue(c, qid, sq) : core.attachIoQueue(c, qid, sq);
         if (status != Status.SUCCESS) {
             sq.unreserveMemory();
             fail(req, status, invalidSqeField(FabricsCommand.QID), "QID " + qid + " already connected");
@@ -271,13 +274,16 @@ public final class FabricsCommands {
      * (checked already), or with DH-HMAC-CHAP the queue will require.
      */
     private static boolean provesItself(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {
-        return sq.transport().tlsIdentity() != null
-                || sq.core().hostAuth().lookup(hostnqn) != null && !subsystem.isDiscovery() && !subsystem.allowAnyHost();
+        return sq.transport().tlsIdentity() != null || willRequireAuthentication(sq, subsystem, hostnqn);
+    }
+
+    /** Whether {@link #requireAuthentication} will ask this queue's host to authenticate. */
+    private static boolean willRequireAuthentication(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {
+        return sq.core().hostAuth().lookup(hostnqn) != null && !subsystem.isDiscovery() && !subsystem.allowAnyHost();
     }
 
     private static long requireAuthentication(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {
-        io.nvmeof.tgt.auth.HostAuth auth = sq.core().hostAuth().lookup(hostnqn);
-        if (auth == null || subsystem.isDiscovery() || subsystem.allowAnyHost()) {
+        if (!willRequireAuthentication(sq, subsystem, hostnqn)) {
             return 0;
         }
         // The queue reads the host's settings again at each Negotiate: a key rotated after this Connect applies.

@@ -346,11 +346,47 @@ public final class Controller {
     }
 
     void detachQueue(SubmissionQueue sq) {
+        pendingQueues.remove(sq);
         int qid = sq.qid();
         if (qid > 0 && qid < queues.length()) {
             queues.compareAndSet(qid, sq, null);
             maybeFinishPending();
         }
+    }
+
+    /**
+     * I/O queues connected but not yet authenticated: they take their QID's slot only once they have (issue 51: a
+     * peer that knew the host NQN and the controller ID connected QID 1 first and held it, unauthenticated, for the 60 s
+     * deadline, while the real host's Connect for it was refused). Several may wait for one QID; the first to
+     * authenticate takes it, the others are closed as they finish.
+     */
+    private final java.util.Set<SubmissionQueue> pendingQueues = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * An I/O queue that must authenticate before it serves: checked like {@link #attachQueue} (the QID free of an
+     * authenticated queue, the controller enabled) but left out of the slot until {@link #attachAuthenticated}.
+     */
+    int attachPending(int qid, SubmissionQueue sq) {
+        if (queues.get(qid) != null || dead.get() || resetPending || !ready()) {
+            return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
+        }
+        pendingQueues.add(sq);
+        if (dead.get()) { // torn down meanwhile: its close sweep may have missed this one
+            pendingQueues.remove(sq);
+            return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
+        }
+        return Status.SUCCESS;
+    }
+
+    /**
+     * A pending I/O queue authenticated: it takes its QID's slot. False (the caller closes it) when another queue took
+     * the slot first, or the controller has gone.
+     */
+    public boolean attachAuthenticated(SubmissionQueue sq) {
+        if (!pendingQueues.remove(sq)) {
+            return true; // attached at Connect (no authentication was pending), or re-authenticating
+        }
+        return attachQueue(sq.qid(), sq) == Status.SUCCESS;
     }
 
     public SubmissionQueue queue(int qid) {
@@ -400,6 +436,9 @@ public final class Controller {
         }
         tornDownNanos = System.nanoTime();
         LOG.info("controller {} of {} (host {}) torn down: {}", cntlid, subsystem.nqn(), Nqn.display(hostNqn), reason);
+        for (SubmissionQueue q : pendingQueues) {
+            q.transport().close(reason);
+        }
         for (int i = queues.length() - 1; i >= 0; i--) {
             SubmissionQueue q = queues.get(i);
             if (q != null) {

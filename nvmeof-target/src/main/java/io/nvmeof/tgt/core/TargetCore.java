@@ -470,6 +470,11 @@ public final class TargetCore {
         return c.attachQueue(qid, sq);
     }
 
+    /** An I/O queue that must authenticate first: see {@link Controller#attachPending}. */
+    public int attachPendingIoQueue(Controller c, int qid, SubmissionQueue sq) {
+        return c.attachPending(qid, sq);
+    }
+
     /** How often {@link #checkKeepAlive} is called. */
     public static final long KEEP_ALIVE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     /** Every this many keep-alive checks (1 s), every namespace's storage is measured again ({@link #revalidateNamespaces}). */
