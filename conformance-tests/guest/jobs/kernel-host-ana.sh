@@ -39,7 +39,7 @@ wait_ana() {
   echo never; return 1
 }
 idle() { ! grows "$1"; }
-# grows DEV: whether DEV's completed reads and writes grow within 3 s
+# grows DEV: whether DEV's completed reads and writes grow within 3 s (the verify run's and the reader's)
 grows() {
   local a i
   a=$(ios_of $1)
@@ -51,12 +51,18 @@ start_fio() { # NAME
       --size=64M --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=0 --verify_state_save=0 --loops=$2 \
       --output-format=json --output="$RESULTS/fio-$1.json" > "$RESULTS/$JOB-fio-$1.out" 2>&1 &
   FIO=$!
+  # The path checks need I/O for as long as they take, and the admin CLI's JVM starts slowly in a loaded guest:
+  # the verify run above may end before the last state change. A reader that runs until end_fio keeps I/O flowing.
+  fio --name=traffic-$1 --filename=/dev/$HEAD --ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=4 \
+      --time_based --runtime=900 > /dev/null 2>&1 &
+  TRAFFIC=$!
 }
 end_fio() { # NAME: waits (at most 300 s) and checks fio's result
   local i rc
   for i in $(seq 1 300); do kill -0 $FIO 2>/dev/null || break; sleep 1; done
   kill $FIO 2>/dev/null
   wait $FIO; rc=$?
+  kill $TRAFFIC 2>/dev/null; wait $TRAFFIC 2>/dev/null
   check "fio randwrite+verify QD 32 ($1) completed with no error (exit $rc)" \
     sh -c "[ $rc -eq 0 ] && grep -q '\"error\" : 0' '$RESULTS/fio-$1.json'"
 }
