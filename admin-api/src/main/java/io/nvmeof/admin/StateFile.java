@@ -18,7 +18,8 @@ import java.nio.file.StandardOpenOption;
  * The target's persisted configuration: {@code STATE_DIR/config.json}, the same document as {@code --print-config}
  * and {@code GET /api/v1/config}. Every accepted change is written whole and atomically (a temporary file, fsync,
  * rename over the old one, fsync of the directory), so a crash leaves the old or the new document, never half of one;
- * the one it replaces is kept as {@code config.json.prev}.
+ * the one it replaces is kept as {@code config.json.prev}, unless the change removed or replaced a host's secret: then
+ * the previous copy is the new document too, so no secret outlives its deletion on disk (issue 51).
  */
 public final class StateFile {
     public static final String NAME = "config.json";
@@ -57,33 +58,68 @@ public final class StateFile {
     }
 
     /**
-     * Writes {@code config} atomically, keeping the document it replaces as {@code config.json.prev} (atomically too).
-     * A failure leaves both files as they were and says which file could not be written and why.
+     * Writes {@code config} atomically, keeping the document it replaces as {@code config.json.prev} (atomically too;
+     * the new document there where the change drops a secret). A failure leaves {@code config.json} as it was and says
+     * which file could not be written and why.
      */
     public synchronized void save(TargetConfig config) throws IOException {
         try {
-            write((config.toJson() + "\n").getBytes(StandardCharsets.UTF_8));
+            write(config, (config.toJson() + "\n").getBytes(StandardCharsets.UTF_8));
         } catch (IOException e) {
             throw new IOException("the state file " + path() + " could not be written: " + why(e), e);
         }
     }
 
-    private void write(byte[] document) throws IOException {
+    private void write(TargetConfig config, byte[] document) throws IOException {
         Files.createDirectories(dir);
         Path tmp = dir.resolve(NAME + ".tmp");
         writeDurably(tmp, document);
         if (Files.exists(path())) {
-            keepPrevious();
+            if (dropsASecret(config)) {
+                Path copy = dir.resolve(NAME + ".prev.tmp");
+                writeDurably(copy, document);
+                Files.move(copy, previous(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } else {
+                keepPrevious();
+            }
         }
         Files.move(tmp, path(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         syncDirectory(); // the renames themselves are durable
     }
 
     /**
-     * The current document becomes {@code config.json.prev} by a second name (a hard link: nothing is copied, so the
-     * cost does not grow with the document) renamed over the old one; where hard links are not supported, by a copy
-     * written and synced first. Either way a crash leaves the old or the new previous copy, never part of one.
+     * Whether the document on disk holds a host secret {@code next} does not (deleted, rotated, or its host removed).
+     * One that cannot be read counts as holding one: it is not kept, whatever it holds.
      */
+    private boolean dropsASecret(TargetConfig next) {
+        java.util.Set<String> now;
+        try {
+            now = secretsOf(TargetConfig.load(path()));
+        } catch (IOException | RuntimeException e) {
+            return true;
+        }
+        now.removeAll(secretsOf(next));
+        return !now.isEmpty();
+    }
+
+    private static java.util.Set<String> secretsOf(TargetConfig config) {
+        java.util.Set<String> out = new java.util.HashSet<>();
+        if (config.hosts() != null) {
+            for (TargetConfig.HostConfig h : config.hosts()) {
+                if (h == null) {
+                    continue;
+                }
+                for (String s : new String[] {h.dhchapKey(), h.dhchapCtrlKey(), h.tlsKey()}) {
+                    if (s != null) {
+                        out.add(s.strip());
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /** A new file only its owner can read (0600): the document holds the hosts' secrets. */
     private static FileChannel ownerOnly(Path file) throws IOException {
         Files.deleteIfExists(file);
         try {
@@ -95,6 +131,11 @@ public final class StateFile {
         }
     }
 
+    /**
+     * The current document becomes {@code config.json.prev} by a second name (a hard link: nothing is copied, so the
+     * cost does not grow with the document) renamed over the old one; where hard links are not supported, by a copy
+     * written and synced first. Either way a crash leaves the old or the new previous copy, never part of one.
+     */
     private void keepPrevious() throws IOException {
         Path link = dir.resolve(NAME + ".prev.tmp");
         Files.deleteIfExists(link);

@@ -198,6 +198,93 @@ class HostSecretsApiTest {
         assertEquals(set, json(api.call("GET", "/api/v1/hosts/" + HOST, null)));
     }
 
+    private String newTlsKey() {
+        byte[] k = new byte[32];
+        RANDOM.nextBytes(k);
+        String s = io.nvmeof.protocol.tls.ConfiguredPsk.format(io.nvmeof.protocol.tls.TlsPskHash.SHA256, k);
+        secrets.add(s);
+        return s;
+    }
+
+    /**
+     * Issue 51: a body that names DH-HMAC-CHAP settings without dhchapKey (or a TLS derivation without tlsKey) is
+     * refused whether or not the host has the other kind set; before, a host with a TLS key silently lost its
+     * DH-HMAC-CHAP secret (200, dhchapKeySet false) while one without was refused.
+     */
+    @Test
+    void aKindNamedWithoutItsKeyIsRefusedAndTheSecretStays() throws Exception {
+        String both = newSecret(32, null);
+        assertEquals(200, putKey(HOST, "{\"dhchapKey\":\"" + both + "\",\"tlsKey\":\"" + newTlsKey() + "\"}")
+                .statusCode());
+        String dhOnly = newSecret(32, null);
+        assertEquals(200, putKey(OTHER, "{\"dhchapKey\":\"" + dhOnly + "\"}").statusCode());
+        byte[] savedBefore = Files.readAllBytes(state.path());
+        String listBefore = api.call("GET", "/api/v1/hosts", null).body();
+        String[][] cases = {
+            {HOST, "{\"dhchapDhGroup\":\"ffdhe2048\"}", "dhchapKey"},
+            {HOST, "{\"dhchapHash\":\"sha512\"}", "dhchapKey"},
+            {HOST, "{\"dhchapCtrlKey\":\"" + newSecret(32, null) + "\"}", "dhchapKey"},
+            {HOST, "{\"tlsKeyDerivation\":\"legacy\"}", "tlsKey"},
+            {OTHER, "{\"dhchapDhGroup\":\"ffdhe2048\"}", "dhchapKey"},
+        };
+        for (String[] c : cases) {
+            HttpResponse<String> r = putKey(c[0], c[1]);
+            JsonNode p = problem(r, 400, c[2]);
+            assertNoSecret("the refusal of " + c[1], r.body());
+            assertEquals(listBefore, api.call("GET", "/api/v1/hosts", null).body(), c[1] + ": nothing changed: " + p);
+            assertTrue(java.util.Arrays.equals(savedBefore, Files.readAllBytes(state.path())), "state file unchanged");
+        }
+        assertTrue(json(api.call("GET", "/api/v1/hosts/" + HOST, null)).get("dhchapKeySet").asBoolean());
+        assertTrue(json(api.call("GET", "/api/v1/hosts/" + OTHER, null)).get("dhchapKeySet").asBoolean());
+        try (NvmeofController c = connect(OTHER, dhOnly, null)) {
+            moveData(c, 6); // still the secret in force
+        }
+        refused(() -> connect(OTHER, null, null), "without its secret");
+    }
+
+    /**
+     * Issue 51: a rotated or deleted secret is on no file in the state directory afterwards; before, the replaced
+     * document stayed as config.json.prev until the next change. A change that drops no secret still keeps the
+     * replaced document there.
+     */
+    @Test
+    void aRotatedOrDeletedSecretIsOnNoFile() throws Exception {
+        String first = newSecret(32, null);
+        String second = newSecret(32, null);
+        assertEquals(200, putKey(HOST, "{\"dhchapKey\":\"" + first + "\"}").statusCode());
+        String withFirst = Files.readString(state.path());
+        assertEquals(201, api.call("POST", "/api/v1/subsystems/" + SUB + "/namespaces", "{\"size\":\"1MiB\"}")
+                .statusCode());
+        assertEquals(withFirst, Files.readString(state.previous()), "no secret dropped: the replaced document is kept");
+
+        assertEquals(200, putKey(HOST, "{\"dhchapKey\":\"" + second + "\"}").statusCode());
+        assertOnNoFile(first, "the rotated secret");
+        assertTrue(Files.readString(state.path()).contains(second));
+
+        assertEquals(204, api.call("DELETE", "/api/v1/hosts/" + HOST, null).statusCode());
+        assertOnNoFile(second, "the deleted secret");
+        String tls = newTlsKey();
+        assertEquals(200, putKey(OTHER, "{\"tlsKey\":\"" + tls + "\"}").statusCode());
+        assertEquals(204, api.call("DELETE", "/api/v1/hosts/" + OTHER, null).statusCode());
+        assertOnNoFile(tls, "the deleted TLS key");
+        // What is there still starts the target.
+        admin.close();
+        target.close();
+        startFrom(state.load());
+        try (NvmeofController c = connect(HOST, null, null)) {
+            moveData(c, 7);
+        }
+    }
+
+    private void assertOnNoFile(String secret, String what) throws java.io.IOException {
+        try (var files = Files.walk(state.path().getParent())) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                assertFalse(Files.readString(f, java.nio.charset.StandardCharsets.ISO_8859_1).contains(secret),
+                        what + " is still in " + f);
+            }
+        }
+    }
+
     private static List<JsonNode> iterable(JsonNode array) {
         List<JsonNode> out = new java.util.ArrayList<>();
         array.forEach(out::add);

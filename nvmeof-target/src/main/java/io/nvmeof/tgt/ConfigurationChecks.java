@@ -85,6 +85,24 @@ final class ConfigurationChecks {
         return new HostSecurity(h.nqn(), auth, tls);
     }
 
+    /**
+     * A host entry that names DH-HMAC-CHAP settings without {@code dhchapKey}, or a TLS derivation without
+     * {@code tlsKey}, is refused: an entry replaces a kind whole, and the secret it leaves out (never shown by a GET)
+     * would silently go.
+     */
+    static void checkEachKindHasItsKey(HostConfig h) {
+        String host = h.nqn() == null ? "the host" : "host " + Nqn.display(h.nqn());
+        if (h.dhchapKey() == null && (h.dhchapCtrlKey() != null || h.dhchapHash() != null || h.dhchapDhGroup() != null)) {
+            throw invalid(host + ": dhchapCtrlKey, dhchapHash and dhchapDhGroup are set with the host's secret,"
+                    + " dhchapKey, which is missing: an entry replaces the host's whole DH-HMAC-CHAP setting, so give"
+                    + " dhchapKey again with them (GET never shows it; keep it where you generated it)");
+        }
+        if (h.tlsKey() == null && h.tlsKeyDerivation() != null) {
+            throw invalid(host + ": tlsKeyDerivation is set with the host's TLS key, tlsKey, which is missing: give"
+                    + " tlsKey again with it");
+        }
+    }
+
     /** {@code l} with its defaults filled in (transport tcp, port 4420), checked; the id stays as given. */
     static ListenerConfig normalizeListener(ListenerConfig l) {
         String transport = l.transport() != null ? l.transport() : "tcp";

@@ -156,9 +156,14 @@ final class ConfigurationDocument {
     /**
      * {@code given} with the kind of setting it leaves out taken from {@code current} (the host's entry now, or null):
      * an entry with only DH-HMAC-CHAP fields keeps the host's TLS key, one with only TLS fields keeps its secret. (A
-     * kind is removed with the host's whole settings, DELETE, then set again.)
+     * kind is removed with the host's whole settings, DELETE, then set again.) A kind named without its key is
+     * refused, whatever the host has: taken whole it would remove the secret the body left out, and only where the
+     * other kind is set would that be accepted (issue 51).
      */
     static HostConfig keepingOtherKind(HostConfig given, HostConfig current) {
+        if (given != null) {
+            ConfigurationChecks.checkEachKindHasItsKey(given);
+        }
         if (current == null) {
             return given;
         }

@@ -44,8 +44,13 @@ final class HostImportPlanner {
         Set<String> named = new HashSet<>();
         for (int i = 0; i < hosts.size(); i++) {
             String where = "hosts[" + i + "]";
-            HostConfig given = hosts.get(i) == null ? null
-                    : ConfigurationDocument.keepingOtherKind(hosts.get(i), current.get(hosts.get(i).nqn()));
+            HostConfig given;
+            try {
+                given = hosts.get(i) == null ? null
+                        : ConfigurationDocument.keepingOtherKind(hosts.get(i), current.get(hosts.get(i).nqn()));
+            } catch (ConfigurationException e) {
+                throw invalid(where + ": " + e.getMessage());
+            }
             HostSecurity sec = checked(where, given);
             String nqn = sec.hostNqn();
             if (!named.add(nqn)) {
