@@ -59,6 +59,19 @@ NVR_EXPORT int nvr_resolve_route(void *id, int timeout_ms) {
 NVR_EXPORT int nvr_id_src_port(void *id) { return ntohs(rdma_get_src_port((struct rdma_cm_id *)id)); }
 /* Host-order peer port of a connected or connecting id (a connect request's id: the host's source port). */
 NVR_EXPORT int nvr_id_dst_port(void *id) { return ntohs(rdma_get_dst_port((struct rdma_cm_id *)id)); }
+/* The peer's IP address: 4 or 16 bytes copied to out (16 bytes long), or 0 where the id has no IP peer. */
+NVR_EXPORT int nvr_id_dst_addr(void *id, unsigned char *out) {
+    struct sockaddr *sa = rdma_get_peer_addr((struct rdma_cm_id *)id);
+    if (sa->sa_family == AF_INET) {
+        memcpy(out, &((struct sockaddr_in *)sa)->sin_addr, 4);
+        return 4;
+    }
+    if (sa->sa_family == AF_INET6) {
+        memcpy(out, &((struct sockaddr_in6 *)sa)->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
 NVR_EXPORT void *nvr_id_verbs(void *id) { return ((struct rdma_cm_id *)id)->verbs; }
 NVR_EXPORT void *nvr_id_qp(void *id) { return ((struct rdma_cm_id *)id)->qp; }
 NVR_EXPORT void *nvr_id_pd(void *id) { return ((struct rdma_cm_id *)id)->pd; }

@@ -247,6 +247,31 @@ class AuthenticationTest {
     }
 
     /**
+     * Issue 51, finding 2: a Negotiate after a Challenge no Reply answered is offered the same DH key again, so
+     * restarting transactions does not make the target generate a key each time; the transaction still authenticates,
+     * and a key once combined with a host value is not offered again.
+     */
+    @Test
+    void aRestartedTransactionIsOfferedTheUnusedKeyAndAUsedOneIsNotReused() throws Exception {
+        HostSide side = new HostSide(DH, DH_KEY, DH_CTRL_KEY, ALL_HASHES, ALL_GROUPS);
+        try (RawTcpHost admin = connect(DH, 0, 0xFFFF)) {
+            assertEquals(Status.SUCCESS, authSend(admin, new Negotiate(1, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
+            RawTcpHost.Reply first = authReceive(admin, 4096);
+            byte[] offered = Challenge.decode(first.data()).dhValue();
+            Transcript t = authenticate(admin, side, 2); // a new transaction on the same queue
+            assertArrayEquals(offered, t.challenge.dhValue(), "the unused key is offered again, not a new one");
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(t.success1), "and the transaction authenticates");
+            Transcript again = authenticate(admin, side, 3); // re-authentication: the key was used
+            assertFalse(java.util.Arrays.equals(offered, again.challenge.dhValue()), "a used key is not offered again");
+            assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(again.success1));
+            try (RawTcpHost other = connect(DH, 0, 0xFFFF)) {
+                Transcript o = authenticate(other, side, 4);
+                assertFalse(java.util.Arrays.equals(offered, o.challenge.dhValue()), "another queue has its own key");
+            }
+        }
+    }
+
+    /**
      * Issue 51, finding 4: a peer that knows the host NQN and the controller ID connects QID 1 of an authenticated
      * controller first and never authenticates. It held the QID, and the real host's Connect for it was refused until
      * the peer left or its 60 s passed; a queue takes its QID only once it has authenticated now, so the real host

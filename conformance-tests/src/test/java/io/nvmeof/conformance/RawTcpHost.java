@@ -46,9 +46,24 @@ final class RawTcpHost implements AutoCloseable {
 
     /** With {@code receiveBuffer} > 0, the socket's receive buffer is that small (a host that reads slowly or never). */
     RawTcpHost(int port, int receiveBuffer) throws IOException {
+        this(null, port, receiveBuffer);
+    }
+
+    /**
+     * From source address {@code from} (another loopback address, 127.0.0.2 say: Linux answers for all of 127/8), so
+     * a test can be two machines to the target's per-source limits.
+     */
+    RawTcpHost(String from, int port) throws IOException {
+        this(from, port, 0);
+    }
+
+    private RawTcpHost(String from, int port, int receiveBuffer) throws IOException {
         socket = new Socket();
         if (receiveBuffer > 0) {
             socket.setReceiveBufferSize(receiveBuffer);
+        }
+        if (from != null) {
+            socket.bind(new java.net.InetSocketAddress(from, 0));
         }
         socket.connect(new java.net.InetSocketAddress("127.0.0.1", port), 5000);
         socket.setSoTimeout(5000);

@@ -49,6 +49,20 @@ public final class CmId implements AutoCloseable {
         return NvrNative.nvr_id_dst_port(requireOpen());
     }
 
+    /** The peer's IP address of a connected id, or of a connect request's id (the host's); null where it has none. */
+    public java.net.InetAddress peerAddress() {
+        byte[] out = new byte[16];
+        int n = NvrNative.nvr_id_dst_addr(requireOpen(), out);
+        if (n != 4 && n != 16) {
+            return null;
+        }
+        try {
+            return java.net.InetAddress.getByAddress(java.util.Arrays.copyOf(out, n));
+        } catch (java.net.UnknownHostException e) {
+            return null; // not reached: 4 or 16 bytes
+        }
+    }
+
     /** Starts address resolution; ADDR_RESOLVED (or ADDR_ERROR) follows on the channel. */
     public void resolveAddress(InetSocketAddress destination, int timeoutMillis) throws RdmaException {
         RdmaLibrary.check(NvrNative.nvr_resolve_addr(requireOpen(), null, SocketAddresses.encode(destination),

@@ -84,6 +84,7 @@ final class NvrNative {
     static native int nvr_resolve_route(long id, int timeoutMs);
     static native int nvr_id_src_port(long id);
     static native int nvr_id_dst_port(long id);
+    static native int nvr_id_dst_addr(long id, byte[] out16);
     static native long nvr_id_verbs(long id);
     static native long nvr_id_qp(long id);
     static native long nvr_id_pd(long id);

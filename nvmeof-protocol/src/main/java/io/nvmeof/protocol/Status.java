@@ -43,6 +43,8 @@ public final class Status {
     public static final int HOST_ID_INCONSISTENT = 0x018;
     public static final int KEEP_ALIVE_EXPIRED = 0x019;
     public static final int KEEP_ALIVE_INVALID = 0x01A;
+    /** The controller could not process the command now and the host should retry it (NVMe 1.4: overload). */
+    public static final int COMMAND_INTERRUPTED = 0x021;
     /** A transport error the host may retry (NVMe/TCP data digest mismatch, as SPDK reports it). */
     public static final int TRANSIENT_TRANSPORT_ERROR = 0x022;
     public static final int LBA_RANGE = 0x080;
@@ -116,6 +118,7 @@ public final class Status {
         NAMES.put(DATA_TRANSFER_ERROR, "DATA_TRANSFER_ERROR");
         NAMES.put(POWER_LOSS, "POWER_LOSS");
         NAMES.put(INTERNAL, "INTERNAL");
+        NAMES.put(COMMAND_INTERRUPTED, "COMMAND_INTERRUPTED");
         NAMES.put(ABORT_REQUESTED, "ABORT_REQ");
         NAMES.put(ABORT_SQ_DELETED, "ABORT_QUEUE");
         NAMES.put(ABORT_FAILED_FUSED, "FUSED_FAIL");

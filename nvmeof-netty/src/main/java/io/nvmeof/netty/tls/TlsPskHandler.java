@@ -116,36 +116,8 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
 
     private static final java.lang.reflect.Field KEY_UPDATE_ENABLED = keyUpdateField();
 
-    /**
-     * Failed handshakes are logged one each, but at most 20 a minute: anyone who reaches a listener can make them, and
-     * the log must not be theirs to fill. The first line after a quiet spell says how many were left out.
-     */
-    static final class FailureLog {
-        private static final long WINDOW = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
-        private static final int PER_WINDOW = 20;
-        private long windowStart = System.nanoTime();
-        private int logged;
-        private long dropped;
-
-        /** -1: do not log this one; else how many were left out before it. */
-        synchronized long admit() {
-            long now = System.nanoTime();
-            if (now - windowStart > WINDOW) {
-                windowStart = now;
-                logged = 0;
-            }
-            if (logged >= PER_WINDOW) {
-                dropped++;
-                return -1;
-            }
-            logged++;
-            long d = dropped;
-            dropped = 0;
-            return d;
-        }
-    }
-
-    static final FailureLog FAILURE_LOG = new FailureLog();
+    /** Failed handshakes are logged one each, but at most 20 a minute (anyone who reaches a listener can make them). */
+    static final io.nvmeof.netty.LogAllowance FAILURE_LOG = new io.nvmeof.netty.LogAllowance();
 
     private static java.lang.reflect.Field keyUpdateField() {
         try {
@@ -437,7 +409,7 @@ public final class TlsPskHandler extends ChannelDuplexHandler {
         String why = refusal != null ? refusal : alert != null ? alert : e.getMessage();
         long suppressed = FAILURE_LOG.admit();
         if (suppressed >= 0) {
-            String more = suppressed > 0 ? " (" + suppressed + " more failures not logged in the last minute)" : "";
+            String more = io.nvmeof.netty.LogAllowance.leftOut(suppressed, "failures");
             if (!completed) {
                 LOG.warn("TLS handshake with {} failed: {}{}", ctx.channel().remoteAddress(), why, more);
             } else {

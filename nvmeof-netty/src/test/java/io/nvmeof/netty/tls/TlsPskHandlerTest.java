@@ -268,7 +268,7 @@ class TlsPskHandlerTest {
     /** Review finding M2: failed handshakes, which anyone can cause, are logged at most 20 a minute. */
     @Test
     void failedHandshakesAreLoggedTwentyAMinuteAtMost() {
-        TlsPskHandler.FailureLog log = new TlsPskHandler.FailureLog();
+        io.nvmeof.netty.LogAllowance log = new io.nvmeof.netty.LogAllowance();
         for (int i = 0; i < 20; i++) {
             assertEquals(0, log.admit(), "failure " + i + " is logged");
         }

@@ -46,6 +46,12 @@ public final class QueueAuthentication {
     private byte[] c1;
     private long s1;
     private DhExchange dh;
+    /**
+     * The key of a Challenge no Reply has used yet: a new transaction on this queue offers it again rather than
+     * generating another (issue 51: Negotiate after Negotiate must not make the target compute a key each time). As
+     * nvmet, which keeps one key per controller for all its queues; it is never combined with two host values.
+     */
+    private DhExchange unanswered;
     private byte[] sessionKey;
     private byte[] c2;
     private long s2;
@@ -268,7 +274,8 @@ public final class QueueAuthentication {
         s1 = Dhchap.nextSequenceNumber();
         byte[] value = new byte[0];
         if (group != DhGroup.NULL) {
-            dh = DhExchange.generate(group, RANDOM);
+            dh = unanswered != null && unanswered.group() == group ? unanswered : DhExchange.generate(group, RANDOM);
+            unanswered = dh;
             value = dh.publicValue();
         }
         step = Step.REPLY;
@@ -282,6 +289,7 @@ public final class QueueAuthentication {
                 throw new AuthProtocolException(AuthMessages.EXP_DHGROUP_UNUSABLE, "Reply without a DH value in group "
                         + group.groupName());
             }
+            unanswered = null; // combined with a host value once: the next transaction gets a new key
             sessionKey = dh.sharedSecret(r.dhValue());
             challenge = Dhchap.augmentedChallenge(hash, sessionKey, c1);
         } else if (r.dhValue().length != 0) {

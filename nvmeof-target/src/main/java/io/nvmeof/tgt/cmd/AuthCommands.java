@@ -114,10 +114,9 @@ public final class AuthCommands {
                 LOG.debug("queue {} closed during an authentication step", sq.qid());
             }
         };
-        try {
-            sq.core().executeAuthentication(work);
-        } catch (RejectedExecutionException e) {
-            req.complete(Status.INTERNAL); // the host may retry: too many authentications at once
+        if (!sq.core().executeAuthentication(sq.transport().peerAddress(), work)) {
+            // Too many steps from this address (or all) wait: nothing was done, the host may send it again.
+            req.complete(Status.COMMAND_INTERRUPTED);
         }
     }
 
@@ -139,7 +138,13 @@ public final class AuthCommands {
         if (c != null && (auth.fatal() || (auth.authenticated() && !wasAuthenticated))) {
             c.subsystem().countAuthentication(!auth.fatal());
         }
-        if (c != null && auth.authenticated() && !wasAuthenticated) {
+        if (c != null && auth.authenticated() && !wasAuthenticated && !sq.promote()) {
+            // It reserved only what authenticating takes (the untrusted allowance); its real buffers do not fit now.
+            LOG.warn("queue {} of controller {} authenticated, but the target's memory limit is held by other"
+                    + " connections ({} bytes in use); closed, the host may reconnect", sq.qid(), c.cntlid(),
+                    sq.core().memory().used());
+            req.closeQueueAfterResponse = true;
+        } else if (c != null && auth.authenticated() && !wasAuthenticated) {
             if (sq.qid() == 0) {
                 sq.core().hostProven(c);
             } else if (!c.attachAuthenticated(sq)) {

@@ -79,8 +79,15 @@ public final class FabricsCommands {
         }
     }
 
+    /** Refusals anyone can cause by the thousand (busy, unknown or unauthorized hosts): logged 20 a minute at most. */
+    private static final io.nvmeof.netty.LogAllowance REFUSAL_LOG = new io.nvmeof.netty.LogAllowance();
+
     private static void fail(Request req, int status, long result, String why) {
-        LOG.warn("Connect from {} refused: {} ({})", req.sq().transport().peer(), why, Status.name(status));
+        long leftOut = REFUSAL_LOG.admit();
+        if (leftOut >= 0) {
+            LOG.warn("Connect from {} refused: {} ({}){}", req.sq().transport().peer(), why, Status.name(status),
+                    io.nvmeof.netty.LogAllowance.leftOut(leftOut, "refused Connects"));
+        }
         req.result = result;
         req.complete(status);
     }
@@ -174,7 +181,11 @@ public final class FabricsCommands {
                         + " s; the host may retry");
                 return;
             }
-            if (!reserveMemory(req, sqsize + 1)) {
+            // A discovery controller (any host NQN may open one) and a queue that must still authenticate reserve from
+            // the untrusted allowance until their host proves itself, so a flood of them cannot lock others out.
+            boolean untrusted = sq.transport().tlsIdentity() == null
+                    && (subsystem.isDiscovery() || willRequireAuthentication(sq, subsystem, hostnqn));
+            if (!reserveMemory(req, sqsize + 1, untrusted)) {
                 return;
             }
             long kato = f.kato();
@@ -221,12 +232,13 @@ public final class FabricsCommands {
                     "QID " + qid + " beyond the " + c.maxIoQueues() + " I/O queues a controller has");
             return;
         }
-        if (!reserveMemory(req, sqsize + 1)) {
+        // A queue that must authenticate takes its QID only once it has: until then it must not keep the host's own
+        // Connect for that QID out (anyone who knows the host NQN and the controller ID could send one), nor more
+        // memory than the untrusted allowance gives it.
+        boolean mustAuthenticate = willRequireAuthentication(sq, subsystem, hostnqn);
+        if (!reserveMemory(req, sqsize + 1, mustAuthenticate && sq.transport().tlsIdentity() == null)) {
             return;
         }
-        // A queue that must authenticate takes its QID only once it has: until then it must not keep the host's own
-        // Connect for that QID out (anyone who knows the host NQN and the controller ID could send one).
-        boolean mustAuthenticate = willRequireAuthentication(sq, subsystem, hostnqn);
         int status = mustAuthenticate ? core.attachPendingIoQueue(c, qid, sq) : core.attachIoQueue(c, qid, sq);
         if (status != Status.SUCCESS) {
             sq.unreserveMemory();
@@ -294,12 +306,12 @@ public final class FabricsCommands {
     /**
      * Reserves the connecting queue's memory, or refuses the Connect: Invalid Parameters on SQSIZE when a queue this
      * large could not run within the per-connection limit (a smaller one would; nvmet points at SQSIZE the same way for
-     * a queue beyond MQES), Controller Busy without DNR when other connections hold the target's memory (the host may
-     * retry later; nvmet answers Controller Busy when it has no controller to give).
+     * a queue beyond MQES), Controller Busy without DNR when other connections hold the target's memory or the
+     * untrusted allowance (the host may retry later; nvmet answers Controller Busy when it has no controller to give).
      */
-    private static boolean reserveMemory(Request req, int entries) {
+    private static boolean reserveMemory(Request req, int entries, boolean untrusted) {
         SubmissionQueue sq = req.sq();
-        int r = sq.reserveMemory(entries);
+        int r = sq.reserveMemory(entries, untrusted);
         if (r == SubmissionQueue.OVER_QUEUE_LIMIT) {
             TargetLimits limits = sq.core().limits();
             fail(req, Status.CONNECT_INVALID_PARAMETERS | Status.DNR, invalidSqeField(FabricsCommand.SQSIZE),
@@ -313,6 +325,10 @@ public final class FabricsCommands {
             MemoryBudget m = sq.core().memory();
             fail(req, Status.CONNECT_CONTROLLER_BUSY, 0, "the target's memory limit of " + m.limit() + " bytes is "
                     + "held by other connections (" + m.used() + " bytes in use); retry later, or raise maxMemory");
+            return false;
+        }
+        if (r == SubmissionQueue.OVER_UNTRUSTED_LIMIT) {
+            fail(req, Status.CONNECT_CONTROLLER_BUSY, 0, sq.refusal() + "; retry later");
             return false;
         }
         return true;

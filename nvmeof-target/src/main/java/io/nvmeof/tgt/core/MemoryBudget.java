@@ -13,6 +13,13 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Forward progress: Connect admits a queue only while the reservations leave room for one largest transfer, so a
  * command that waits always fits once the commands in flight complete.
+ *
+ * <p>Queues whose host has proved nothing yet (discovery controllers, which any host NQN may open, and queues that must
+ * still authenticate) reserve from a small allowance of their own: at most {@link #untrustedLimit} in all and
+ * {@link #perSourceLimit} per source address ({@link SourceAddress}; where it is unknown only the total applies), so a flood from one address, keyless or
+ * naming a real host, cannot take the memory that allowed and authenticated hosts connect with (issue 51). Such a
+ * queue reserves only what it needs to authenticate ({@link SubmissionQueue#UNTRUSTED_POOL} request slots) and takes
+ * the rest, from the whole budget, once it has ({@link #promote}).
  */
 public final class MemoryBudget {
     /** A queue's fixed cost besides its request slots: pipeline, handlers, small-PDU slabs (measured, see docs). */
@@ -26,14 +33,123 @@ public final class MemoryBudget {
     private final ConcurrentLinkedQueue<Runnable> waiting = new ConcurrentLinkedQueue<>();
     private final LongAdder refusedConnects = new LongAdder();
     private final LongAdder waits = new LongAdder();
+    private final long untrustedLimit;
+    private final long perSourceLimit;
+    private final AtomicLong untrustedUsed = new AtomicLong();
+    /** Untrusted bytes by source; an entry goes when its source holds nothing (updated atomically per key). */
+    private final java.util.concurrent.ConcurrentHashMap<Object, Long> bySource =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    private final LongAdder refusedUntrusted = new LongAdder();
 
     /**
      * @param limit    bytes in all
      * @param headroom what reservations must leave free for data: the largest transfer
      */
     public MemoryBudget(long limit, long headroom) {
+        this(limit, headroom, limit / 8, limit / 64);
+    }
+
+    /**
+     * @param untrustedLimit what queues whose host proved nothing yet may reserve in all
+     * @param perSourceLimit what they may reserve from one source address
+     */
+    public MemoryBudget(long limit, long headroom, long untrustedLimit, long perSourceLimit) {
         this.limit = limit;
         this.headroom = headroom;
+        this.untrustedLimit = untrustedLimit;
+        this.perSourceLimit = perSourceLimit;
+    }
+
+    /** What queues whose host proved nothing yet may reserve in all. */
+    public long untrustedLimit() { return untrustedLimit; }
+
+    /** What they may reserve from one source address. */
+    public long perSourceLimit() { return perSourceLimit; }
+
+    /** Bytes such queues hold now. */
+    public long untrustedUsed() { return untrustedUsed.get(); }
+
+    /** Connects of such queues refused because their allowance (in all or their source's) was taken. */
+    public long refusedUntrusted() { return refusedUntrusted.sum(); }
+
+    /** Bytes such queues from {@code source} (see {@link SourceAddress}) hold now. */
+    public long untrustedUsedBy(Object source) {
+        Long held = bySource.get(source);
+        return held == null ? 0 : held;
+    }
+
+    /**
+     * Reserves a queue whose host has proved nothing yet, from the allowance of its source and the total one, and
+     * within the whole budget as {@link #reserveQueue} does. Returns null when reserved, else why not.
+     */
+    String reserveUntrusted(long bytes, Object source) {
+        if (!tryAdd(untrustedUsed, bytes, untrustedLimit)) {
+            refusedUntrusted.increment();
+            return "connections that have not authenticated (and discovery connections) hold their allowance of "
+                    + untrustedLimit + " bytes";
+        }
+        if (source != SourceAddress.UNKNOWN && !addForSource(source, bytes)) {
+            untrustedUsed.addAndGet(-bytes);
+            refusedUntrusted.increment();
+            return "connections from " + source + " that have not authenticated (and discovery connections) hold"
+                    + " that address's allowance of " + perSourceLimit + " bytes";
+        }
+        if (!reserveQueue(bytes)) {
+            forgetUntrusted(bytes, source);
+            return "the target's memory limit of " + limit + " bytes is held by other connections (" + used() + " bytes"
+                    + " in use)";
+        }
+        return null;
+    }
+
+    /** Gives back what {@link #reserveUntrusted} took. */
+    void releaseUntrusted(long bytes, Object source) {
+        forgetUntrusted(bytes, source);
+        release(bytes);
+    }
+
+    /**
+     * A queue that has proved its host: it stops counting against the untrusted allowance and takes {@code more}
+     * bytes of the whole budget for its real buffers. False (nothing changed) when they do not fit.
+     */
+    boolean promote(long untrustedBytes, Object source, long more) {
+        if (more > 0 && !tryTake(more, limit - headroom)) {
+            refusedConnects.increment();
+            return false;
+        }
+        forgetUntrusted(untrustedBytes, source);
+        return true;
+    }
+
+    private void forgetUntrusted(long bytes, Object source) {
+        untrustedUsed.addAndGet(-bytes);
+        if (source != SourceAddress.UNKNOWN) {
+            bySource.computeIfPresent(source, (k, held) -> held - bytes <= 0 ? null : held - bytes);
+        }
+    }
+
+    private boolean addForSource(Object source, long bytes) {
+        boolean[] added = {false};
+        bySource.compute(source, (k, held) -> {
+            long now = held == null ? 0 : held;
+            if (now + bytes > perSourceLimit) {
+                return held;
+            }
+            added[0] = true;
+            return now + bytes;
+        });
+        return added[0];
+    }
+
+    private static boolean tryAdd(AtomicLong counter, long bytes, long ceiling) {
+        long u;
+        do {
+            u = counter.get();
+            if (u + bytes > ceiling) {
+                return false;
+            }
+        } while (!counter.compareAndSet(u, u + bytes));
+        return true;
     }
 
     /** What a queue with {@code slots} request slots and {@code transportBytes} of its own buffers reserves. */
@@ -72,14 +188,7 @@ public final class MemoryBudget {
     }
 
     private boolean tryTake(long bytes, long ceiling) {
-        long u;
-        do {
-            u = used.get();
-            if (u + bytes > ceiling) {
-                return false;
-            }
-        } while (!used.compareAndSet(u, u + bytes));
-        return true;
+        return tryAdd(used, bytes, ceiling);
     }
 
     /** Gives back a reservation or a charge, and wakes a waiting queue if any. */

@@ -36,11 +36,24 @@ public final class SubmissionQueue {
     private long memoryReserved;
     private final MemoryBudget budget;
     private final long memoryLimit;
+    /** Whether {@link #memoryReserved} is from the untrusted allowance (see {@link #promote}). */
+    private boolean untrusted;
+    /** The source address it is counted under there (see {@link SourceAddress}). */
+    private Object untrustedSource;
+    /** Why the last {@link #reserveMemory} answered {@link #OVER_UNTRUSTED_LIMIT}. */
+    private String refusal;
 
     /** {@link #chargeData}: charged; over this queue's limit (wait for its own commands); over the target's. */
     public static final int CHARGED = 0;
     public static final int OVER_QUEUE_LIMIT = 1;
     public static final int OVER_TARGET_LIMIT = 2;
+    /** A queue whose host proved nothing yet found its allowance taken (see {@link MemoryBudget}). */
+    public static final int OVER_UNTRUSTED_LIMIT = 3;
+    /**
+     * Request slots of a queue whose host has proved nothing yet: the authentication commands go one at a time, and a
+     * discovery controller's host keeps a Keep Alive, a few Asynchronous Event Requests and a log page in flight.
+     */
+    public static final int UNTRUSTED_POOL = 16;
 
     // Counters for the SMART log; written by this queue's thread only.
     long readCommands;
@@ -161,7 +174,7 @@ public final class SubmissionQueue {
     public void authenticationBusy(boolean busy) { authenticationBusy = busy; }
 
     void bind(Controller controller, int qid, int size, boolean disableFlowControl) {
-        grow(Math.min(2 * size, maxPoolSize));
+        grow(poolFor(size));
         this.controller = controller;
         this.qid = qid;
         this.size = size;
@@ -171,20 +184,73 @@ public final class SubmissionQueue {
     /**
      * Connect: reserves what a queue of {@code entries} costs (its request slots and the transport's own buffers),
      * before anything else changes. Returns {@link #CHARGED}, {@link #OVER_QUEUE_LIMIT} when the queue could not run
-     * one largest transfer within the per-connection limit, or {@link #OVER_TARGET_LIMIT} when the target's memory is
-     * taken by other queues.
+     * one largest transfer within the per-connection limit, {@link #OVER_TARGET_LIMIT} when the target's memory is
+     * taken by other queues, or {@link #OVER_UNTRUSTED_LIMIT} (see {@link #refusal}).
+     *
+     * @param untrusted whether the queue's host has proved nothing yet: it then reserves only
+     *                  {@link #UNTRUSTED_POOL} slots, from the untrusted allowance, until {@link #promote}
      */
-    public int reserveMemory(int entries) {
+    public int reserveMemory(int entries, boolean untrusted) {
         long bytes = reservationFor(entries);
         if (bytes + core.limits().maxTransferSize() > memoryLimit) {
             return OVER_QUEUE_LIMIT;
         }
-        if (!budget.reserveQueue(bytes)) {
+        if (untrusted) {
+            bytes = MemoryBudget.queueReservation(untrustedPool(entries), transport.bufferedBytes());
+            Object source = SourceAddress.of(transport.peerAddress());
+            String why = budget.reserveUntrusted(bytes, source);
+            if (why != null) {
+                refusal = why;
+                return OVER_UNTRUSTED_LIMIT;
+            }
+            this.untrusted = true;
+            this.untrustedSource = source;
+        } else if (!budget.reserveQueue(bytes)) {
             return OVER_TARGET_LIMIT;
         }
         memoryReserved += bytes;
         memoryHeld += bytes;
         return CHARGED;
+    }
+
+    /** Why the last {@link #reserveMemory} answered {@link #OVER_UNTRUSTED_LIMIT}. */
+    public String refusal() {
+        return refusal;
+    }
+
+    /** Whether this queue holds only the untrusted allowance's few slots (its host has proved nothing yet). */
+    public boolean untrusted() {
+        return untrusted;
+    }
+
+    /**
+     * The queue's host has proved itself: it takes its real reservation from the whole budget and grows its pool to
+     * its size. False (nothing changed) when the target's memory is taken; the caller ends the queue. Only on this
+     * queue's thread.
+     */
+    public boolean promote() {
+        if (!untrusted) {
+            return true;
+        }
+        long full = reservationFor(size);
+        long more = Math.max(0, full - memoryReserved);
+        if (!budget.promote(memoryReserved, untrustedSource, more)) {
+            return false;
+        }
+        untrusted = false;
+        untrustedSource = null;
+        memoryReserved += more;
+        memoryHeld += more;
+        grow(poolFor(size));
+        return true;
+    }
+
+    private int poolFor(int entries) {
+        return untrusted ? untrustedPool(entries) : Math.min(2 * entries, maxPoolSize);
+    }
+
+    private int untrustedPool(int entries) {
+        return Math.min(Math.min(2 * entries, maxPoolSize), UNTRUSTED_POOL);
     }
 
     /** What {@link #reserveMemory} takes for a queue of {@code entries}. */
@@ -203,8 +269,14 @@ public final class SubmissionQueue {
     public void unreserveMemory() {
         if (memoryReserved > 0) {
             memoryHeld -= memoryReserved;
-            budget.release(memoryReserved);
+            if (untrusted) {
+                budget.releaseUntrusted(memoryReserved, untrustedSource);
+            } else {
+                budget.release(memoryReserved);
+            }
             memoryReserved = 0;
+            untrusted = false;
+            untrustedSource = null;
         }
     }
 

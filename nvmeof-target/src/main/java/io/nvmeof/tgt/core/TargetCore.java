@@ -54,7 +54,8 @@ public final class TargetCore {
     private final io.nvmeof.tgt.auth.HostAuthRegistry hostAuth = new io.nvmeof.tgt.auth.HostAuthRegistry();
     private final io.nvmeof.tgt.auth.TlsKeys tlsKeys = new io.nvmeof.tgt.auth.TlsKeys();
     /** DH arithmetic of authentication (milliseconds each in the larger groups), never on a poll group. */
-    private final java.util.concurrent.ExecutorService authWork = authThreads();
+    private final AuthenticationWork authWork =
+            new AuthenticationWork(Math.max(1, Runtime.getRuntime().availableProcessors()));
     /** The most backend threads at once, over all lanes: beyond it a lane's turn waits for a free thread. */
     static final int BACKEND_THREADS = 64;
 
@@ -149,23 +150,12 @@ public final class TargetCore {
     }
 
     /**
-     * Runs an authentication step off the poll groups. Bounded: one thread per core at most, and a queue of 1,024
-     * steps (each queue has at most one at a time); beyond that the step is refused and the caller fails the command.
+     * Runs an authentication step off the poll groups, in turn with other source addresses' steps (see
+     * {@link AuthenticationWork}). False when the step was not taken: its source, or all, have too many waiting; the
+     * caller answers with a status the host may retry.
      */
-    public void executeAuthentication(Runnable step) {
-        authWork.execute(step);
-    }
-
-    private static java.util.concurrent.ExecutorService authThreads() {
-        int n = Math.max(1, Runtime.getRuntime().availableProcessors());
-        java.util.concurrent.ThreadPoolExecutor e = new java.util.concurrent.ThreadPoolExecutor(n, n, 30,
-                TimeUnit.SECONDS, new java.util.concurrent.ArrayBlockingQueue<>(1024), r -> {
-                    Thread t = new Thread(r, "nvmeof-auth");
-                    t.setDaemon(true);
-                    return t;
-                });
-        e.allowCoreThreadTimeOut(true);
-        return e;
+    public boolean executeAuthentication(java.net.InetAddress peer, Runnable step) {
+        return authWork.submit(SourceAddress.of(peer), step);
     }
 
     /**
@@ -735,7 +725,7 @@ public final class TargetCore {
 
     /** Lets backend work already started finish (before backends close); takes no more. */
     public void stopBackendWork(long timeoutMs) {
-        authWork.shutdownNow(); // a half-done authentication is of no use once the target stops
+        authWork.shutdownNow();
         housekeeping.shutdownNow();
         backendWork.shutdown();
         try {

@@ -225,7 +225,8 @@ final class RdmaConnectionManager {
             int initiatorDepth = Math.min(ev.initiatorDepth(), resources.attributes().maxQpInitRdAtom());
             int responderResources = Math.min(ev.responderResources(), resources.attributes().maxQpRdAtom());
             VerbsRdmaChannel channel = new VerbsRdmaChannel(id, qp, g.counters, owner);
-            String peer = "rdma qid " + p.qid();
+            java.net.InetAddress peerAddress = id.peerAddress();
+            String peer = "rdma qid " + p.qid() + (peerAddress != null ? " from " + peerAddress.getHostAddress() : "");
             long cmCpuUsed = cmCpu < 0 ? -1 : AcceptTimes.threadCpuNanos() - cmCpu;
             g.group.execute(() -> {
                 long groupCpu = AcceptTimes.threadCpuNanos();
@@ -234,6 +235,7 @@ final class RdmaConnectionManager {
                     RdmaQueue queue = new RdmaQueue(core, channel, g.pool, resources, g.group,
                             peer, depth, inlineDataSize, p.qid() == 0 ? 0 : inlineDataSize, Math.max(1, initiatorDepth));
                     queue.listener(owner.info());
+                    queue.peerAddress(peerAddress);
                     queue.start();
                     connections.put(id, new RdmaConnection(id, qp, g, queue, cqEntries));
                     byte[] accept = new byte[RdmaCmAccept.LENGTH];

@@ -470,6 +470,17 @@ public final class RdmaQueue implements TransportQueue {
     }
 
     private volatile io.nvmeof.tgt.core.ListenerInfo listener;
+    private volatile java.net.InetAddress peerAddress;
+
+    /** The host's IP address (from its connect request); set before the queue starts. */
+    void peerAddress(java.net.InetAddress a) {
+        peerAddress = a;
+    }
+
+    @Override
+    public java.net.InetAddress peerAddress() {
+        return peerAddress;
+    }
 
     /** The listener the connection came through; set before the queue starts. */
     void listener(io.nvmeof.tgt.core.ListenerInfo l) {

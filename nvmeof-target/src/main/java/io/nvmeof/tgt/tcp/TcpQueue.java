@@ -292,6 +292,12 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     }
 
     @Override
+    public java.net.InetAddress peerAddress() {
+        ChannelHandlerContext c = ctx;
+        return c != null && c.channel().remoteAddress() instanceof java.net.InetSocketAddress a ? a.getAddress() : null;
+    }
+
+    @Override
     public java.net.InetAddress localAddress() {
         ChannelHandlerContext c = ctx;
         return c != null && c.channel().localAddress() instanceof java.net.InetSocketAddress a ? a.getAddress() : null;

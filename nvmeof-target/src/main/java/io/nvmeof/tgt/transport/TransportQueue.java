@@ -49,6 +49,11 @@ public interface TransportQueue {
     /** The peer's address, for logs. */
     String peer();
 
+    /** The peer's IP address where the transport knows it (null otherwise): what per-source limits count by. */
+    default java.net.InetAddress peerAddress() {
+        return null;
+    }
+
     /**
      * The address of this machine the host reached (null where unknown): what the discovery log says for a listener
      * on the wildcard address, where hosts cannot connect to "0.0.0.0" (nvmet's {@code nvmet_set_disc_traddr}).
