@@ -425,6 +425,30 @@ class AuthenticationTest {
     }
 
     /**
+     * Review of issue 51's fix for finding 4: an I/O queue that waits for its QID until it authenticates is closed at
+     * the authentication deadline like any other (the sweep looked at the QID slots only, so such a queue, and its
+     * reservation, stayed for as long as the controller lived).
+     */
+    @Test
+    void aPendingIoQueueThatNeverAuthenticatesIsClosedAtTheDeadline() throws Exception {
+        io.nvmeof.tgt.auth.QueueAuthentication.deadline(java.time.Duration.ofMillis(1500));
+        try (RawTcpHost admin = connect(PLAIN, 0, 0xFFFF)) {
+            authenticate(admin, new HostSide(PLAIN, PLAIN_KEY, null, ALL_HASHES, ALL_GROUPS), 31);
+            assertServed(admin);
+            try (RawTcpHost io = connect(PLAIN, 1, admin.cntlid)) {
+                io.soTimeout(8000);
+                long t0 = System.nanoTime();
+                assertTrue(io.closedByTarget(), "closed at the deadline");
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                assertTrue(ms < 7000, "closed after " + ms + " ms");
+            }
+            assertServed(admin); // the controller itself goes on
+        } finally {
+            io.nvmeof.tgt.auth.QueueAuthentication.deadline(null);
+        }
+    }
+
+    /**
      * Issue 51, finding 3: a host with a secret authenticates, registers and takes Write Exclusive; a host without one
      * (allowed on the subsystem) reads its Host ID from Reservation Report and connects with it. It was let in and
      * wrote through the reservation; the Host ID belongs to the host that authenticated with it now, so the Connect is

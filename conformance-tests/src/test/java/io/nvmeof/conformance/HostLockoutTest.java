@@ -97,10 +97,14 @@ class HostLockoutTest {
      * (a new random one each when null); those accepted are kept open (and never authenticate).
      */
     Flood flood(int attempts, String subnqn, String hostNqn) throws IOException {
+        return flood(ATTACKER, attempts, subnqn, hostNqn);
+    }
+
+    Flood flood(String from, int attempts, String subnqn, String hostNqn) throws IOException {
         int accepted = 0;
         List<Integer> refusals = new ArrayList<>();
         for (int i = 0; i < attempts; i++) {
-            RawTcpHost h = new RawTcpHost(ATTACKER, port);
+            RawTcpHost h = new RawTcpHost(from, port);
             h.initialize(0);
             String nqn = hostNqn != null ? hostNqn : "nqn.2014-08.org.nvmexpress:uuid:" + UUID.randomUUID();
             Completion c = h.connect(0, SQSIZE, 0xFFFF, subnqn, nqn, 0);
@@ -199,6 +203,101 @@ class HostLockoutTest {
         }
         System.out.printf("unauthenticated admin queues naming %s from %s: %d kept, %d refused; the host itself"
                 + " connected and authenticated in %d ms%n", KEYED, ATTACKER, f.accepted(), f.refused(), ms);
+    }
+
+    /**
+     * Review of finding 1: floods from several addresses, each within its own allowance, together fill the total
+     * one; a host that then comes to authenticate (or to discover) is let in by closing the oldest queue of the
+     * address that holds most. Before, it was refused Controller Busy for as long as the floods held on.
+     */
+    @Test
+    void floodsFromSeveralAddressesGiveWayToAHostThatComesToAuthenticate() throws Exception {
+        MemoryBudget m = target.core().memory();
+        int kept = 0;
+        for (int a = 2; a <= 12; a++) {
+            kept += flood("127.0.0." + a, 10, a % 2 == 0 ? Nqn.DISCOVERY : SUB, a % 2 == 0 ? null : KEYED).accepted();
+        }
+        assertTrue(m.untrustedUsed() > m.untrustedLimit() - m.perSourceLimit(),
+                "the floods hold the allowance: " + m.untrustedUsed() + " of " + m.untrustedLimit());
+        long ms = authenticatedHostConnects();
+        try (RawTcpHost h = new RawTcpHost(port)) {
+            h.initialize(0);
+            assertEquals(Status.SUCCESS, h.connect(0, 31, 0xFFFF, Nqn.DISCOVERY, OPEN, 0).status(), "discovery too");
+        }
+        System.out.printf("floods from 127.0.0.2-12 kept %d queues (%d of %d bytes of the allowance); the authenticated"
+                + " host connected in %d ms%n", kept, m.untrustedUsed(), m.untrustedLimit(), ms);
+    }
+
+    /**
+     * Review of finding 1: a discovery host that asks for log pages and never reads them. Each response's memory was
+     * given back as soon as it was queued for the socket, so what waited there for a reader nobody counted; a queue
+     * whose host proved nothing keeps it counted now, within its address's allowance, until the host has read it.
+     */
+    @Test
+    void dataADiscoveryHostNeverReadsStaysCountedWithinItsAllowance() throws Exception {
+        MemoryBudget m = target.core().memory();
+        try (RawTcpHost h = new RawTcpHost(ATTACKER, port, 4096)) {
+            h.bringUpAdmin(Nqn.DISCOVERY);
+            long reserved = m.untrustedUsedBy(ATTACKER);
+            int length = 128 << 10; // the target's largest transfer
+            for (int i = 0; i < 400; i++) { // 50 MiB asked for, none read
+                byte[] sqe = RawTcpHost.sqe();
+                RawTcpHost.cmd(sqe).cid(100 + i).opcode(io.nvmeof.protocol.Opcodes.ADMIN_GET_LOG_PAGE)
+                        .cdw10(io.nvmeof.protocol.Opcodes.LOG_DISCOVERY | (length / 4 - 1) << 16);
+                RawTcpHost.sgl(sqe).transportBlock(length);
+                h.sendQuietly(h.capsule(sqe, null));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (m.untrustedUsedBy(ATTACKER) < m.perSourceLimit() - length && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            long held = m.untrustedUsedBy(ATTACKER);
+            assertTrue(held > reserved + length, "the unread responses are counted: " + held + " bytes, " + reserved
+                    + " of them the queue's reservation");
+            assertTrue(held <= m.perSourceLimit(), "within the address's allowance: " + held);
+            long ms = authenticatedHostConnects();
+            System.out.printf("a discovery host that never reads: %d bytes of unread log pages counted (allowance %d);"
+                    + " another host connected in %d ms%n", held - reserved, m.perSourceLimit(), ms);
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (m.untrustedUsed() != 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(0, m.untrustedUsed(), "given back when the connection closes");
+    }
+
+    /**
+     * Review of finding 1: a second Connect on a connection whose first still waits for its data (R2T) was run too,
+     * reserving again; mixing a discovery Connect with a trusted one then released trusted bytes as untrusted and
+     * left the first controller without its queue. It is refused now, and the counts go back to where they were.
+     */
+    @Test
+    void aSecondConnectWhileTheFirstWaitsForItsDataIsRefused() throws Exception {
+        MemoryBudget m = target.core().memory();
+        long used = m.used();
+        try (RawTcpHost h = new RawTcpHost(port)) {
+            h.initialize(0);
+            byte[] first = RawTcpHost.connectSqe(0, SQSIZE, 0);
+            RawTcpHost.sgl(first).transportBlock(io.nvmeof.protocol.fabrics.ConnectData.LENGTH);
+            RawTcpHost.cmd(first).cid(1);
+            int ttag = h.sendForR2T(first); // the first Connect's data is asked for
+            byte[] second = RawTcpHost.connectSqe(0, SQSIZE, 0);
+            RawTcpHost.cmd(second).cid(2);
+            h.send(h.capsule(second, RawTcpHost.connectData(0xFFFF, Nqn.DISCOVERY, OPEN)));
+            Completion c2 = h.awaitResponse();
+            assertEquals(2, c2.cid());
+            assertEquals(Status.COMMAND_SEQUENCE_ERROR | Status.DNR, c2.status(), "one Connect per connection");
+            h.send(h.h2cData(1, ttag, 0, RawTcpHost.connectData(0xFFFF, SUB, OPEN), true));
+            Completion c1 = h.awaitResponse();
+            assertEquals(1, c1.cid());
+            assertEquals(Status.SUCCESS, c1.status(), "the first is served");
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((m.used() != used || m.untrustedUsed() != 0) && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(used, m.used(), "every byte given back");
+        assertEquals(0, m.untrustedUsed());
     }
 
     /**

@@ -57,7 +57,7 @@ final class RawTcpHost implements AutoCloseable {
         this(from, port, 0);
     }
 
-    private RawTcpHost(String from, int port, int receiveBuffer) throws IOException {
+    RawTcpHost(String from, int port, int receiveBuffer) throws IOException {
         socket = new Socket();
         if (receiveBuffer > 0) {
             socket.setReceiveBufferSize(receiveBuffer);
@@ -297,6 +297,16 @@ final class RawTcpHost implements AutoCloseable {
         return awaitResponse();
     }
 
+    /** Sends a command whose data the target is to ask for (no in-capsule data) and returns the R2T's transfer tag. */
+    int sendForR2T(byte[] sqe) throws IOException {
+        send(capsule(sqe, null));
+        byte[] pdu = readPdu();
+        if (pdu[0] != PduHeader.TYPE_R2T) {
+            throw new IOException("expected an R2T, got " + PduHeader.typeName(pdu[0]));
+        }
+        return new io.nvmeof.protocol.tcp.R2TPdu().<io.nvmeof.protocol.tcp.R2TPdu>wrap(new UnsafeBuffer(pdu), 0).ttag();
+    }
+
     Completion awaitResponse() throws IOException {
         while (true) {
             byte[] pdu = readPdu();
@@ -425,9 +435,15 @@ final class RawTcpHost implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        if (onClose != null) {
+            onClose.close();
+        }
         if (socket == null) {
             return; // an encoder
         }
         socket.close();
     }
+
+    /** What {@link #close} closes besides (the TLS session and socket under a host over streams). */
+    java.io.Closeable onClose;
 }

@@ -131,11 +131,7 @@ class ReservationEndToEndTest {
                 assertEquals(0, queue.connect(1, 31, cntlid, TestTargets.NQN, RawTcpHost.HOSTNQN, 0).status());
                 byte[] write = RawTcpHost.rwSqe(Opcodes.IO_WRITE, 1, 0, 128, 128 * 512, false); // 64 KiB: R2T
                 RawTcpHost.cmd(write).cid(91);
-                queue.send(queue.capsule(write, null));
-                byte[] r2t = queue.readPdu();
-                assertEquals(io.nvmeof.protocol.tcp.PduHeader.TYPE_R2T, r2t[0], "the target asks for the data");
-                int ttag = new io.nvmeof.protocol.tcp.R2TPdu().<io.nvmeof.protocol.tcp.R2TPdu>wrap(
-                        new org.agrona.concurrent.UnsafeBuffer(r2t), 0).ttag();
+                int ttag = queue.sendForR2T(write); // the target asks for the data
                 get(nsB.reservations().register(0xB, Reservations.CPTPL_NO_CHANGE));
                 get(nsB.reservations().acquire(0xB, Reservations.WRITE_EXCLUSIVE));
                 queue.send(queue.h2cData(91, ttag, 0, new byte[128 * 512], true));

@@ -12,6 +12,7 @@ import io.nvmeof.initiator.NvmeStatusException;
 import io.nvmeof.initiator.NvmeofController;
 import io.nvmeof.initiator.NvmeofException;
 import io.nvmeof.initiator.TransportId;
+import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Status;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.tls.ConfiguredPsk;
@@ -195,5 +196,115 @@ class TlsTest {
         try (NvmeofController c = connect(requiredPort, SUB, options(HOST).tlsKey(KEY).build())) {
             writeAndReadBack(c); // the listener still serves
         }
+    }
+
+    /**
+     * A raw NVMe/TCP host over TLS 1.3 with the PSK {@code key} derives for {@code hostNqn} and {@code subnqn} (the
+     * identity it offers), on BouncyCastle's blocking client: written apart from the initiator, so a test can send a
+     * Connect that names someone other than the identity.
+     */
+    static RawTcpHost overTls(int port, String hostNqn, String subnqn, String key) throws Exception {
+        java.net.Socket socket = new java.net.Socket("127.0.0.1", port);
+        socket.setSoTimeout(5000);
+        org.bouncycastle.tls.TlsClientProtocol tls =
+                new org.bouncycastle.tls.TlsClientProtocol(socket.getInputStream(), socket.getOutputStream());
+        ConfiguredPsk configured = ConfiguredPsk.parse(key);
+        io.nvmeof.protocol.tls.PskIdentity identity = configured.identity(hostNqn, subnqn, 0);
+        byte[] psk = configured.tlsPsk(identity);
+        org.bouncycastle.tls.crypto.TlsCrypto crypto =
+                new org.bouncycastle.tls.crypto.impl.jcajce.JcaTlsCryptoProvider().create(new SecureRandom());
+        tls.connect(new org.bouncycastle.tls.AbstractTlsClient(crypto) {
+            @Override
+            protected org.bouncycastle.tls.ProtocolVersion[] getSupportedVersions() {
+                return org.bouncycastle.tls.ProtocolVersion.TLSv13.only();
+            }
+
+            @Override
+            protected int[] getSupportedCipherSuites() {
+                return new int[] {org.bouncycastle.tls.CipherSuite.TLS_AES_128_GCM_SHA256};
+            }
+
+            @Override
+            public java.util.Vector getExternalPSKs() {
+                java.util.Vector<org.bouncycastle.tls.TlsPSKExternal> v = new java.util.Vector<>();
+                v.add(new org.bouncycastle.tls.BasicTlsPSKExternal(identity.bytes(), crypto.createSecret(psk),
+                        org.bouncycastle.tls.PRFAlgorithm.tls13_hkdf_sha256));
+                return v;
+            }
+
+            @Override
+            public org.bouncycastle.tls.TlsAuthentication getAuthentication() throws java.io.IOException {
+                throw new org.bouncycastle.tls.TlsFatalAlert(org.bouncycastle.tls.AlertDescription.handshake_failure);
+            }
+        });
+        RawTcpHost h = new RawTcpHost(tls.getInputStream(), tls.getOutputStream());
+        h.onClose = () -> {
+            tls.close();
+            socket.close();
+        };
+        return h;
+    }
+
+    /**
+     * Issue 51's bypass attempts that held, kept: a Connect over TLS must name the host and subsystem of the PSK the
+     * handshake proved, or one host's key would speak for another host (taking its namespaces and reservations) or
+     * open another subsystem. The same key with the matching Connect is served.
+     */
+    @Test
+    void aConnectOverTlsNamingAnotherHostOrSubsystemThanItsPskIsRefused() throws Exception {
+        try (RawTcpHost h = overTls(requiredPort, HOST, SUB, KEY)) {
+            h.initialize(0);
+            Completion c = h.connect(0, 31, 0xFFFF, SUB, PLAIN_HOST, 0);
+            assertEquals(Status.CONNECT_INVALID_HOST | Status.DNR, c.status(), "another host NQN than the identity's");
+        }
+        try (RawTcpHost h = overTls(requiredPort, HOST, SUB, KEY)) {
+            h.initialize(0);
+            Completion c = h.connect(0, 31, 0xFFFF, OTHER_SUB, HOST, 0);
+            assertEquals(Status.CONNECT_INVALID_HOST | Status.DNR, c.status(), "another subsystem than the identity's");
+        }
+        try (RawTcpHost h = overTls(requiredPort, HOST, SUB, KEY)) {
+            h.initialize(0);
+            assertEquals(Status.SUCCESS, h.connect(0, 31, 0xFFFF, SUB, HOST, 0).status(), "the identity's own");
+        }
+    }
+
+    /**
+     * Handshakes that start and never finish (a ClientHello's first bytes, then nothing) do not keep a host with its
+     * key out, and the target drops them at its connect deadline.
+     */
+    @Test
+    void halfOpenHandshakesKeepNobodyOutAndAreDropped() throws Exception {
+        List<Socket> halfOpen = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < 300; i++) {
+                Socket s = new Socket("127.0.0.1", requiredPort);
+                s.getOutputStream().write(new byte[] {0x16, 0x03, 0x01, 0x02, 0x00, 0x01}); // a record of 512, 1 byte in
+                s.getOutputStream().flush();
+                halfOpen.add(s);
+            }
+            long t0 = System.nanoTime();
+            try (NvmeofController c = connect(requiredPort, SUB, options(HOST).tlsKey(KEY).build())) {
+                writeAndReadBack(c);
+            }
+            System.out.printf("a host with its key connected over TLS in %d ms beside 300 half-open handshakes%n",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            for (Socket s : halfOpen) {
+                s.setSoTimeout((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+                assertEquals(-1, s.getInputStream().read() == 0x15 ? drain(s) : -1, "dropped at the deadline");
+            }
+        } finally {
+            for (Socket s : halfOpen) {
+                s.close();
+            }
+        }
+    }
+
+    /** Reads what is left (an alert's bytes) until the end of the connection; -1 then. */
+    private static int drain(Socket s) throws java.io.IOException {
+        while (s.getInputStream().read() != -1) {
+            // the rest of the alert
+        }
+        return -1;
     }
 }

@@ -100,6 +100,13 @@ public final class QueueAuthentication {
         return !authenticated && now - connectedNanos > deadline;
     }
 
+    private volatile boolean closed;
+
+    /** The queue has closed: a step still waiting for its turn is not worth computing. */
+    public void queueClosed() { closed = true; }
+
+    public boolean queueIsClosed() { return closed; }
+
     /** Whether the host proved it holds its secret on this queue (and, when it asked, the controller proved its own). */
     public boolean authenticated() { return authenticated; }
 

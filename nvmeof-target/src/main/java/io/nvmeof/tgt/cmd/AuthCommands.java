@@ -97,6 +97,9 @@ public final class AuthCommands {
         QueueAuthentication auth = sq.authentication();
         boolean wasAuthenticated = auth.authenticated();
         Runnable work = () -> {
+            if (auth.queueIsClosed()) {
+                return; // closed while the step waited its turn: nobody is left to answer (see AuthenticationWork)
+            }
             byte[] out;
             boolean threw = false;
             try {
@@ -138,20 +141,20 @@ public final class AuthCommands {
         if (c != null && (auth.fatal() || (auth.authenticated() && !wasAuthenticated))) {
             c.subsystem().countAuthentication(!auth.fatal());
         }
-        if (c != null && auth.authenticated() && !wasAuthenticated && !sq.promote()) {
-            // It reserved only what authenticating takes (the untrusted allowance); its real buffers do not fit now.
-            LOG.warn("queue {} of controller {} authenticated, but the target's memory limit is held by other"
-                    + " connections ({} bytes in use); closed, the host may reconnect", sq.qid(), c.cntlid(),
-                    sq.core().memory().used());
-            req.closeQueueAfterResponse = true;
-        } else if (c != null && auth.authenticated() && !wasAuthenticated) {
-            if (sq.qid() == 0) {
-                sq.core().hostProven(c);
-            } else if (!c.attachAuthenticated(sq)) {
+        if (c != null && auth.authenticated() && !wasAuthenticated) {
+            if (sq.qid() != 0 && !c.attachAuthenticated(sq)) {
                 // Another queue authenticated for this QID first (or the controller went): this one serves nothing.
                 LOG.warn("queue {} of controller {} authenticated after another took its QID; closed", sq.qid(),
                         c.cntlid());
                 req.closeQueueAfterResponse = true;
+            } else if (!sq.promote()) {
+                // It reserved only what authenticating takes (the untrusted allowance); its real buffers do not fit.
+                LOG.warn("queue {} of controller {} authenticated, but the target's memory limit is held by other"
+                        + " connections ({} bytes in use); closed, the host may reconnect", sq.qid(), c.cntlid(),
+                        sq.core().memory().used());
+                req.closeQueueAfterResponse = true;
+            } else if (sq.qid() == 0) {
+                sq.core().hostProven(c);
             }
         }
         if (req.direction == Request.DIR_CONTROLLER_TO_HOST) {

@@ -39,9 +39,12 @@ public final class FabricsCommands {
         SubmissionQueue sq = req.sq();
         switch (f.fctype()) {
             case Opcodes.FCTYPE_CONNECT:
-                if (sq.connected()) {
+                // One Connect per connection, also while the first still waits for its data or is held: a second one
+                // would reserve again and leave the first's controller without its queue.
+                if (sq.connected() || sq.connectInFlight()) {
                     return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
                 }
+                sq.connectInFlight(true);
                 req.transferLength = ConnectData.LENGTH;
                 req.direction = Request.DIR_HOST_TO_CONTROLLER;
                 req.execute = FabricsCommands::executeConnect;
@@ -83,6 +86,7 @@ public final class FabricsCommands {
     private static final io.nvmeof.netty.LogAllowance REFUSAL_LOG = new io.nvmeof.netty.LogAllowance();
 
     private static void fail(Request req, int status, long result, String why) {
+        req.sq().connectInFlight(false);
         long leftOut = REFUSAL_LOG.admit();
         if (leftOut >= 0) {
             LOG.warn("Connect from {} refused: {} ({}){}", req.sq().transport().peer(), why, Status.name(status),
@@ -183,8 +187,8 @@ public final class FabricsCommands {
             }
             // A discovery controller (any host NQN may open one) and a queue that must still authenticate reserve from
             // the untrusted allowance until their host proves itself, so a flood of them cannot lock others out.
-            boolean untrusted = sq.transport().tlsIdentity() == null
-                    && (subsystem.isDiscovery() || willRequireAuthentication(sq, subsystem, hostnqn));
+            boolean mustAuthenticate = willRequireAuthentication(sq, subsystem, hostnqn); // decided once, here
+            boolean untrusted = sq.transport().tlsIdentity() == null && (subsystem.isDiscovery() || mustAuthenticate);
             if (!reserveMemory(req, sqsize + 1, untrusted)) {
                 return;
             }
@@ -205,7 +209,7 @@ public final class FabricsCommands {
             LOG.info("controller {} of {} created for host {} from {} (KATO {} ms{})", c.cntlid(), subnqn,
                     Nqn.display(hostnqn), sq.transport().peer(), kato,
                     sq.transport().tlsIdentity() != null ? ", TLS" : "");
-            req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn));
+            req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn, mustAuthenticate));
             return;
         }
         Controller c = subsystem.controller(d.cntlid());
@@ -246,7 +250,7 @@ public final class FabricsCommands {
             return;
         }
         core.bindQueue(sq, c, qid, sqsize + 1, f.sqFlowControlDisabled());
-        req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn));
+        req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn, mustAuthenticate));
     }
 
     /** Connect response DW0 bit 17 (AUTHREQ.ATR): the host must authenticate with DH-HMAC-CHAP on this queue. */
@@ -294,8 +298,8 @@ public final class FabricsCommands {
         return sq.core().hostAuth().lookup(hostnqn) != null && !subsystem.isDiscovery() && !subsystem.allowAnyHost();
     }
 
-    private static long requireAuthentication(SubmissionQueue sq, Subsystem subsystem, String hostnqn) {
-        if (!willRequireAuthentication(sq, subsystem, hostnqn)) {
+    private static long requireAuthentication(SubmissionQueue sq, Subsystem subsystem, String hostnqn, boolean must) {
+        if (!must) {
             return 0;
         }
         // The queue reads the host's settings again at each Negotiate: a key rotated after this Connect applies.

@@ -87,13 +87,23 @@ final class AuthenticationWork {
             running.put(next, Boolean.TRUE);
             inFlight++;
             Object source = next;
-            executor.execute(() -> {
-                try {
-                    step.run();
-                } finally {
-                    done(source);
-                }
-            });
+            try {
+                executor.execute(() -> {
+                    try {
+                        step.run();
+                    } finally {
+                        done(source);
+                    }
+                });
+            } catch (RuntimeException | Error e) {
+                // No thread for it (the process is out of threads): the step waits again at its source's head, and
+                // the next submit or finished step tries again.
+                running.remove(source);
+                inFlight--;
+                waiting.computeIfAbsent(source, k -> new ArrayDeque<>()).addFirst(step);
+                waitingCount++;
+                return;
+            }
         }
     }
 

@@ -389,6 +389,11 @@ public final class Controller {
         return attachQueue(sq.qid(), sq) == Status.SUCCESS;
     }
 
+    /** I/O queues connected and still authenticating (see {@link #attachPending}). */
+    java.util.Collection<SubmissionQueue> pendingQueues() {
+        return java.util.List.copyOf(pendingQueues);
+    }
+
     public SubmissionQueue queue(int qid) {
         return qid >= 0 && qid < queues.length() ? queues.get(qid) : null;
     }

@@ -1,5 +1,6 @@
 package io.nvmeof.tgt.core;
 
+import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -83,7 +84,15 @@ public final class MemoryBudget {
      * within the whole budget as {@link #reserveQueue} does. Returns null when reserved, else why not.
      */
     String reserveUntrusted(long bytes, Object source) {
-        if (!tryAdd(untrustedUsed, bytes, untrustedLimit)) {
+        return reserveUntrusted(bytes, source, false);
+    }
+
+    /**
+     * @param evicted the caller has just evicted a queue of a heavier source (see TargetCore.evictUntrustedFor): the
+     *                total may be exceeded by this reservation until that queue's close gives its memory back
+     */
+    String reserveUntrusted(long bytes, Object source, boolean evicted) {
+        if (!tryAdd(untrustedUsed, bytes, evicted ? Long.MAX_VALUE : untrustedLimit)) {
             refusedUntrusted.increment();
             return "connections that have not authenticated (and discovery connections) hold their allowance of "
                     + untrustedLimit + " bytes";
@@ -102,7 +111,54 @@ public final class MemoryBudget {
         return null;
     }
 
-    /** Gives back what {@link #reserveUntrusted} took. */
+    /**
+     * Charges command data of a queue whose host proved nothing yet: within its source's and the total untrusted
+     * allowance as well as the whole limit. False when it does not fit now (the caller waits, see
+     * {@link #awaitMemory}).
+     */
+    boolean chargeUntrusted(long bytes, Object source) {
+        if (!tryAdd(untrustedUsed, bytes, untrustedLimit)) {
+            return false;
+        }
+        if (source != SourceAddress.UNKNOWN && !addForSource(source, bytes)) {
+            untrustedUsed.addAndGet(-bytes);
+            return false;
+        }
+        if (!chargeData(bytes)) {
+            forgetUntrusted(bytes, source);
+            return false;
+        }
+        return true;
+    }
+
+    /** Charges such a queue's data that is here already, even beyond the limits (see {@link #chargeForced}). */
+    void chargeUntrustedForced(long bytes, Object source) {
+        untrustedUsed.addAndGet(bytes);
+        if (source != SourceAddress.UNKNOWN) {
+            bySource.merge(source, bytes, Long::sum);
+        }
+        chargeForced(bytes);
+    }
+
+    /** Whether {@code bytes} more would go beyond the total untrusted allowance (not only a source's). */
+    boolean untrustedTotalFull(long bytes) {
+        return untrustedUsed.get() + bytes > untrustedLimit;
+    }
+
+    /** The source holding most of the untrusted allowance now, or null when none holds any. */
+    Object heaviestUntrustedSource() {
+        Object heaviest = null;
+        long most = 0;
+        for (Map.Entry<Object, Long> e : bySource.entrySet()) {
+            if (e.getValue() > most) {
+                most = e.getValue();
+                heaviest = e.getKey();
+            }
+        }
+        return heaviest;
+    }
+
+    /** Gives back what {@link #reserveUntrusted} or {@link #chargeUntrusted} took. */
     void releaseUntrusted(long bytes, Object source) {
         forgetUntrusted(bytes, source);
         release(bytes);

@@ -77,6 +77,8 @@ public final class Request {
     public boolean inUse;
     /** Data bytes charged against the memory limits for this command; given back when it is released. */
     int chargedBytes;
+    /** The part of {@link #chargedBytes} charged while the queue's host had proved nothing (the untrusted allowance). */
+    int untrustedBytes;
     /**
      * Set while this request's work is with a backend lane (queued or running): an Abort, or the queue's close, can
      * still withdraw it while it waits; its completion is dropped once the queue let the request go.

@@ -38,10 +38,12 @@ public final class SubmissionQueue {
     private final long memoryLimit;
     /** Whether {@link #memoryReserved} is from the untrusted allowance (see {@link #promote}). */
     private boolean untrusted;
-    /** The source address it is counted under there (see {@link SourceAddress}). */
-    private Object untrustedSource;
+    /** The source address this queue's untrusted memory is counted under (see {@link SourceAddress}). */
+    private Object source;
     /** Why the last {@link #reserveMemory} answered {@link #OVER_UNTRUSTED_LIMIT}. */
     private String refusal;
+    /** A Connect was taken and has not failed (see FabricsCommands.parse). Only on this queue's thread. */
+    private boolean connectInFlight;
 
     /** {@link #chargeData}: charged; over this queue's limit (wait for its own commands); over the target's. */
     public static final int CHARGED = 0;
@@ -164,6 +166,8 @@ public final class SubmissionQueue {
     public int qid() { return qid; }
     public int size() { return size; }
     public boolean connected() { return controller != null; }
+    public boolean connectInFlight() { return connectInFlight; }
+    public void connectInFlight(boolean taken) { connectInFlight = taken; }
     public Controller controller() { return controller; }
     public boolean flowControlDisabled() { return flowControlDisabled; }
     public io.nvmeof.tgt.auth.QueueAuthentication authentication() { return authentication; }
@@ -199,12 +203,16 @@ public final class SubmissionQueue {
             bytes = MemoryBudget.queueReservation(untrustedPool(entries), transport.bufferedBytes());
             Object source = SourceAddress.of(transport.peerAddress());
             String why = budget.reserveUntrusted(bytes, source);
+            if (why != null && budget.untrustedTotalFull(bytes) && core.evictUntrustedFor(source, bytes)) {
+                why = budget.reserveUntrusted(bytes, source, true); // a heavier source gave one up for it
+            }
             if (why != null) {
                 refusal = why;
                 return OVER_UNTRUSTED_LIMIT;
             }
             this.untrusted = true;
-            this.untrustedSource = source;
+            this.source = source;
+            core.untrustedQueues().add(source, this);
         } else if (!budget.reserveQueue(bytes)) {
             return OVER_TARGET_LIMIT;
         }
@@ -234,14 +242,15 @@ public final class SubmissionQueue {
         }
         long full = reservationFor(size);
         long more = Math.max(0, full - memoryReserved);
-        if (!budget.promote(memoryReserved, untrustedSource, more)) {
+        if (!budget.promote(memoryReserved, source, more)) {
             return false;
         }
         untrusted = false;
-        untrustedSource = null;
+        core.untrustedQueues().remove(source, this);
         memoryReserved += more;
         memoryHeld += more;
         grow(poolFor(size));
+        transport.requestFreed(); // reading may have waited for one of its few slots
         return true;
     }
 
@@ -270,13 +279,13 @@ public final class SubmissionQueue {
         if (memoryReserved > 0) {
             memoryHeld -= memoryReserved;
             if (untrusted) {
-                budget.releaseUntrusted(memoryReserved, untrustedSource);
+                budget.releaseUntrusted(memoryReserved, source);
+                core.untrustedQueues().remove(source, this);
             } else {
                 budget.release(memoryReserved);
             }
             memoryReserved = 0;
             untrusted = false;
-            untrustedSource = null;
         }
     }
 
@@ -288,11 +297,14 @@ public final class SubmissionQueue {
         if (memoryHeld + bytes > memoryLimit) {
             return OVER_QUEUE_LIMIT;
         }
-        if (!budget.chargeData(bytes)) {
+        if (untrusted ? !budget.chargeUntrusted(bytes, source) : !budget.chargeData(bytes)) {
             return OVER_TARGET_LIMIT;
         }
         memoryHeld += bytes;
         r.chargedBytes += bytes;
+        if (untrusted) {
+            r.untrustedBytes += bytes;
+        }
         return CHARGED;
     }
 
@@ -301,9 +313,46 @@ public final class SubmissionQueue {
      * in-capsule size per command): counted, so other commands wait for it, even beyond the limits.
      */
     public void chargeDataArrived(Request r, int bytes) {
-        budget.chargeForced(bytes);
+        if (untrusted) {
+            budget.chargeUntrustedForced(bytes, source);
+            r.untrustedBytes += bytes;
+        } else {
+            budget.chargeForced(bytes);
+        }
         memoryHeld += bytes;
         r.chargedBytes += bytes;
+    }
+
+    /**
+     * Takes {@code r}'s data charge off it, to be given back with {@link #releaseCharge} once its data has left: how
+     * a transport keeps the data of a queue whose host proved nothing counted until that host has read it (a peer
+     * that never reads must not pin memory the limits do not see). Returns the charge, the untrusted part in the high
+     * 32 bits. Only on this queue's thread.
+     */
+    public long detachCharge(Request r) {
+        long held = (long) r.untrustedBytes << 32 | r.chargedBytes & 0xFFFF_FFFFL;
+        r.chargedBytes = 0;
+        r.untrustedBytes = 0;
+        return held;
+    }
+
+    /** Gives back a charge {@link #detachCharge} took off its request. Only on this queue's thread. */
+    public void releaseCharge(long held) {
+        giveBack((int) held, (int) (held >>> 32));
+    }
+
+    private void giveBack(int charged, int untrustedPart) {
+        if (charged == 0) {
+            return;
+        }
+        memoryHeld -= charged;
+        if (untrustedPart > 0) {
+            budget.releaseUntrusted(untrustedPart, source);
+        }
+        if (charged > untrustedPart) {
+            budget.release(charged - untrustedPart);
+        }
+        transport.memoryFreed();
     }
 
     /** Bytes this queue holds now against the limits. */
@@ -326,6 +375,11 @@ public final class SubmissionQueue {
         return slot >= 0 && slot < requests.length ? requests[slot] : null;
     }
 
+    /** Requests free in the pool now. Only on this queue's thread. */
+    public int freeRequests() {
+        return freeCount;
+    }
+
     public int poolSize() {
         return requests.length;
     }
@@ -343,13 +397,10 @@ public final class SubmissionQueue {
         r.releaseData();
         r.inUse = false;
         free[freeCount++] = r.slot();
-        int charged = r.chargedBytes;
-        if (charged != 0) {
-            r.chargedBytes = 0;
-            memoryHeld -= charged;
-            budget.release(charged);
-            transport.memoryFreed();
+        if (untrusted && freeCount == 1) {
+            transport.requestFreed(); // its reading may wait for a slot (an untrusted queue has few)
         }
+        releaseCharge(detachCharge(r));
     }
 
     /**
@@ -442,6 +493,9 @@ public final class SubmissionQueue {
 
     /** Called by the transport when the connection has closed: unbinds from the controller. */
     public void closed() {
+        if (authentication != null) {
+            authentication.queueClosed();
+        }
         IoStatistics[] a = nsStats;
         nsStats = new IoStatistics[0];
         for (IoStatistics st : a) {

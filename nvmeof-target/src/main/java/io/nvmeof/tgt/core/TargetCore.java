@@ -55,7 +55,7 @@ public final class TargetCore {
     private final io.nvmeof.tgt.auth.TlsKeys tlsKeys = new io.nvmeof.tgt.auth.TlsKeys();
     /** DH arithmetic of authentication (milliseconds each in the larger groups), never on a poll group. */
     private final AuthenticationWork authWork =
-            new AuthenticationWork(Math.max(1, Runtime.getRuntime().availableProcessors()));
+            new AuthenticationWork(Math.max(1, Runtime.getRuntime().availableProcessors() / 2)); // poll groups need the rest
     /** The most backend threads at once, over all lanes: beyond it a lane's turn waits for a free thread. */
     static final int BACKEND_THREADS = 64;
 
@@ -174,6 +174,41 @@ public final class TargetCore {
 
     /** The target's memory limit and what queues hold of it. */
     public MemoryBudget memory() { return memory; }
+
+    private final UntrustedQueues untrustedQueues = new UntrustedQueues();
+    private static final io.nvmeof.netty.LogAllowance EVICTION_LOG = new io.nvmeof.netty.LogAllowance();
+
+    UntrustedQueues untrustedQueues() { return untrustedQueues; }
+
+    /**
+     * The untrusted allowance is full and {@code source} asks for {@code bytes} of it: closes the oldest queue of the
+     * source that holds most, where that is another source holding more than {@code source} would with them (so a
+     * flood from a few addresses gives way to a host that comes to authenticate, while a single flood only evicts
+     * itself). True when one was closed; its memory comes back once the close is done.
+     */
+    boolean evictUntrustedFor(Object source, long bytes) {
+        Object heaviest = memory.heaviestUntrustedSource();
+        if (heaviest == null || heaviest.equals(source)
+                || memory.untrustedUsedBy(heaviest) <= memory.untrustedUsedBy(source) + bytes) {
+            return false;
+        }
+        SubmissionQueue victim = untrustedQueues.takeOldest(heaviest);
+        if (victim == null) {
+            return false;
+        }
+        long leftOut = EVICTION_LOG.admit();
+        if (leftOut >= 0) {
+            LOG.warn("the allowance of connections that have not authenticated is full: closed the oldest of {}'s ({}),"
+                    + " the address holding most of it, for a connection from {}{}", heaviest, victim.transport().peer(),
+                    source, io.nvmeof.netty.LogAllowance.leftOut(leftOut, "evictions"));
+        }
+        try {
+            victim.transport().execute(() -> victim.transport().close("evicted for a connection from a lighter source"));
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closing already
+        }
+        return true;
+    }
 
     public long uptimeHours() {
         return TimeUnit.NANOSECONDS.toHours(System.nanoTime() - startNanos);
@@ -531,8 +566,11 @@ public final class TargetCore {
 
     /** Closes the queues of {@code c} that stayed connected past the deadline without authenticating. */
     private static void closeOverdueAuthentications(Controller c, long now) {
+        List<SubmissionQueue> queues = new java.util.ArrayList<>(c.pendingQueues()); // I/O queues waiting for their slot
         for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
-            SubmissionQueue q = qid == 0 ? c.adminQueue() : c.queue(qid);
+            queues.add(qid == 0 ? c.adminQueue() : c.queue(qid));
+        }
+        for (SubmissionQueue q : queues) {
             io.nvmeof.tgt.auth.QueueAuthentication a = q == null ? null : q.authentication();
             if (a != null && a.overdue(now)) {
                 try {

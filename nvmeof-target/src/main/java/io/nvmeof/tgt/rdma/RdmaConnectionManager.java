@@ -262,8 +262,15 @@ final class RdmaConnectionManager {
         }
     }
 
+    /** Rejections anyone on the fabric can cause: logged 20 a minute at most. */
+    private static final io.nvmeof.netty.LogAllowance REJECT_LOG = new io.nvmeof.netty.LogAllowance();
+
     private static void reject(CmId id, int sts) {
-        LOG.warn("NVMe/RDMA connect request rejected: {}", RdmaCmReject.stsName(sts));
+        long leftOut = REJECT_LOG.admit();
+        if (leftOut >= 0) {
+            LOG.warn("NVMe/RDMA connect request rejected: {}{}", RdmaCmReject.stsName(sts),
+                    io.nvmeof.netty.LogAllowance.leftOut(leftOut, "rejections"));
+        }
         byte[] rej = new byte[RdmaCmReject.LENGTH];
         new RdmaCmReject().<RdmaCmReject>wrap(new UnsafeBuffer(rej), 0).recfmt(0).sts(sts);
         try {

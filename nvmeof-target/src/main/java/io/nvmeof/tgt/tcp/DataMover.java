@@ -296,7 +296,9 @@ final class DataMover {
         if (hasData) {
             // With SQ flow control off, the C2HData SUCCESS flag replaces the response capsule (Linux does the same).
             boolean success = q.sq.flowControlDisabled() && !req.closeQueueAfterResponse;
-            writeC2HData(req, success);
+            // A host that proved nothing keeps its data counted until it has read it (see detachCharge).
+            long held = q.sq.untrusted() ? q.sq.detachCharge(req) : 0;
+            writeC2HData(req, success, held);
             if (success) {
                 q.sq.release(req);
                 q.flow.flushSoon();
@@ -315,7 +317,7 @@ final class DataMover {
     }
 
     /** A read's data in one C2HData PDU: the header, the data from wherever it lives, the digest. */
-    private void writeC2HData(Request req, boolean success) {
+    private void writeC2HData(Request req, boolean success, long heldCharge) {
         PduFramer pdus = q.pdus;
         int length = req.transferLength;
         pdus.writeC2HDataHeader(req, success);
@@ -326,7 +328,12 @@ final class DataMover {
             digest = pdus.digest(data, data.readerIndex(), length);
         }
         req.data = null; // ownership passes to the channel, which releases it once written
-        ctx.write(data, ctx.voidPromise());
+        if (heldCharge != 0) {
+            io.nvmeof.tgt.core.SubmissionQueue sq = q.sq;
+            ctx.write(data).addListener(f -> sq.releaseCharge(heldCharge)); // on this loop: written or failed
+        } else {
+            ctx.write(data, ctx.voidPromise());
+        }
         if (pdus.dataDigest) {
             pdus.writeDataDigest(digest);
         }

@@ -23,6 +23,8 @@ final class FlowControl {
     private boolean inReadBatch;
     private boolean flushPending;
     private boolean pausedForWrites;
+    /** Reading stopped because an untrusted queue's few request slots are all in use (see PduFramer.decode). */
+    private boolean pausedForRequests;
     /**
      * Commands waiting for data memory (over this queue's limit or the target's), oldest first: each resumes where it
      * stopped (its read buffer, or its R2T) once memory is given back. Later commands wait behind them.
@@ -90,6 +92,21 @@ final class FlowControl {
         }
     }
 
+    /** Stops reading until one of the queue's requests is released ({@link #requestFreed}). */
+    void pauseForRequests() {
+        if (!pausedForRequests) {
+            pausedForRequests = true;
+            q.ctx.channel().config().setAutoRead(false);
+        }
+    }
+
+    /** A request went back to the queue's pool. */
+    void requestFreed() {
+        if (pausedForRequests && !q.closing) {
+            q.ctx.executor().execute(this::resumeDecoding); // not from inside a decode (see writabilityChanged)
+        }
+    }
+
     /** The channel went above or below a write watermark. */
     void writabilityChanged(ChannelHandlerContext ctx) {
         if (pausedForWrites && ctx.channel().isWritable() && !q.closing) {
@@ -102,10 +119,18 @@ final class FlowControl {
 
     private void resumeDecoding() {
         ChannelHandlerContext ctx = q.ctx;
-        if (!pausedForWrites || q.closing || !ctx.channel().isWritable()) {
+        if (!pausedForWrites && !pausedForRequests || q.closing) {
             return;
         }
-        pausedForWrites = false;
+        if (pausedForWrites && ctx.channel().isWritable()) {
+            pausedForWrites = false;
+        }
+        if (pausedForRequests && q.sq.freeRequests() > 0) {
+            pausedForRequests = false;
+        }
+        if (pausedForWrites || pausedForRequests) {
+            return;
+        }
         ctx.channel().config().setAutoRead(true);
         try {
             // Decode what arrived while paused: an empty read runs the decoder over the kept cumulation.

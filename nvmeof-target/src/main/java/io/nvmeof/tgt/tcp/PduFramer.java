@@ -72,6 +72,12 @@ final class PduFramer {
             }
             int start = buf.readerIndex();
             int type = buf.getUnsignedByte(start);
+            if (q.sq.untrusted() && type == PduHeader.TYPE_CAPSULE_CMD && q.sq.freeRequests() == 0) {
+                // A queue whose host proved nothing has a few request slots, not its SQ size's (see MemoryBudget):
+                // its next command waits in the cumulation until one is free, rather than ending the connection.
+                q.flow.pauseForRequests();
+                return;
+            }
             int flags = buf.getUnsignedByte(start + PduHeader.FLAGS);
             int hlen = buf.getUnsignedByte(start + PduHeader.HLEN);
             int pdo = buf.getUnsignedByte(start + PduHeader.PDO);

@@ -76,11 +76,18 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         super.channelActive(ctx);
     }
 
+    /** Connections anyone can open and leave silent: logged 20 a minute at most. */
+    private static final io.nvmeof.netty.LogAllowance SILENT_CONNECTIONS_LOG = new io.nvmeof.netty.LogAllowance();
+
     /** A connection that has not sent ICReq and Connect in time is dropped: it holds a socket and a queue. */
     private void handshakeDeadlinePassed() {
         if (!sq.connected() && !closing) {
-            LOG.warn("NVMe/TCP connection from {}: no {} within {} ms; closing", peer, pdus.icDone ? "Connect" : "ICReq",
-                    options.connectDeadlineMs());
+            long leftOut = SILENT_CONNECTIONS_LOG.admit();
+            if (leftOut >= 0) {
+                LOG.warn("NVMe/TCP connection from {}: no {} within {} ms; closing{}", peer,
+                        pdus.icDone ? "Connect" : "ICReq", options.connectDeadlineMs(),
+                        io.nvmeof.netty.LogAllowance.leftOut(leftOut, "such connections"));
+            }
             closing = true;
             ctx.close();
         }
@@ -106,8 +113,9 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         flow.readStarted();
         Controller c = sq.controller();
         // Keep-alive counts bytes from the host, even before a whole command is parsed; bytes read after the deadline
-        // are dropped unread (the controller is torn down: see Controller#trafficReceived).
-        if (c != null && !c.trafficReceived(System.nanoTime())) {
+        // are dropped unread (the controller is torn down: see Controller#trafficReceived). A queue that has not
+        // authenticated keeps nothing alive: anyone who knows the host NQN and controller ID can connect one.
+        if (c != null && !sq.awaitsAuthentication() && !c.trafficReceived(System.nanoTime())) {
             io.netty.util.ReferenceCountUtil.release(msg);
             ctx.close();
             return;
@@ -289,6 +297,11 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
     @Override
     public String peer() {
         return peer;
+    }
+
+    @Override
+    public void requestFreed() {
+        flow.requestFreed();
     }
 
     @Override

@@ -49,6 +49,10 @@ public interface TransportQueue {
     /** The peer's address, for logs. */
     String peer();
 
+    /** A request went back to the pool of a queue that was out of them; a transport that stopped reading resumes. */
+    default void requestFreed() {
+    }
+
     /** The peer's IP address where the transport knows it (null otherwise): what per-source limits count by. */
     default java.net.InetAddress peerAddress() {
         return null;
