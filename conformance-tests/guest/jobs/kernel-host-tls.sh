@@ -73,7 +73,12 @@ fi
 check "a wrong key is refused" refused 4420 $TLSHOST --tls --tls-key="$OTHER"
 check "plain TCP to the TLS-only port is refused" refused 4420 $PLAIN
 check "plain TCP for a host that has a key is refused on the port that allows both" refused 4421 $TLSHOST
-if connect 4421 $PLAIN; then
+# nvme-cli gives every host NQN the machine's Host ID (/etc/nvme/hostid): the TLS host proved it its own above, so
+# the keyless host may not borrow it (issue 51); with a Host ID of its own it connects.
+check "a host without a key naming the Host ID the TLS host proved is refused" refused 4421 $PLAIN
+check "the target says whose Host ID it is" grep -q "belongs to host .*$TLSHOST" "$RESULTS/our-target-tls.log"
+PLAIN_ID=5a1e0000-0000-4000-8000-00000000000a
+if connect 4421 $PLAIN --hostid=$PLAIN_ID; then
   pass "a host without a key uses the port that allows both in plain TCP"
   check "fio randwrite+verify in plain TCP beside TLS" fio_verify tls-plain "$(nvme_dev_for $NQN)" 4k 8 4M
   U nvme disconnect -n $NQN > /dev/null 2>&1

@@ -44,7 +44,7 @@ public final class FabricsCommands {
                 if (sq.connected() || sq.connectInFlight()) {
                     return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
                 }
-                sq.connectInFlight(true);
+                sq.connectTaken(req);
                 req.transferLength = ConnectData.LENGTH;
                 req.direction = Request.DIR_HOST_TO_CONTROLLER;
                 req.execute = FabricsCommands::executeConnect;
@@ -86,7 +86,6 @@ public final class FabricsCommands {
     private static final io.nvmeof.netty.LogAllowance REFUSAL_LOG = new io.nvmeof.netty.LogAllowance();
 
     private static void fail(Request req, int status, long result, String why) {
-        req.sq().connectInFlight(false);
         long leftOut = REFUSAL_LOG.admit();
         if (leftOut >= 0) {
             LOG.warn("Connect from {} refused: {} ({}){}", req.sq().transport().peer(), why, Status.name(status),

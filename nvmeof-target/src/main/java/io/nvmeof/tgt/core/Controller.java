@@ -389,9 +389,9 @@ public final class Controller {
         return attachQueue(sq.qid(), sq) == Status.SUCCESS;
     }
 
-    /** I/O queues connected and still authenticating (see {@link #attachPending}). */
-    java.util.Collection<SubmissionQueue> pendingQueues() {
-        return java.util.List.copyOf(pendingQueues);
+    /** Runs {@code action} for each I/O queue connected and still authenticating (see {@link #attachPending}). */
+    void forEachPendingQueue(java.util.function.Consumer<SubmissionQueue> action) {
+        pendingQueues.forEach(action);
     }
 
     public SubmissionQueue queue(int qid) {

@@ -41,6 +41,7 @@ public final class MemoryBudget {
     private final java.util.concurrent.ConcurrentHashMap<Object, Long> bySource =
             new java.util.concurrent.ConcurrentHashMap<>();
     private final LongAdder refusedUntrusted = new LongAdder();
+    private final ConcurrentLinkedQueue<Runnable> waitingUntrusted = new ConcurrentLinkedQueue<>();
 
     /**
      * @param limit    bytes in all
@@ -104,31 +105,38 @@ public final class MemoryBudget {
                     + " that address's allowance of " + perSourceLimit + " bytes";
         }
         if (!reserveQueue(bytes)) {
-            forgetUntrusted(bytes, source);
+            unaccount(bytes, source);
             return "the target's memory limit of " + limit + " bytes is held by other connections (" + used() + " bytes"
                     + " in use)";
         }
         return null;
     }
 
+    /** {@link #chargeUntrusted}: charged. */
+    static final int CHARGED = 0;
+    /** {@link #chargeUntrusted}: the untrusted allowance (the source's or the total) is taken. */
+    static final int UNTRUSTED_FULL = 1;
+    /** {@link #chargeUntrusted}: the whole limit is taken. */
+    static final int FULL = 2;
+
     /**
      * Charges command data of a queue whose host proved nothing yet: within its source's and the total untrusted
-     * allowance as well as the whole limit. False when it does not fit now (the caller waits, see
-     * {@link #awaitMemory}).
+     * allowance as well as the whole limit. Where it does not fit now, the caller waits on the list the answer names
+     * ({@link #awaitUntrustedMemory} or {@link #awaitMemory}), so such queues never take the wake-ups of trusted ones.
      */
-    boolean chargeUntrusted(long bytes, Object source) {
+    int chargeUntrusted(long bytes, Object source) {
         if (!tryAdd(untrustedUsed, bytes, untrustedLimit)) {
-            return false;
+            return UNTRUSTED_FULL;
         }
         if (source != SourceAddress.UNKNOWN && !addForSource(source, bytes)) {
             untrustedUsed.addAndGet(-bytes);
-            return false;
+            return UNTRUSTED_FULL;
         }
         if (!chargeData(bytes)) {
-            forgetUntrusted(bytes, source);
-            return false;
+            unaccount(bytes, source);
+            return FULL;
         }
-        return true;
+        return CHARGED;
     }
 
     /** Charges such a queue's data that is here already, even beyond the limits (see {@link #chargeForced}). */
@@ -138,6 +146,14 @@ public final class MemoryBudget {
             bySource.merge(source, bytes, Long::sum);
         }
         chargeForced(bytes);
+    }
+
+    /**
+     * Whether {@code bytes} more from {@code source} would fit its address's share and the whole limit: only then is a
+     * queue of another address worth evicting for them (see TargetCore.evictUntrustedFor).
+     */
+    boolean fitsBesidesTheTotal(long bytes, Object source) {
+        return untrustedUsedBy(source) + bytes <= perSourceLimit && used() + bytes <= limit - headroom;
     }
 
     /** Whether {@code bytes} more would go beyond the total untrusted allowance (not only a source's). */
@@ -177,10 +193,31 @@ public final class MemoryBudget {
         return true;
     }
 
+    /** Untrusted bytes given back: counted off, and a queue waiting for the untrusted allowance woken. */
     private void forgetUntrusted(long bytes, Object source) {
+        unaccount(bytes, source);
+        wakeOneUntrusted();
+    }
+
+    /** Counts untrusted bytes off (a refused reservation undone: nobody is woken, or two could wake each other). */
+    private void unaccount(long bytes, Object source) {
         untrustedUsed.addAndGet(-bytes);
         if (source != SourceAddress.UNKNOWN) {
             bySource.computeIfPresent(source, (k, held) -> held - bytes <= 0 ? null : held - bytes);
+        }
+    }
+
+    /** Asks for {@code wake} to run once untrusted memory is given back (see {@link #awaitMemory}). */
+    public void awaitUntrustedMemory(Runnable wake) {
+        waits.increment();
+        waitingUntrusted.add(wake);
+    }
+
+    /** Wakes one queue waiting for the untrusted allowance. */
+    public void wakeOneUntrusted() {
+        Runnable r = waitingUntrusted.poll();
+        if (r != null) {
+            r.run();
         }
     }
 

@@ -42,8 +42,8 @@ public final class SubmissionQueue {
     private Object source;
     /** Why the last {@link #reserveMemory} answered {@link #OVER_UNTRUSTED_LIMIT}. */
     private String refusal;
-    /** A Connect was taken and has not failed (see FabricsCommands.parse). Only on this queue's thread. */
-    private boolean connectInFlight;
+    /** The Connect taken and not yet released, whatever its end (see FabricsCommands.parse). Only on this thread. */
+    private Request connectRequest;
 
     /** {@link #chargeData}: charged; over this queue's limit (wait for its own commands); over the target's. */
     public static final int CHARGED = 0;
@@ -166,8 +166,8 @@ public final class SubmissionQueue {
     public int qid() { return qid; }
     public int size() { return size; }
     public boolean connected() { return controller != null; }
-    public boolean connectInFlight() { return connectInFlight; }
-    public void connectInFlight(boolean taken) { connectInFlight = taken; }
+    public boolean connectInFlight() { return connectRequest != null; }
+    public void connectTaken(Request connect) { connectRequest = connect; }
     public Controller controller() { return controller; }
     public boolean flowControlDisabled() { return flowControlDisabled; }
     public io.nvmeof.tgt.auth.QueueAuthentication authentication() { return authentication; }
@@ -297,7 +297,12 @@ public final class SubmissionQueue {
         if (memoryHeld + bytes > memoryLimit) {
             return OVER_QUEUE_LIMIT;
         }
-        if (untrusted ? !budget.chargeUntrusted(bytes, source) : !budget.chargeData(bytes)) {
+        if (untrusted) {
+            int c = budget.chargeUntrusted(bytes, source);
+            if (c != MemoryBudget.CHARGED) {
+                return c == MemoryBudget.UNTRUSTED_FULL ? OVER_UNTRUSTED_LIMIT : OVER_TARGET_LIMIT;
+            }
+        } else if (!budget.chargeData(bytes)) {
             return OVER_TARGET_LIMIT;
         }
         memoryHeld += bytes;
@@ -396,6 +401,9 @@ public final class SubmissionQueue {
         }
         r.releaseData();
         r.inUse = false;
+        if (r == connectRequest) {
+            connectRequest = null; // answered, whichever way: a refused Connect may be sent again
+        }
         free[freeCount++] = r.slot();
         if (untrusted && freeCount == 1) {
             transport.requestFreed(); // its reading may wait for a slot (an untrusted queue has few)

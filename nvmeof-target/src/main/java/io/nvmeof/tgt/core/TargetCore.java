@@ -187,6 +187,9 @@ public final class TargetCore {
      * itself). True when one was closed; its memory comes back once the close is done.
      */
     boolean evictUntrustedFor(Object source, long bytes) {
+        if (source == SourceAddress.UNKNOWN || !memory.fitsBesidesTheTotal(bytes, source)) {
+            return false; // an address it cannot count, or one that would be refused anyway: nobody is evicted for it
+        }
         Object heaviest = memory.heaviestUntrustedSource();
         if (heaviest == null || heaviest.equals(source)
                 || memory.untrustedUsedBy(heaviest) <= memory.untrustedUsedBy(source) + bytes) {
@@ -203,7 +206,11 @@ public final class TargetCore {
                     source, io.nvmeof.netty.LogAllowance.leftOut(leftOut, "evictions"));
         }
         try {
-            victim.transport().execute(() -> victim.transport().close("evicted for a connection from a lighter source"));
+            victim.transport().execute(() -> {
+                if (victim.untrusted()) { // not if it authenticated meanwhile
+                    victim.transport().close("evicted for a connection from a lighter source");
+                }
+            });
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // closing already
         }
@@ -566,27 +573,29 @@ public final class TargetCore {
 
     /** Closes the queues of {@code c} that stayed connected past the deadline without authenticating. */
     private static void closeOverdueAuthentications(Controller c, long now) {
-        List<SubmissionQueue> queues = new java.util.ArrayList<>(c.pendingQueues()); // I/O queues waiting for their slot
         for (int qid = 0; qid <= c.maxIoQueues(); qid++) {
-            queues.add(qid == 0 ? c.adminQueue() : c.queue(qid));
+            closeIfOverdue(c, qid == 0 ? c.adminQueue() : c.queue(qid), now);
         }
-        for (SubmissionQueue q : queues) {
-            io.nvmeof.tgt.auth.QueueAuthentication a = q == null ? null : q.authentication();
-            if (a != null && a.overdue(now)) {
-                try {
-                    q.transport().execute(() -> {
-                        if (q.awaitsAuthentication()) {
-                            LOG.warn("queue {} of controller {} (host {}): not authenticated within {} s; closed", q.qid(),
-                                    c.cntlid(), Nqn.display(c.hostNqn()),
-                                    TimeUnit.NANOSECONDS.toSeconds(io.nvmeof.tgt.auth.QueueAuthentication.deadlineNanos()));
-                            c.subsystem().countAuthentication(false);
-                            q.transport().close("not authenticated in time");
-                        }
-                    });
-                } catch (java.util.concurrent.RejectedExecutionException e) {
-                    // closing already
+        c.forEachPendingQueue(q -> closeIfOverdue(c, q, now)); // I/O queues waiting for their slot
+    }
+
+    private static void closeIfOverdue(Controller c, SubmissionQueue q, long now) {
+        io.nvmeof.tgt.auth.QueueAuthentication a = q == null ? null : q.authentication();
+        if (a == null || !a.overdue(now)) {
+            return;
+        }
+        try {
+            q.transport().execute(() -> {
+                if (q.awaitsAuthentication()) {
+                    LOG.warn("queue {} of controller {} (host {}): not authenticated within {} s; closed", q.qid(),
+                            c.cntlid(), Nqn.display(c.hostNqn()),
+                            TimeUnit.NANOSECONDS.toSeconds(io.nvmeof.tgt.auth.QueueAuthentication.deadlineNanos()));
+                    c.subsystem().countAuthentication(false);
+                    q.transport().close("not authenticated in time");
                 }
-            }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closing already
         }
     }
 
@@ -604,7 +613,7 @@ public final class TargetCore {
         Controller c = sq.controller();
         // Commands refused for want of authentication do not keep a controller alive; none runs once it is gone, or
         // once its keep-alive expired before the command was read (its host gave the association up meanwhile).
-        if (c != null && (c.isDead() || !sq.awaitsAuthentication() && !c.trafficReceived(now))) {
+        if (c != null && (c.isDead() || !(sq.qid() != 0 && sq.awaitsAuthentication()) && !c.trafficReceived(now))) {
             endUnanswered(req);
             return;
         }

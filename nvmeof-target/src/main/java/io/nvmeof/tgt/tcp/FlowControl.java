@@ -32,6 +32,8 @@ final class FlowControl {
     private final ArrayDeque<Request> waitingForMemory = new ArrayDeque<>();
     /** Registered with the target's budget to be woken (only on this queue's thread). */
     private boolean awaitingTargetMemory;
+    /** Whether that registration is on the untrusted allowance's list (see chargeOrWait). */
+    private boolean awaitingUntrusted;
     private boolean resumingWaiters;
     /** Runs here when the budget wakes this queue (made once: waking allocates nothing). */
     private final Runnable resumeWaiters = this::budgetWoke;
@@ -155,10 +157,17 @@ final class FlowControl {
             return false;
         }
         int r = q.sq.chargeData(req, req.transferLength);
-        if (r == SubmissionQueue.OVER_TARGET_LIMIT) {
+        if (r == SubmissionQueue.OVER_TARGET_LIMIT || r == SubmissionQueue.OVER_UNTRUSTED_LIMIT) {
             if (!awaitingTargetMemory) {
                 awaitingTargetMemory = true;
-                q.core.memory().awaitMemory(wakeFromBudget);
+                // A queue whose host proved nothing waits for the untrusted allowance on a list of its own, so it
+                // never takes a wake-up a trusted queue needs.
+                awaitingUntrusted = r == SubmissionQueue.OVER_UNTRUSTED_LIMIT;
+                if (awaitingUntrusted) {
+                    q.core.memory().awaitUntrustedMemory(wakeFromBudget);
+                } else {
+                    q.core.memory().awaitMemory(wakeFromBudget);
+                }
             }
             r = q.sq.chargeData(req, req.transferLength); // memory given back before we were listed woke nobody
         }
@@ -185,9 +194,19 @@ final class FlowControl {
 
     private void budgetWoke() {
         awaitingTargetMemory = false;
+        boolean fromUntrusted = awaitingUntrusted;
         if (!resumeWaitingCommands() && !awaitingTargetMemory) {
             // This queue had no use for the memory (nothing waits here now): let the next waiting queue try. One
             // that still does not fit is listed again and waits for the next memory given back.
+            passTurnOn(fromUntrusted);
+        }
+    }
+
+    /** Wakes the next queue waiting on the list this one was woken from. */
+    private void passTurnOn(boolean untrustedList) {
+        if (untrustedList) {
+            q.core.memory().wakeOneUntrusted();
+        } else {
             q.core.memory().wakeOne();
         }
     }
@@ -237,7 +256,7 @@ final class FlowControl {
         if (progressed) {
             // Memory may be left over for another waiting queue: pass the turn on. The chain ends at a queue that
             // makes no progress (listed again) or when none waits.
-            q.core.memory().wakeOne();
+            passTurnOn(q.sq.untrusted());
         }
         return progressed;
     }

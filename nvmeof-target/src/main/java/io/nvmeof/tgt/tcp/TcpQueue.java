@@ -113,9 +113,10 @@ public final class TcpQueue extends ByteToMessageDecoder implements TransportQue
         flow.readStarted();
         Controller c = sq.controller();
         // Keep-alive counts bytes from the host, even before a whole command is parsed; bytes read after the deadline
-        // are dropped unread (the controller is torn down: see Controller#trafficReceived). A queue that has not
-        // authenticated keeps nothing alive: anyone who knows the host NQN and controller ID can connect one.
-        if (c != null && !sq.awaitsAuthentication() && !c.trafficReceived(System.nanoTime())) {
+        // are dropped unread (the controller is torn down: see Controller#trafficReceived). An I/O queue that has not
+        // authenticated keeps nothing alive: anyone who knows the host NQN and controller ID can connect one (the
+        // admin queue is the controller's own, and its authentication counts).
+        if (c != null && !(sq.qid() != 0 && sq.awaitsAuthentication()) && !c.trafficReceived(System.nanoTime())) {
             io.netty.util.ReferenceCountUtil.release(msg);
             ctx.close();
             return;

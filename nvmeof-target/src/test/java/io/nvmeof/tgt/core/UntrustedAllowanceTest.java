@@ -63,6 +63,33 @@ class UntrustedAllowanceTest {
         assertEquals(0, m.untrustedUsedBy(a) + m.untrustedUsedBy(b) + m.untrustedUsedBy(c));
     }
 
+    /**
+     * Review of issue 51: data of a queue whose host proved nothing counts against the untrusted allowance, and such a
+     * queue waits for it on a list of its own: memory a trusted queue gives back wakes trusted waiters, not it (it
+     * would not fit, and the trusted waiter behind it would miss the wake-up).
+     */
+    @Test
+    void untrustedDataWaitsOnItsOwnListAndTakesNoWakeUpOfTrustedQueues() throws Exception {
+        MemoryBudget m = new MemoryBudget(1024 * KIB, 64 * KIB, 200 * KIB, 100 * KIB);
+        Object a = SourceAddress.of(InetAddress.getByName("192.0.2.1"));
+        assertEquals(MemoryBudget.CHARGED, m.chargeUntrusted(100 * KIB, a));
+        assertEquals(MemoryBudget.UNTRUSTED_FULL, m.chargeUntrusted(1, a), "the address's share is taken");
+        AtomicInteger untrustedWoken = new AtomicInteger();
+        AtomicInteger trustedWoken = new AtomicInteger();
+        m.awaitUntrustedMemory(untrustedWoken::incrementAndGet);
+        m.awaitMemory(trustedWoken::incrementAndGet);
+        assertTrue(m.chargeData(300 * KIB));
+        m.release(300 * KIB);
+        assertEquals(1, trustedWoken.get(), "a trusted queue's memory wakes a trusted waiter");
+        assertEquals(0, untrustedWoken.get(), "and not the untrusted one");
+        m.releaseUntrusted(100 * KIB, a);
+        assertEquals(1, untrustedWoken.get(), "untrusted memory given back wakes it");
+        assertEquals(0, m.untrustedUsed());
+        assertEquals(0, m.used());
+        assertEquals(MemoryBudget.FULL, new MemoryBudget(256 * KIB, 64 * KIB, 512 * KIB, 512 * KIB)
+                .chargeUntrusted(300 * KIB, a), "beyond the whole limit it waits on the target's list");
+    }
+
     @Test
     void anIpv6SourceCountsByItsSlash64AndAnUnknownOneOnlyAgainstTheTotal() throws Exception {
         Object one = SourceAddress.of(InetAddress.getByName("2001:db8:1:2::1"));
