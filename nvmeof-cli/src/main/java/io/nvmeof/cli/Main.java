@@ -1,5 +1,6 @@
 package io.nvmeof.cli;
 
+import io.nvmeof.protocol.AgronaAccess;
 import io.netty.util.ResourceLeakDetector;
 import io.nvmeof.initiator.NvmeStatusException;
 import io.nvmeof.initiator.NvmeofException;
@@ -13,6 +14,11 @@ import picocli.CommandLine.Command;
                 WriteCommand.class, BenchCommand.class, AdminCommand.class, DatasetCommand.class, LoaderBenchCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main {
+    static {
+        // Before any command touches Agrona, so `java -jar nvmeof.jar` needs no JVM flag (AgronaAccess).
+        AgronaAccess.ensure();
+    }
+
     public static void main(String[] args) {
         io.nvmeof.netty.EventLoops.configureNetty();
         // Netty samples buffers for leak reports by default, which records a stack trace now and then on the data

@@ -1,5 +1,6 @@
 package io.nvmeof.fio;
 
+import io.nvmeof.protocol.AgronaAccess;
 import io.nvmeof.initiator.BatchedIoCallback;
 import io.nvmeof.initiator.ControllerState;
 import io.nvmeof.initiator.IoCallback;
@@ -27,6 +28,11 @@ import java.util.concurrent.CompletableFuture;
  * target; each submission names its file.
  */
 public final class FioJob implements BatchedIoCallback, AutoCloseable {
+    static {
+        // fio's engine starts the JVM and comes here first: Agrona runs without a JVM flag (AgronaAccess).
+        AgronaAccess.ensure();
+    }
+
     /** One per distinct target of the job's files. */
     private final List<NvmeofController> controllers;
     /** Per fio file (the submission's file index): its namespace, block size and largest command in blocks. */

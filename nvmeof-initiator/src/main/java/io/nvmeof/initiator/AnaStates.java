@@ -224,8 +224,13 @@ final class AnaStates {
             }
             AnaState before = h.anaState();
             if (before != state) {
-                LOG.info("{}: namespace {} (ANA group {}) {} -> {}", ctrl.id, h.nsid(), group, before.label(),
-                        state.label());
+                if (h.anaFromLog()) {
+                    LOG.info("{}: namespace {} (ANA group {}) {} -> {}", ctrl.id, h.nsid(), group, before.label(),
+                            state.label());
+                } else {
+                    // The first log read at connect: a state, not a change worth telling every program about.
+                    LOG.debug("{}: namespace {} (ANA group {}) {}", ctrl.id, h.nsid(), group, state.label());
+                }
                 changed = true;
             }
             h.anaState(group, state);

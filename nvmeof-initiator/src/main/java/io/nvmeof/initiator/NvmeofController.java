@@ -1,5 +1,6 @@
 package io.nvmeof.initiator;
 
+import io.nvmeof.protocol.AgronaAccess;
 import io.nvmeof.initiator.rdma.RdmaHostTransport;
 import io.nvmeof.initiator.tcp.TcpHostTransport;
 import io.nvmeof.initiator.transport.HostQueue;
@@ -52,6 +53,11 @@ import org.slf4j.LoggerFactory;
  * {@code AsyncEvents} watch a live association.
  */
 public final class NvmeofController implements AutoCloseable {
+    static {
+        // Every program using the initiator starts here: Agrona runs without a JVM flag (AgronaAccess).
+        AgronaAccess.ensure();
+    }
+
     private static final Logger LOG = LoggerFactory.getLogger(NvmeofController.class);
 
     /**

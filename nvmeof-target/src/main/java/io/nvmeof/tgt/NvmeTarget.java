@@ -1,5 +1,6 @@
 package io.nvmeof.tgt;
 
+import io.nvmeof.protocol.AgronaAccess;
 import io.netty.channel.EventLoopGroup;
 import io.nvmeof.cpu.CpuList;
 import io.nvmeof.cpu.ThreadPlacement;
@@ -38,6 +39,11 @@ import org.slf4j.LoggerFactory;
  * listeners, built from a {@link TargetConfig}.
  */
 public final class NvmeTarget implements AutoCloseable {
+    static {
+        // A program embedding the target starts here: Agrona runs without a JVM flag (AgronaAccess).
+        AgronaAccess.ensure();
+    }
+
     /** The state directory's folder of reservation state files. */
     public static final String RESERVATIONS_DIRECTORY = "reservations";
     /** Which host owns which Host ID, in the state directory (see HostIdentities). */
