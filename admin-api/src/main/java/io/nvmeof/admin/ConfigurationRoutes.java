@@ -89,7 +89,7 @@ final class ConfigurationRoutes {
         });
         on(rb, "getNamespace", rc -> reply(rc, 200, () -> live.namespaceOf(nqn(rc), nsid(rc))));
         on(rb, "resizeNamespace", rc -> {
-            String size = validated(rc).getBody().getJsonObject().getString("size");
+            String size = String.valueOf(validated(rc).getBody().getJsonObject().getValue("size")); // a number or a string
             change(rc, 200, () -> live.resizeNamespace(nqn(rc), nsid(rc), size),
                     d -> "grow namespace " + d.nsid() + " of " + nqn(rc) + " to " + d.size() + " bytes");
         });

@@ -329,6 +329,35 @@ class AdminApiTest {
     }
 
     /**
+     * Sizes over REST as in the configuration: a JSON number of bytes, a binary unit, a fraction that comes to whole
+     * blocks; "64MB" is refused naming both readings (before: 64 MiB silently; "1.5GiB" and a number were refused
+     * with "does not match pattern" and a type error).
+     */
+    @Test
+    void sizesAreBytesOrBinaryUnitsAndAmbiguousUnitsAreRefusedNamingBothReadings() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+        String namespaces = "/api/v1/subsystems/" + NQN + "/namespaces";
+        HttpResponse<String> number = call("POST", namespaces, "{\"nsid\":1,\"size\":1048576}");
+        assertEquals(201, number.statusCode(), number.body());
+        assertEquals("1048576", json(number).get("size").asText());
+        HttpResponse<String> fraction = call("POST", namespaces, "{\"nsid\":2,\"size\":\"1.5MiB\",\"blockSize\":4096}");
+        assertEquals(201, fraction.statusCode(), fraction.body());
+        assertEquals("1572864", json(fraction).get("size").asText());
+        String before = call("GET", "/api/v1/config", null).body();
+        HttpResponse<String> ambiguous = call("POST", namespaces, "{\"nsid\":3,\"size\":\"64MB\"}");
+        problem(ambiguous, 400, "64MiB (67,108,864 bytes) or 64000000 (64,000,000 bytes)");
+        problem(call("POST", namespaces, "{\"nsid\":3,\"size\":\"0.3KiB\"}"), 400, "not a whole number of bytes");
+        problem(call("POST", namespaces, "{\"nsid\":3,\"size\":\"1.5KiB\",\"blockSize\":4096}"), 400, "block");
+        problem(call("POST", namespaces, "{\"nsid\":3,\"size\":\"lots\"}"), 400,
+                "a number of bytes (4096) or a number with a binary unit");
+        problem(call("POST", namespaces, "{\"nsid\":3,\"size\":-4096}"), 400, "size");
+        problem(call("PATCH", namespaces + "/1", "{\"size\":\"2MB\"}"), 400, "ambiguous");
+        assertEquals(before, call("GET", "/api/v1/config", null).body(), "refusals changed nothing");
+        // A number passes the schema and the parser on PATCH too (a RAM namespace then cannot grow, as before).
+        problem(call("PATCH", namespaces + "/1", "{\"size\":2097152}"), 409, "ram namespaces cannot be resized");
+    }
+
+    /**
      * Revoking a host's access ends its associations at once, as SPDK's {@code nvmf_subsystem_remove_host} does: its
      * I/O fails (the initiator's reconnect is refused with Connect Invalid Host) while another allowed host goes on.
      * Turning {@code allowAnyHost} off ends the associations of hosts that are not listed.

@@ -32,7 +32,8 @@ final class TargetCommand implements Callable<Integer> {
     @Option(names = {"-p", "--port"}, defaultValue = "4420", description = "Listen port. Default: ${DEFAULT-VALUE}")
     int port;
 
-    @Option(names = "--size", defaultValue = "1GiB", description = "Namespace size. Default: ${DEFAULT-VALUE}")
+    @Option(names = "--size", defaultValue = "1GiB", description = "Namespace size: bytes, or K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024; KB, MB, GB are"
+            + " refused as ambiguous). Default: ${DEFAULT-VALUE}")
     String size;
 
     @Option(names = "--block-size", defaultValue = "512", description = "Logical block size, 512 or 4096. Default: ${DEFAULT-VALUE}")
@@ -164,6 +165,7 @@ final class TargetCommand implements Callable<Integer> {
             cfg = cfg.withPollGroupCpus(pollGroupCpus);
         }
         if (printConfig) {
+            cfg.checkSizes();
             if (cfg.hosts() != null && !cfg.hosts().isEmpty()) {
                 System.err.println("the hosts' DH-HMAC-CHAP secrets are left out of the printed configuration");
             }

@@ -204,6 +204,17 @@ class CliTest {
         assertEquals(List.of(givenB), TargetCommand.hostsOf(null, List.of(givenB)));
     }
 
+    /** --print-config checks the sizes a start would refuse (before: "64 GB" was printed, and then read as 64 GiB). */
+    @Test
+    void printConfigRefusesAnAmbiguousSizeNamingBothReadings() throws Exception {
+        String err = run(1, "target", "--no-admin", "--size", "64 GB", "--print-config")[1];
+        assertTrue(err.contains("size '64 GB' is ambiguous") && err.contains("64GiB (68,719,476,736 bytes) or 64000000000"),
+                err);
+        String cfg = run(0, "target", "--no-admin", "--size", "1.5GiB", "--print-config")[0];
+        assertEquals(3L << 29, io.nvmeof.tgt.config.TargetConfig.parseSize(
+                new ObjectMapper().readTree(cfg).at("/subsystems/0/namespaces/0/size").asText()), cfg);
+    }
+
     /** --busy-poll-us on both commands: the target's goes into its configuration, the bench's into its queues. */
     @Test
     void busyPollIsAnOptionOfTheTargetAndOfTheClientCommands() throws Exception {

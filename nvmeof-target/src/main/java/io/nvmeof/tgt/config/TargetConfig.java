@@ -9,9 +9,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Locale;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * The target's one configuration document: listeners, subsystems, their namespaces and allowed hosts. The CLI reads
@@ -396,35 +393,42 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
         }
     }
 
-    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgtp]?)(i?b?)", Pattern.CASE_INSENSITIVE);
-
-    /** Parses {@code 4096}, {@code 4k}, {@code 512MiB}, {@code 1GiB}, {@code 2G} (binary units). */
+    /** The bytes a size names: {@link ByteSize} says which forms are accepted and why. */
     public static long parseSize(String text) {
+        return ByteSize.parse(text);
+    }
+
+    /**
+     * Checks every size of this document (memory limits, namespaces) as a start would read it, so that
+     * {@code --print-config} never prints one the target then refuses.
+     *
+     * @throws IllegalArgumentException naming the field ({@code subsystems[0].namespaces[1].size}) and the forms
+     */
+    public void checkSizes() {
+        checkSize("maxConnectionMemory", maxConnectionMemory);
+        checkSize("maxMemory", maxMemory);
+        checkSize("maxSparseMemory", maxSparseMemory);
+        if (subsystems == null) {
+            return;
+        }
+        for (int i = 0; i < subsystems.size(); i++) {
+            List<NamespaceConfig> namespaces = subsystems.get(i) == null ? null : subsystems.get(i).namespaces();
+            for (int j = 0; namespaces != null && j < namespaces.size(); j++) {
+                if (namespaces.get(j) != null) {
+                    checkSize("subsystems[" + i + "].namespaces[" + j + "].size", namespaces.get(j).size());
+                }
+            }
+        }
+    }
+
+    private static void checkSize(String field, String text) {
         if (text == null) {
-            throw new IllegalArgumentException("size is missing");
+            return;
         }
-        Matcher m = SIZE.matcher(text.trim());
-        if (!m.matches()) {
-            throw new IllegalArgumentException("size '" + text + "' is not a number with an optional unit (k, M, G, T, KiB, MiB, GiB)");
-        }
-        long n;
         try {
-            n = Long.parseLong(m.group(1));
-        } catch (NumberFormatException e) { // digits only: more than a long holds
-            throw new IllegalArgumentException("size '" + text + "' is too large");
+            ByteSize.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(field + ": " + e.getMessage(), e);
         }
-        int shift;
-        switch (m.group(2).toLowerCase(Locale.ROOT)) {
-            case "k": shift = 10; break;
-            case "m": shift = 20; break;
-            case "g": shift = 30; break;
-            case "t": shift = 40; break;
-            case "p": shift = 50; break;
-            default: shift = 0;
-        }
-        if (shift > 0 && n > (Long.MAX_VALUE >> shift)) {
-            throw new IllegalArgumentException("size '" + text + "' is too large");
-        }
-        return n << shift;
     }
 }
