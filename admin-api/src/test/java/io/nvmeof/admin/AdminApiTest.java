@@ -349,7 +349,7 @@ class AdminApiTest {
         problem(call("POST", namespaces, "{\"nsid\":3,\"size\":\"0.3KiB\"}"), 400, "not a whole number of bytes");
         problem(call("POST", namespaces, "{\"nsid\":3,\"size\":\"1.5KiB\",\"blockSize\":4096}"), 400, "block");
         problem(call("POST", namespaces, "{\"nsid\":3,\"size\":\"lots\"}"), 400,
-                "a number of bytes (4096) or a number with a binary unit");
+                "give a number of bytes (4096) or a number with a binary unit");
         problem(call("POST", namespaces, "{\"nsid\":3,\"size\":-4096}"), 400, "size");
         problem(call("PATCH", namespaces + "/1", "{\"size\":\"2MB\"}"), 400, "ambiguous");
         assertEquals(before, call("GET", "/api/v1/config", null).body(), "refusals changed nothing");

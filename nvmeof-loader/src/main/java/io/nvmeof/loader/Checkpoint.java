@@ -17,7 +17,7 @@ import java.util.UUID;
  * {@code position} counts the samples handed out (skipped corrupt ones included).
  *
  * <p>Written as {@code version=2,epoch=3,position=1200,seed=42,shuffle=window,window=1024,rank=1,worldSize=2,
- * remainder=drop,dataset=UUID} ({@link #toString}, {@link #parse}). The first format ({@code epoch=3,position=1200,
+ * remainder=pad,dataset=UUID} ({@link #toString}, {@link #parse}). The first format ({@code epoch=3,position=1200,
  * seed=42}) recorded none of the settings: {@link #parse} refuses it, saying how to resume it with a loader known to
  * have its settings ({@link DatasetLoader#checkpointAt}).
  *

@@ -68,6 +68,25 @@ public final class DatasetLoader implements AutoCloseable {
         this.reconnects = ds.reconnects();
         this.cfg = b.copy();
         this.engine = new ReadAhead(ds, cfg.prefetchBytes, cfg.readsInFlight);
+        if (cfg.worldSize > 1) {
+            LOG.info("{}", share());
+        } else {
+            LOG.debug("{}", share());
+        }
+    }
+
+    /** What this rank reads each epoch, in a line (logged when the loader is built with more than one rank). */
+    public String share() {
+        int n = ds.sampleCount();
+        int w = cfg.worldSize;
+        int extra = n % w;
+        String rest = extra == 0 ? "" : switch (cfg.remainder) {
+            case DROP -> "; " + extra + " of them left out of each epoch (remainder DROP)";
+            case PAD -> "; " + (w - extra) + " read twice across the ranks to make the shares equal (remainder PAD,"
+                    + " as PyTorch's DistributedSampler)";
+            case UNEVEN -> "; ranks 0 to " + (extra - 1) + " read one more (remainder UNEVEN)";
+        };
+        return "rank " + cfg.rank + " of " + w + ": " + epochSize() + " samples an epoch of the dataset's " + n + rest;
     }
 
     /** Configures a loader; every setting has a default. */
@@ -79,7 +98,7 @@ public final class DatasetLoader implements AutoCloseable {
         private long seed;
         private int rank;
         private int worldSize = 1;
-        private Remainder remainder = Remainder.DROP;
+        private Remainder remainder = Remainder.PAD;
         /** 0 until set, as {@link #window}. */
         private int prefetchBytes;
         private int readsInFlight;
@@ -176,7 +195,11 @@ public final class DatasetLoader implements AutoCloseable {
             return this;
         }
 
-        /** What to do with samples that do not divide evenly among the ranks (default {@code DROP}). */
+        /**
+         * What to do with samples that do not divide evenly among the ranks: by default {@code PAD}, as PyTorch's
+         * {@code DistributedSampler} (every sample read at least once an epoch, a few twice); {@code DROP} leaves the
+         * last {@code n mod worldSize} of each epoch out, {@code UNEVEN} gives the lower ranks one more.
+         */
         public Builder remainder(Remainder r) {
             this.remainder = java.util.Objects.requireNonNull(r);
             return this;

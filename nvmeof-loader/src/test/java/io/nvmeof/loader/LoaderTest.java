@@ -27,6 +27,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -152,6 +153,40 @@ class LoaderTest {
         }
     }
 
+    /**
+     * The issue's finding: 400 samples over 3 ranks read 399 an epoch, one left out silently. By default the ranks
+     * now pad as PyTorch's DistributedSampler does (134 each, every sample at least once) and say so.
+     */
+    @Test
+    void byDefaultEverySampleIsReadEachEpochWhateverTheWorldSizeAsPyTorchPads() throws Exception {
+        DatasetGenerator.Spec spec = new DatasetGenerator.Spec(ShardFormat.TAR, 4, 100, 100, 300, 11, 0);
+        try (NvmeofDataset ds = imported("pad", "8MiB", 512, spec)) {
+            assertEquals(400, ds.sampleCount());
+            int[] seen = new int[400];
+            for (int rank = 0; rank < 3; rank++) {
+                try (DatasetLoader l = ds.loader().shuffle(ShuffleMode.FULL).seed(5).rank(rank).worldSize(3).build();
+                     SampleIterator it = l.samples(0)) {
+                    assertEquals(134, l.epochSize());
+                    int read = 0;
+                    for (Sample s : it) {
+                        seen[(int) s.index()]++;
+                        read++;
+                    }
+                    assertEquals(134, read, "rank " + rank);
+                    assertEquals("rank " + rank + " of 3: 134 samples an epoch of the dataset's 400; 2 read twice"
+                            + " across the ranks to make the shares equal (remainder PAD, as PyTorch's"
+                            + " DistributedSampler)", l.share());
+                }
+            }
+            assertEquals(400, Arrays.stream(seen).filter(c -> c >= 1).count(), "every sample read");
+            assertEquals(402, Arrays.stream(seen).sum());
+            try (DatasetLoader drop = ds.loader().rank(0).worldSize(3).remainder(Remainder.DROP).build()) {
+                assertEquals(133, drop.epochSize());
+                assertTrue(drop.share().endsWith("; 1 of them left out of each epoch (remainder DROP)"), drop.share());
+            }
+        }
+    }
+
     static List<Long> order(NvmeofDataset ds, ShuffleMode mode, long epoch) {
         List<Long> out = new ArrayList<>();
         try (DatasetLoader l = ds.loader().shuffle(mode).window(16).seed(9).prefetchBytes(1 << 20).build();
@@ -274,7 +309,7 @@ class LoaderTest {
                     it.hasNext(); // a look ahead must not move the checkpoint
                     cp = l.checkpoint();
                 }
-                assertEquals(new Checkpoint(3, 15, 77, mode, 8, 1, 2, Remainder.DROP, ds.id()), cp);
+                assertEquals(new Checkpoint(3, 15, 77, mode, 8, 1, 2, Remainder.PAD, ds.id()), cp);
                 try (DatasetLoader l = b.build(); SampleIterator it = l.samples(Checkpoint.parse(cp.toString()))) {
                     it.forEachRemaining(s -> resumed.add(s.index()));
                 }

@@ -20,8 +20,8 @@ import java.util.regex.Pattern;
  */
 public final class ByteSize {
     private static final Pattern SIZE = Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*([a-zA-Z]*)");
-    private static final String FORMS = "a size is a number of bytes (4096) or a number with a binary unit: K, M, G,"
-            + " T, P or KiB, MiB, GiB, TiB, PiB (powers of 1024; 64MiB, 1.5GiB)";
+    private static final String FORMS = "give a number of bytes (4096) or a number with a binary unit: K, M, G, T, P"
+            + " or KiB, MiB, GiB, TiB, PiB (powers of 1024; 64MiB, 1.5GiB)";
     private static final String UNITS = "KMGTP";
 
     private ByteSize() {
@@ -35,7 +35,7 @@ public final class ByteSize {
         String t = text.trim();
         Matcher m = SIZE.matcher(t);
         if (!m.matches()) {
-            throw new IllegalArgumentException("size '" + text + "' is not " + FORMS);
+            throw new IllegalArgumentException("size '" + text + "' is not a number with an optional unit: " + FORMS);
         }
         BigDecimal number = new BigDecimal(m.group(1));
         String unit = m.group(2);

@@ -55,7 +55,7 @@ class ByteSizeTest {
     void everyOtherRefusalNamesTheAcceptedForms() {
         for (String s : List.of("lots", "-1", "1e9", "64XB", "64 MiBs", "0x100", "", "1..5G")) {
             String m = assertThrows(IllegalArgumentException.class, () -> ByteSize.parse(s), s).getMessage();
-            assertTrue(m.contains("a number of bytes (4096) or a number with a binary unit"), m);
+            assertTrue(m.contains("give a number of bytes (4096) or a number with a binary unit"), m);
         }
         assertTrue(assertThrows(IllegalArgumentException.class, () -> ByteSize.parse(null)).getMessage()
                 .startsWith("size is missing"));
