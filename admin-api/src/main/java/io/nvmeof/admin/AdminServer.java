@@ -138,7 +138,8 @@ public final class AdminServer implements AutoCloseable {
         });
         root.get("/openapi.yaml").handler(rc -> rc.response().putHeader("Content-Type", "application/yaml").end(contractText));
         root.route("/*").subRouter(api);
-        root.route().failureHandler(Problems::handle);
+        UnknownFields fields = new UnknownFields(contract);
+        root.route().failureHandler(rc -> Problems.handle(rc, fields));
         root.errorHandler(404, rc -> Problems.send(rc, 404, Problems.body(404, "Not Found",
                 "no resource at " + rc.request().path() + " (see /openapi.yaml)")));
         // An API path the contract has with another method: Allow names those it has (RFC 9110 requires it on a 405).
@@ -234,11 +235,20 @@ public final class AdminServer implements AutoCloseable {
             rc.next();
             return;
         }
-        audit.unauthorized(rc, h == null ? "no token" : "wrong token");
+        boolean bearer = space > 0 && h.substring(0, space).equalsIgnoreCase("Bearer");
+        audit.unauthorized(rc, h == null ? "no token" : bearer ? "wrong token" : "not a bearer token");
         rc.response().putHeader("WWW-Authenticate", "Bearer");
-        Problems.send(rc, 401, Problems.body(401, "Unauthorized", h == null
-                ? "send the admin token as 'Authorization: Bearer TOKEN' (its file is printed when the target starts)"
-                : "the bearer token is wrong"));
+        String send = "send the admin token as 'Authorization: Bearer TOKEN' (its file is printed when the target starts)";
+        String detail;
+        if (h == null) {
+            detail = send;
+        } else if (!bearer) {
+            // Nothing of the header is repeated: it may be the token itself, and refusals are logged.
+            detail = "the Authorization header does not start with the Bearer scheme: " + send;
+        } else {
+            detail = "the bearer token is wrong (its file is printed when the target starts)";
+        }
+        Problems.send(rc, 401, Problems.body(401, "Unauthorized", detail));
     }
 
     private static String resource(String name) throws IOException {

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.nvmeof.admin.migration.KeyFiles;
 import io.nvmeof.admin.migration.Migration;
 import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.config.JsonErrors;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;

@@ -10,6 +10,8 @@ import io.vertx.openapi.validation.SchemaValidationException;
 import io.vertx.openapi.validation.ValidatorException;
 import java.util.Comparator;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,12 +19,17 @@ import org.slf4j.LoggerFactory;
 final class Problems {
     private static final Logger LOG = LoggerFactory.getLogger(Problems.class);
     static final String PROBLEM_JSON = "application/problem+json";
+    /** The schema validator's words for a field the schema does not list (additionalProperties: false). */
+    private static final Pattern UNKNOWN_FIELD = Pattern.compile("Property \"(.*)\" does not match additional properties schema");
 
     private Problems() {
     }
 
-    /** The router's failure handler: validation failures, refused changes, and anything unexpected. */
-    static void handle(RoutingContext rc) {
+    /**
+     * The router's failure handler: validation failures, refused changes, and anything unexpected; {@code fields}
+     * words the refusal of an unknown field.
+     */
+    static void handle(RoutingContext rc, UnknownFields fields) {
         Throwable f = rc.failure();
         int status = rc.statusCode() > 0 ? rc.statusCode() : 500;
         if (f instanceof HttpException he) {
@@ -30,7 +37,7 @@ final class Problems {
             f = he.getCause() != null ? he.getCause() : f;
         }
         if (f instanceof ValidatorException ve) {
-            send(rc, 400, validation(ve));
+            send(rc, 400, validation(rc, ve, fields));
         } else if (f instanceof ConfigurationRoutes.SecurityNotCarried s) {
             JsonObject p = body(422, "Security Settings Not Carried Over", s.getMessage());
             send(rc, 422, p.put("securitySettings", new JsonArray(s.settings())));
@@ -74,7 +81,7 @@ final class Problems {
      * A schema violation: the most specific error (the deepest keyword location) as the detail, naming the field;
      * all of them in "errors".
      */
-    private static JsonObject validation(ValidatorException ve) {
+    private static JsonObject validation(RoutingContext rc, ValidatorException ve, UnknownFields fields) {
         JsonObject p = body(400, "Request validation failed", ve.getMessage()).put("errorType", ve.type().name());
         if (ve instanceof SchemaValidationException se) {
             OutputUnit root = se.getOutputUnit();
@@ -86,6 +93,24 @@ final class Problems {
             String where = ve.getMessage() != null && ve.getMessage().contains("parameter") ? ve.getMessage() + ": "
                     : at != null && at.length() > 1 ? "field '" + at.substring(2) + "': " : "request body: ";
             p.put("detail", where + best.getError());
+            // An unknown field is the likeliest mistake (a typo, or a field this operation cannot change): say which,
+            // before any "required" error the same body also has.
+            for (OutputUnit e : list) {
+                Matcher m = e.getError() == null ? null : UNKNOWN_FIELD.matcher(e.getError());
+                if (m != null && m.find()) {
+                    String name = m.group(1);
+                    String pointer = e.getInstanceLocation() == null ? "" : e.getInstanceLocation().replaceFirst("^#", "");
+                    if (pointer.endsWith("/" + name)) {
+                        pointer = pointer.substring(0, pointer.length() - name.length() - 1);
+                    }
+                    String detail = fields == null ? null
+                            : fields.detail(rc.request().method(), rc.request().path(), pointer, name);
+                    if (detail != null) {
+                        p.put("detail", detail);
+                        break;
+                    }
+                }
+            }
             JsonArray errors = new JsonArray();
             for (OutputUnit e : list) {
                 errors.add(new JsonObject().put("pointer", e.getInstanceLocation()).put("keyword", e.getKeywordLocation())

@@ -141,10 +141,16 @@ class AdminApiTest {
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode(), scheme + ": " + r.body());
         }
-        for (String wrong : new String[] {"Basic " + token, "Bearer" + token, token, "Bearer " + token + "x"}) {
+        // The token without its scheme (the first thing a curl user tries) is told the scheme is missing, not that
+        // the token is wrong (as before); no refusal repeats what was sent.
+        String[][] wrong = {{"Basic " + token, "does not start with the Bearer scheme"},
+            {"Bearer" + token, "does not start with the Bearer scheme"}, {token, "does not start with the Bearer scheme"},
+            {"Bearer " + token + "x", "the bearer token is wrong"}};
+        for (String[] w : wrong) {
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin.port()
-                    + "/api/v1/subsystems")).header("Authorization", wrong).build(), HttpResponse.BodyHandlers.ofString());
-            problem(r, 401, "");
+                    + "/api/v1/subsystems")).header("Authorization", w[0]).build(), HttpResponse.BodyHandlers.ofString());
+            problem(r, 401, w[1]);
+            assertFalse(r.body().contains(token.substring(0, 8)), r.body());
         }
     }
 
@@ -326,6 +332,32 @@ class AdminApiTest {
                     r[2] + ": " + answer.body());
         }
         assertEquals(before, call("GET", "/api/v1/config", null).body(), "nothing changed");
+    }
+
+    /**
+     * An unknown field is named with the one likely meant, and a field the operation cannot change says what to do
+     * instead (before: 'Property "blocksize" does not match additional properties schema', and a PATCH of blockSize
+     * said that the required property size was missing).
+     */
+    @Test
+    void anUnknownFieldIsNamedWithTheOneMeantAndAFieldThatCannotChangeSaysHow() throws Exception {
+        assertEquals(201, call("POST", "/api/v1/subsystems", "{\"nqn\":\"" + NQN + "\"}").statusCode());
+        String namespaces = "/api/v1/subsystems/" + NQN + "/namespaces";
+        String before = call("GET", "/api/v1/config", null).body();
+        problem(call("POST", namespaces, "{\"size\":\"1MiB\",\"blocksize\":4096}"), 400,
+                "field 'blocksize' is not known; did you mean 'blockSize'? (the fields here: ");
+        problem(call("POST", namespaces, "{\"size\":\"1MiB\",\"bakend\":\"ram\"}"), 400,
+                "field 'bakend' is not known; did you mean 'backend'?");
+        problem(call("POST", namespaces, "{\"size\":\"1MiB\",\"colour\":\"red\"}"), 400,
+                "field 'colour' is not known (the fields here: nsid, ");
+        problem(call("POST", "/api/v1/config/import?mode=merge", "{\"subsystems\":[{\"nqn\":\"" + NQN + "\","
+                + "\"namespaces\":[{\"nsid\":1,\"size\":\"1MiB\",\"blocksze\":512}]}]}"), 400,
+                "subsystems[0].namespaces[0]: unknown field 'blocksze'; did you mean 'blockSize'?");
+        assertEquals(before, call("GET", "/api/v1/config", null).body(), "refusals changed nothing");
+        assertEquals(201, call("POST", namespaces, "{\"nsid\":1,\"size\":\"1MiB\"}").statusCode());
+        problem(call("PATCH", namespaces + "/1", "{\"blockSize\":4096}"), 400,
+                "field 'blockSize' cannot be changed by PATCH, which changes only size: remove the resource and create"
+                + " it again with the new blockSize");
     }
 
     /**

@@ -9,6 +9,7 @@ import io.nvmeof.conformance.FioRunner.Run;
 import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -108,11 +109,30 @@ class FioEngineTest {
         }
     }
 
+    /**
+     * docs/fio/verify.fio as a user runs it, on this test's 256 MiB namespace: before, its second job began at 256 MiB
+     * and so did no I/O at all, and fio still exited 0. Now both jobs write and verify whatever the namespace's size.
+     */
+    @Test
+    void theDocsVerifyJobWritesAndChecksOnANamespaceOfAnySize() throws Exception {
+        String doc = Files.readString(Path.of("..", "docs", "fio", "verify.fio"));
+        assertTrue(doc.contains("thread=1"), "the docs recommend thread=1");
+        String job = doc.replace("ioengine=external:${NVMEOF_FIO}\n", global("").substring("[global]\n".length()));
+        assertTrue(job.contains("trsvcid=" + target.tcpPort(0)), job);
+        Run r = fio(job);
+        noErrors(r, 2);
+        JsonNode first = r.json().get("jobs").get(0);
+        assertEquals(128L << 20, first.get("write").get("io_bytes").asLong(), "the first half, every block once");
+        assertEquals(128L << 20, first.get("read").get("io_bytes").asLong(), "every block read back and verified");
+    }
+
     @Test
     void eachBadOptionGetsItsOwnError() throws Exception {
         String[][] cases = {
-            {"trsvcid=4999", "Connection refused"},
+            // The CLI's hints, and no Netty exception (issue 52: a bare status, and a Netty class name).
+            {"trsvcid=4999", "failed: Connection refused; check that an NVMe/TCP target listens on"},
             {"subnqn=nqn.2026-11.io.nvmeof:nothing", "CONNECT_INVALID_PARAM"},
+            {"subnqn=nqn.2026-11.io.nvmeof:nothing", "check the subsystem NQN ('nvmeof discover' or 'nvme discover'"},
             {"nsid=9", "namespace 9 is not active"},
             {"jvm=/nonexistent/libjvm.so", "cannot start a JVM"},
             {"trtype=fc", "trtype=fc is not tcp or rdma"},
@@ -123,6 +143,7 @@ class FioEngineTest {
             assertNotEquals(0, r.exit(), c[0] + " was accepted: " + r.out());
             assertTrue(r.err().contains(c[1]) || r.out().contains(c[1]), c[0] + ": " + r.err());
             assertTrue(!r.err().contains("SIGSEGV") && !r.err().contains("core dumped"), c[0] + " crashed: " + r.err());
+            assertTrue(!r.err().contains("io.netty"), c[0] + ": " + r.err());
         }
         Run badPort = fio("[x]\nioengine=external:" + FioRunner.ENGINE + "\nrw=read\nsize=1m\ntrsvcid=http\n");
         assertNotEquals(0, badPort.exit());

@@ -54,12 +54,9 @@ public final class Main {
         return e.toString();
     }
 
+    /** The initiator's message names what to try for a refused Connect; these are the I/O commands' own. */
     private static String hint(int status) {
         switch (io.nvmeof.protocol.Status.code(status)) {
-            case io.nvmeof.protocol.Status.CONNECT_INVALID_HOST:
-                return "; this host NQN is not on the subsystem's allowed list (pass -q HOSTNQN or ask the admin to allow it)";
-            case io.nvmeof.protocol.Status.CONNECT_INVALID_PARAMETERS:
-                return "; check the subsystem NQN (-n) with 'nvmeof discover'";
             case io.nvmeof.protocol.Status.LBA_RANGE:
                 return "; the LBA range runs past the namespace's end ('nvmeof identify' shows its size)";
             case io.nvmeof.protocol.Status.INVALID_NAMESPACE:

@@ -204,6 +204,16 @@ class CliTest {
         assertEquals(List.of(givenB), TargetCommand.hostsOf(null, List.of(givenB)));
     }
 
+    /** A wrong NQN or port says what to check, in one line and without Java or Netty class names. */
+    @Test
+    void aWrongNqnOrPortSaysWhatToCheck() throws Exception {
+        String nqn = run(2, "identify", "-s", port, "-n", "nqn.2026-12.io.nvmeof:nothing")[1];
+        assertTrue(nqn.contains("check the subsystem NQN ('nvmeof discover' or 'nvme discover'"), nqn);
+        String closed = run(1, "identify", "-s", "1", "-n", NQN)[1];
+        assertTrue(closed.contains("failed: Connection refused; check that an NVMe/TCP target listens on"), closed);
+        assertFalse(closed.contains("io.netty") || closed.contains("Exception"), closed);
+    }
+
     /** --print-config checks the sizes a start would refuse (before: "64 GB" was printed, and then read as 64 GiB). */
     @Test
     void printConfigRefusesAnAmbiguousSizeNamingBothReadings() throws Exception {

@@ -141,7 +141,7 @@ public final class TcpQueue extends SlotQueue<Request> {
                     + " ms; check the address and that the target is reachable");
         }
         if (!cf.isSuccess()) {
-            throw new NvmeofException("TCP connect for " + label + " failed: " + cf.cause()
+            throw new NvmeofException("TCP connect for " + label + " failed: " + reason(cf.cause())
                     + "; check that an NVMe/TCP target listens on " + host + ":" + port, cf.cause());
         }
         channel = cf.channel();
@@ -491,5 +491,26 @@ public final class TcpQueue extends SlotQueue<Request> {
             }
         }
         failPending(code);
+    }
+
+    /**
+     * Why a connect failed, in the system's words ("Connection refused", "No route to host"), without the class names
+     * and native call Netty's exceptions carry.
+     */
+    static String reason(Throwable t) {
+        Throwable root = t;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        if (root instanceof java.net.UnknownHostException) {
+            return "unknown host " + root.getMessage();
+        }
+        String m = root.getMessage() != null ? root.getMessage() : root.getClass().getSimpleName();
+        int errno = m.indexOf("): ");
+        if (m.startsWith("finishConnect(") && errno > 0) {
+            m = m.substring(errno + 3);
+        }
+        int addr = m.lastIndexOf(": /");
+        return addr > 0 ? m.substring(0, addr) : m;
     }
 }

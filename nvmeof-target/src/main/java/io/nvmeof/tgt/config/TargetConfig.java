@@ -375,9 +375,11 @@ public record TargetConfig(Integer pollGroups, Integer maxIoQueues, Integer maxQ
     public static TargetConfig load(Path file) throws IOException {
         try {
             return MAPPER.readValue(Files.readAllBytes(file), TargetConfig.class);
-        } catch (com.fasterxml.jackson.core.JacksonException e) {
-            throw new IOException("config " + file + " is not valid: " + e.getOriginalMessage()
-                    + (e.getLocation() != null ? " at line " + e.getLocation().getLineNr() : ""), e);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            // The API's words (the field's path, the names that belong there), not Jackson's (Java classes).
+            throw new IOException("config " + file + " is not valid: " + JsonErrors.describe(e)
+                    + (e.getLocation() != null && e.getLocation().getLineNr() > 0 ? " (line " + e.getLocation().getLineNr()
+                    + ")" : ""), e);
         }
     }
 

@@ -1,4 +1,4 @@
-package io.nvmeof.admin;
+package io.nvmeof.tgt.config;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.exc.InputCoercionException;
@@ -7,18 +7,20 @@ import com.fasterxml.jackson.databind.exc.InvalidFormatException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import java.util.Collection;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * A JSON document that does not fit what the API reads, said in the administrator's terms: where in the document
- * ({@code subsystems[0].maxNamespaces}) and what belongs there. Jackson's own messages name Java types and classes.
+ * A JSON document that does not fit what the API or a configuration file is read into, said in the administrator's
+ * terms: where in the document ({@code subsystems[0].maxNamespaces}) and what belongs there, with the field likely
+ * meant for an unknown one. Jackson's own messages name Java types and classes.
  */
-final class JsonErrors {
+public final class JsonErrors {
     private JsonErrors() {
     }
 
-    static String describe(JsonProcessingException e) {
+    public static String describe(JsonProcessingException e) {
         String where = e instanceof JsonMappingException m ? location(m) : "";
         String what;
         if (e instanceof UnrecognizedPropertyException u) {
@@ -26,7 +28,9 @@ final class JsonErrors {
             u.getKnownPropertyIds().forEach(id -> known.add(String.valueOf(id)));
             where = where.endsWith("." + u.getPropertyName()) || where.equals(u.getPropertyName())
                     ? where.substring(0, Math.max(0, where.length() - u.getPropertyName().length() - 1)) : where;
-            what = "unknown field '" + u.getPropertyName() + "'; the fields here are " + String.join(", ", known);
+            String likely = closest(u.getPropertyName(), known);
+            what = "unknown field '" + u.getPropertyName() + "'" + (likely != null ? "; did you mean '" + likely + "'?" : "")
+                    + " (the fields here: " + String.join(", ", known) + ")";
         } else if (e instanceof InvalidFormatException f) {
             what = "must be " + kind(f.getTargetType()) + ", got " + f.getValue();
         } else if (e instanceof MismatchedInputException mi && mi.getTargetType() != null) {
@@ -39,6 +43,43 @@ final class JsonErrors {
             what = "is not valid here";
         }
         return (where.isEmpty() ? "the document" : where) + ": " + what;
+    }
+
+    /** The known field {@code name} most likely meant: the same letters in another case, or one or two typos away. */
+    public static String closest(String name, Collection<String> known) {
+        String best = null;
+        int bestDistance = Integer.MAX_VALUE;
+        for (String k : known) {
+            if (k.equalsIgnoreCase(name)) {
+                return k;
+            }
+            int d = distance(name.toLowerCase(Locale.ROOT), k.toLowerCase(Locale.ROOT));
+            if (d < bestDistance) {
+                bestDistance = d;
+                best = k;
+            }
+        }
+        return bestDistance <= Math.min(2, name.length() / 3) ? best : null;
+    }
+
+    /** Levenshtein distance. */
+    private static int distance(String a, String b) {
+        int[] prev = new int[b.length() + 1];
+        int[] cur = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            prev[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            cur[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+                cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
+            }
+            int[] t = prev;
+            prev = cur;
+            cur = t;
+        }
+        return prev[b.length()];
     }
 
     /** subsystems[0].namespaces[1].size */
