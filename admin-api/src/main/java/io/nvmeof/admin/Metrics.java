@@ -4,7 +4,9 @@ import io.nvmeof.tgt.LiveConfiguration;
 import io.nvmeof.tgt.LiveConfiguration.SubsystemStatistics;
 import io.nvmeof.tgt.core.IoStatistics;
 import io.nvmeof.tgt.core.NamespaceStatistics;
+import io.nvmeof.tgt.core.QueueStatistics;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
@@ -33,6 +35,9 @@ final class Metrics {
 
     Metrics(LiveConfiguration live) {
         registry.register(() -> collect(live));
+        // The JVM's series, from the Prometheus client's own collectors: heap, memory pools and direct buffers
+        // (jvm_memory_*, jvm_buffer_pool_*), GC pauses (jvm_gc_collection_seconds), threads, classes, process CPU.
+        JvmMetrics.builder().register(registry);
     }
 
     String contentType() {
@@ -62,6 +67,7 @@ final class Metrics {
             controllers.merge(c.subsystem(), 1, Integer::sum);
             queues.merge(c.subsystem(), c.ioQueues(), Integer::sum);
         }
+        perQueue(live.queueStatistics(), out);
         out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_controllers", "Connected hosts (controllers)", controllers));
         out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_io_queues", "Connected I/O queues, over every controller",
                 queues));
@@ -83,6 +89,53 @@ final class Metrics {
                 .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.dataPathFailures().size()).build())
                 .build());
         return out.build();
+    }
+
+    /**
+     * Per host controller (labels subsystem, cntlid, host) and per I/O queue (subsystem, cntlid, qid): commands and
+     * bytes since it connected, and per queue its depth and the commands outstanding now.
+     */
+    private static void perQueue(List<QueueStatistics> queues, MetricSnapshots.Builder out) {
+        Map<String, long[]> controllers = new java.util.TreeMap<>();
+        Map<String, Labels> controllerLabels = new HashMap<>();
+        String[] names = {"read_commands", "write_commands", "read_bytes", "written_bytes"};
+        String[] helps = {"Reads completed", "Writes completed", "Bytes read", "Bytes written"};
+        List<CounterSnapshot.Builder> perQueue = new ArrayList<>();
+        for (int i = 0; i < names.length; i++) {
+            perQueue.add(CounterSnapshot.builder().name("nvmeof_queue_" + names[i]).help(helps[i] + " on this I/O queue"));
+        }
+        GaugeSnapshot.Builder outstanding = GaugeSnapshot.builder().name("nvmeof_queue_outstanding_commands")
+                .help("Commands the host has outstanding on this I/O queue now");
+        GaugeSnapshot.Builder depth = GaugeSnapshot.builder().name("nvmeof_queue_depth").help("The I/O queue's size (entries)");
+        for (QueueStatistics q : queues) {
+            long[] v = {q.reads(), q.writes(), q.bytesRead(), q.bytesWritten()};
+            Labels l = Labels.of("subsystem", q.subsystem(), "cntlid", Integer.toString(q.cntlid()), "qid",
+                    Integer.toString(q.qid()));
+            for (int i = 0; i < v.length; i++) {
+                perQueue.get(i).dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(l).value(v[i]).build());
+            }
+            outstanding.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(l).value(q.outstanding()).build());
+            depth.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(l).value(q.depth()).build());
+            String key = q.subsystem() + "/" + q.cntlid();
+            controllerLabels.putIfAbsent(key, Labels.of("subsystem", q.subsystem(), "cntlid", Integer.toString(q.cntlid()),
+                    "host", q.hostNqn()));
+            long[] sum = controllers.computeIfAbsent(key, k -> new long[4]);
+            for (int i = 0; i < v.length; i++) {
+                sum[i] += v[i];
+            }
+        }
+        for (int i = 0; i < names.length; i++) {
+            CounterSnapshot.Builder c = CounterSnapshot.builder().name("nvmeof_controller_" + names[i])
+                    .help(helps[i] + " by this host's controller, over its connected I/O queues");
+            for (Map.Entry<String, long[]> e : controllers.entrySet()) {
+                c.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(controllerLabels.get(e.getKey()))
+                        .value(e.getValue()[i]).build());
+            }
+            out.metricSnapshot(c.build());
+            out.metricSnapshot(perQueue.get(i).build());
+        }
+        out.metricSnapshot(outstanding.build());
+        out.metricSnapshot(depth.build());
     }
 
     private static GaugeSnapshot perSubsystem(List<SubsystemStatistics> stats, String name, String help,

@@ -499,6 +499,20 @@ class AdminApiTest {
                     prom.body());
             assertTrue(prom.body().contains("nvmeof_subsystem_authentication_failures_total{subsystem=\"" + NQN + "\"} 0"),
                     prom.body());
+            // Issue 52: per host controller and per queue, and the JVM's own series (none of them before).
+            String host = json(call("GET", "/api/v1/controllers", null)).get(0).get("hostNqn").asText();
+            String perHost = "{cntlid=\"" + c.cntlid() + "\",host=\"" + host + "\",subsystem=\"" + NQN + "\"}";
+            assertTrue(prom.body().contains("nvmeof_controller_read_commands_total" + perHost + " 1"), prom.body());
+            assertTrue(prom.body().contains("nvmeof_controller_written_bytes_total" + perHost + " 4096"), prom.body());
+            String queue = "{cntlid=\"" + c.cntlid() + "\",qid=\"1\",subsystem=\"" + NQN + "\"}";
+            assertTrue(prom.body().contains("nvmeof_queue_write_commands_total" + queue + " 1"), prom.body());
+            assertTrue(prom.body().contains("nvmeof_queue_outstanding_commands" + queue + " 0"), prom.body());
+            assertTrue(prom.body().contains("nvmeof_queue_depth" + queue + " "), prom.body());
+            for (String jvm : List.of("jvm_memory_used_bytes{area=\"heap\"}", "jvm_buffer_pool_used_bytes{pool=\"direct\"}",
+                    "jvm_gc_collection_seconds_count{", "jvm_memory_pool_used_bytes{", "jvm_threads_current ",
+                    "process_cpu_seconds_total ")) {
+                assertTrue(prom.body().contains(jvm), jvm + " in " + prom.body());
+            }
             problem(call("GET", "/metrics", null, null), 401, "Bearer");
 
             JsonNode ctrls = json(call("GET", "/api/v1/controllers", null));

@@ -689,6 +689,11 @@ public final class LiveConfiguration {
 
     // ------------------------------------------------------------------------------------------ statistics
 
+    /** Every connected I/O queue's counters, by subsystem, controller and QID. */
+    public List<io.nvmeof.tgt.core.QueueStatistics> queueStatistics() {
+        return io.nvmeof.tgt.core.QueueStatistics.of(target.core());
+    }
+
     /** I/O statistics of every namespace, by subsystem (counted per queue without locks; summed here). */
     public List<SubsystemStatistics> statistics() {
         List<SubsystemStatistics> out = new ArrayList<>();
