@@ -204,6 +204,16 @@ class CliTest {
         assertEquals(List.of(givenB), TargetCommand.hostsOf(null, List.of(givenB)));
     }
 
+    /**
+     * The launcher's class-data training run (docs/performance.md, "Start-up") runs the common commands against a
+     * target of its own and succeeds, in this JVM too; it is not offered to users.
+     */
+    @Test
+    void theClassDataTrainingRunSucceedsAndIsHidden() throws Exception {
+        run(0, "class-data-training");
+        assertFalse(run(0, "--help")[0].contains("class-data-training"));
+    }
+
     /** A wrong NQN or port says what to check, in one line and without Java or Netty class names. */
     @Test
     void aWrongNqnOrPortSaysWhatToCheck() throws Exception {
