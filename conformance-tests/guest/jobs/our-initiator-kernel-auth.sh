@@ -37,17 +37,17 @@ head -c 65536 /dev/urandom > /tmp/pattern.bin
 roundtrip() { # NAME HOST SECRET [CTRL_SECRET]: write the pattern at LBA 64, read it back, compare
   local name=$1 host=$2 secret=$3 ctrl=${4:-}
   $J write $C -q $host -S "$secret" ${ctrl:+-C "$ctrl"} -l 64 -i /tmp/pattern.bin > "$RESULTS/$JOB-$name-write.out" 2>&1 &&
-  $J read $C -q $host -S "$secret" ${ctrl:+-C "$ctrl"} -l 64 -c 128 -o /tmp/back.bin > "$RESULTS/$JOB-$name-read.out" 2>&1 &&
+  $J read $C -q $host -S "$secret" ${ctrl:+-C "$ctrl"} -l 64 --count 128 -o /tmp/back.bin > "$RESULTS/$JOB-$name-read.out" 2>&1 &&
   cmp -n 65536 /tmp/pattern.bin /tmp/back.bin
 }
 
 check "our initiator authenticates to nvmet (null group, SHA-256) and reads back what it wrote" roundtrip one $ONE "$KEY1"
 check "our initiator and nvmet authenticate each other (ffdhe3072, SHA-512)" roundtrip two $TWO "$KEY2" "$CKEY2"
 check "nvmet created the controllers with DH-HMAC-CHAP (dmesg)" sh -c "dmesg | grep -q 'with DH-HMAC-CHAP'"
-$J read $C -q $ONE -S "$OTHER" -l 0 -c 1 -o /dev/null > "$RESULTS/$JOB-wrong.out" 2>&1
+$J read $C -q $ONE -S "$OTHER" -l 0 --count 1 -o /dev/null > "$RESULTS/$JOB-wrong.out" 2>&1
 rc=$?
 check "a wrong secret is refused, and the CLI says why (exit $rc)" sh -c "[ $rc -ne 0 ] && grep -qi 'authenticat' '$RESULTS/$JOB-wrong.out'"
-$J read $C -q $TWO -S "$KEY2" -C "$OTHER" -l 0 -c 1 -o /dev/null > "$RESULTS/$JOB-impostor.out" 2>&1
+$J read $C -q $TWO -S "$KEY2" -C "$OTHER" -l 0 --count 1 -o /dev/null > "$RESULTS/$JOB-impostor.out" 2>&1
 rc=$?
 check "a controller that cannot prove the controller secret is refused by our host (exit $rc)" \
   sh -c "[ $rc -ne 0 ] && grep -q \"controller's response does not match\" '$RESULTS/$JOB-impostor.out'"

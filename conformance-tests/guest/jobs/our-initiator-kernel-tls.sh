@@ -38,16 +38,16 @@ C="-t tcp -a $GUEST_IP -s 4420 -n $NQN -q $HOST --ctrl-loss-tmo 0"
 head -c 65536 /dev/urandom > /tmp/pattern.bin
 roundtrip() { # KEY
   $J write $C --tls-key "$1" --tls-key-derivation legacy -l 64 -i /tmp/pattern.bin > "$RESULTS/$JOB-write.out" 2>&1 &&
-  $J read $C --tls-key "$1" --tls-key-derivation legacy -l 64 -c 128 -o /tmp/back.bin > "$RESULTS/$JOB-read.out" 2>&1 &&
+  $J read $C --tls-key "$1" --tls-key-derivation legacy -l 64 --count 128 -o /tmp/back.bin > "$RESULTS/$JOB-read.out" 2>&1 &&
   cmp -n 65536 /tmp/pattern.bin /tmp/back.bin
 }
 check "our initiator writes and reads back over TLS with nvmet (tlshd on the target's side)" roundtrip "$KEY"
 check "tlshd did nvmet's handshake" grep -q "was successful" "$RESULTS/$JOB-tlshd.log"
-$J read $C --tls-key "$OTHER" --tls-key-derivation legacy -l 0 -c 1 -o /dev/null > "$RESULTS/$JOB-wrong.out" 2>&1
+$J read $C --tls-key "$OTHER" --tls-key-derivation legacy -l 0 --count 1 -o /dev/null > "$RESULTS/$JOB-wrong.out" 2>&1
 rc=$?
 check "a wrong key is refused, and the CLI says the TLS handshake failed (exit $rc)" \
   sh -c "[ $rc -ne 0 ] && grep -q 'TLS handshake' '$RESULTS/$JOB-wrong.out'"
-$J read $C -l 0 -c 1 -o /dev/null > "$RESULTS/$JOB-plain.out" 2>&1
+$J read $C -l 0 --count 1 -o /dev/null > "$RESULTS/$JOB-plain.out" 2>&1
 rc=$?
 check "plain TCP to nvmet's TLS port is refused (exit $rc)" [ $rc -ne 0 ]
 check "no key in our CLI's messages" sh -c "! grep -q 'NVMeTLSkey-1:0[0-2]:[A-Za-z0-9+/]' '$RESULTS'/$JOB-*.out"

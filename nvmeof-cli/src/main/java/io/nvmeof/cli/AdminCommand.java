@@ -36,7 +36,9 @@ import picocli.CommandLine.Spec;
                 AdminCommand.ListenerRemove.class, AdminReferralCommands.Referrals.class,
                 AdminReferralCommands.ReferralAdd.class, AdminReferralCommands.ReferralRemove.class,
                 AdminCommand.Ana.class, AdminCommand.AnaSet.class, AdminCommand.Stats.class, AdminCommand.Controllers.class, AdminCommand.Disconnect.class,
-                AdminCommand.Export.class, AdminCommand.Import.class, AdminCommand.NamespaceResize.class})
+                AdminCommand.Export.class, AdminCommand.Import.class, AdminCommand.NamespaceResize.class,
+                AdminHostKeyCommands.HostKeys.class, AdminHostKeyCommands.HostKeysSet.class,
+                AdminHostKeyCommands.HostKeysRemove.class})
 final class AdminCommand {
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -296,7 +298,7 @@ final class AdminCommand {
         @Option(names = "--block-size", description = "512 or 4096") Integer blockSize;
         @Option(names = "--file", description = "Back it with this file (under a directory the target allows with --allow-dir)") String file;
         @Option(names = "--block", paramLabel = "DEVICE", description = "Back it with this block device (under an --allow-dir, e.g. /dev)") String device;
-        @Option(names = "--nsid") Long nsid;
+        @Option(names = {"-N", "--namespace-id", "--nsid"}, description = "The NSID (default: the lowest free)") Long nsid;
         @Option(names = "--uuid") String uuid;
         @Option(names = "--nguid", description = "32 hex digits (default: the UUID's bytes)") String nguid;
         @Option(names = "--sparse", description = "ram: commit memory as it is first written (default: all of it now)")

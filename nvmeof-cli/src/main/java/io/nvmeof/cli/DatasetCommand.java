@@ -52,7 +52,8 @@ final class DatasetCommand {
         @Option(names = {"-n", "--nqn"}, description = "Subsystem NQN (with -a/-s, instead of --ns)")
         String nqn;
 
-        @Option(names = "--nsid", split = ",", description = "Namespace IDs with -n (default 1)")
+        @Option(names = {"-N", "--namespace-id", "--nsid"}, split = ",",
+                description = "Namespace IDs with -n (default 1), as nvme-cli's -N/--namespace-id; --nsid too")
         List<Long> nsids = new ArrayList<>();
 
         List<DatasetLocation> resolve() {

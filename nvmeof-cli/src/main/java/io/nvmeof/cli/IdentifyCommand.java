@@ -26,6 +26,10 @@ final class IdentifyCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print JSON")
     boolean json;
 
+    @Option(names = {"-H", "--human-readable"}, description = "Decode the bit fields (ONCS, SGLS, KAS, CNTRLTYPE) and"
+            + " the namespaces' ANA state and identifiers, as nvme id-ctrl -H")
+    boolean human;
+
     @Override
     public Integer call() throws Exception {
         try (NvmeofController c = conn.connect(nqn, conn.builder().ioQueues(1).queueDepth(4).build())) {
@@ -56,6 +60,10 @@ final class IdentifyCommand implements Callable<Integer> {
                 m.put("nsze", ns.blockCount());
                 m.put("block_size", ns.blockSize());
                 m.put("size_bytes", ns.sizeBytes());
+                m.put("ana_group", ns.anaGroup());
+                m.put("ana_state", ns.anaState().label());
+                ns.nguid().ifPresent(g -> m.put("nguid", java.util.HexFormat.of().formatHex(g)));
+                ns.uuid().ifPresent(u -> m.put("uuid", u.toString()));
                 nss.add(m);
             }
             if (json) {
@@ -66,8 +74,14 @@ final class IdentifyCommand implements Callable<Integer> {
                 return 0;
             }
             System.out.println("NVME Identify Controller (" + conn.where() + ", " + nqn + "):");
+            Map<String, List<String>> decoded = human ? Map.of("oncs", IdentifyFields.oncs(i.oncs()),
+                    "sgls", IdentifyFields.sgls(i.sgls()), "kas", IdentifyFields.kas(i.kas()),
+                    "cntrltype", IdentifyFields.controllerType(i.controllerType())) : Map.of();
             for (Map.Entry<String, Object> e : ctrl.entrySet()) {
-                System.out.printf("%-10s: %s%n", e.getKey(), e.getValue());
+                Object v = e.getValue();
+                boolean hex = human && (e.getKey().equals("oncs") || e.getKey().equals("sgls"));
+                System.out.printf("%-10s: %s%n", e.getKey(), hex ? String.format("%#x", ((Number) v).longValue()) : v);
+                decoded.getOrDefault(e.getKey(), List.of()).forEach(System.out::println);
             }
             for (Map<String, Object> m : nss) {
                 long size = (Long) m.get("size_bytes");
@@ -75,6 +89,14 @@ final class IdentifyCommand implements Callable<Integer> {
                 System.out.printf("%-10s: %d%n", "nsze", (Long) m.get("nsze"));
                 System.out.printf("%-10s: %d%n", "lba size", (Integer) m.get("block_size"));
                 System.out.printf("%-10s: %d bytes (%.2f GiB)%n", "size", size, size / (double) (1L << 30));
+                if (human) {
+                    System.out.printf("%-10s: %s (ANA group %d)%n", "ana", m.get("ana_state"), (Long) m.get("ana_group"));
+                    for (String id : List.of("nguid", "uuid")) {
+                        if (m.containsKey(id)) {
+                            System.out.printf("%-10s: %s%n", id, m.get(id));
+                        }
+                    }
+                }
             }
             return 0;
         }

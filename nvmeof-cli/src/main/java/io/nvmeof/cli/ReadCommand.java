@@ -27,16 +27,36 @@ final class ReadCommand implements Callable<Integer> {
     @Option(names = {"-l", "--lba", "--start-block"}, defaultValue = "0", description = "First LBA. Default: ${DEFAULT-VALUE}")
     long lba;
 
-    @Option(names = {"-c", "--count"}, required = true, description = "Number of blocks (1-based)")
-    long count;
+    @Option(names = "--count", description = "Number of blocks (1-based: --count 8 reads 8 blocks)")
+    Long count;
+
+    @Option(names = "--block-count", description = "Number of blocks, 0-based as nvme-cli's -c/--block-count"
+            + " (--block-count 7 reads 8 blocks)")
+    Long blockCount;
+
+    /**
+     * nvme-cli's {@code -c} is 0-based and this command's was 1-based: a silent off-by-one for one camp whichever it
+     * follows, so {@code -c} is refused, naming both spellings.
+     */
+    @Option(names = "-c", hidden = true)
+    String ambiguousCount;
 
     @Option(names = {"-o", "--output"}, defaultValue = "-", description = "Output file, or - for stdout. Default: ${DEFAULT-VALUE}")
     String output;
 
     @Override
     public Integer call() throws Exception {
+        if (ambiguousCount != null) {
+            throw new IllegalArgumentException("-c " + ambiguousCount + " is ambiguous: nvme-cli's -c/--block-count is"
+                    + " 0-based (-c 7 reads 8 blocks); write --count N for N blocks, or --block-count N-1 as nvme-cli");
+        }
+        if ((count == null) == (blockCount == null)) {
+            throw new IllegalArgumentException("give the number of blocks as --count N (1-based) or --block-count N-1"
+                    + " (0-based, as nvme-cli), one of them");
+        }
+        long count = this.count != null ? this.count : blockCount + 1;
         if (count <= 0) {
-            throw new IllegalArgumentException("--count must be at least 1 block");
+            throw new IllegalArgumentException("--count must be at least 1 block (--block-count at least 0)");
         }
         try (ConnectedNamespace ns = conn.connectNamespace(nqn, nsid, conn.builder().ioQueues(1).queueDepth(4).build())) {
             if (lba < 0 || lba + count > ns.blockCount()) {

@@ -23,6 +23,41 @@ class AdminCliTest {
     @TempDir
     Path dir;
 
+    /**
+     * Host secrets from the command line (before: REST only): read from a file or standard input, never an argument,
+     * and listed as set, never shown.
+     */
+    @Test
+    void hostKeysAreSetFromFilesAndListedWithoutTheSecret() throws Exception {
+        String key = "DHHC-1:00:bnZtZXQtaG9zdC0xLWtleS1ub3QtdG8tYmUtc2hvd27KT0Z8:";
+        String host = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000007";
+        Path state = dir.resolve("state");
+        String token = AdminToken.loadOrCreate(state.resolve("admin-token"));
+        Path keyFile = dir.resolve("host.key");
+        Files.writeString(keyFile, key + "\n");
+        try (NvmeTarget target = NvmeTarget.start(TargetConfig.defaults("127.0.0.1", 0, "4MiB", 512, null));
+             AdminServer admin = AdminServer.start(target.live(), new AdminOptions("127.0.0.1", 0, token, List.of()))) {
+            String[] a = {"admin", "--url", "http://127.0.0.1:" + admin.port(), "--state-dir", state.toString()};
+            String out = CliTest.run(0, concat(a, "host-keys-set", host, "--dhchap-key-file", keyFile.toString(),
+                    "--dhchap-hash", "sha384"))[0];
+            assertTrue(out.contains("host " + host + ": DH-HMAC-CHAP secret set"), out);
+            String table = CliTest.run(0, concat(a, "host-keys"))[0];
+            assertTrue(table.contains(host) && table.contains("set") && table.contains("sha384"), table);
+            assertTrue(!table.contains("bnZtZXQ"), "no secret listed: " + table);
+            String[] err = CliTest.run(1, concat(a, "host-keys-set", host, "--dhchap-key-file", dir.resolve("none").toString()));
+            assertTrue(err[1].contains("--dhchap-key-file " + dir.resolve("none") + " is not a file"), err[1]);
+            err = CliTest.run(1, concat(a, "host-keys-set", host));
+            assertTrue(err[1].contains("give --dhchap-key-file and/or --tls-key-file"), err[1]);
+            Files.writeString(keyFile, "DHHC-1:00:bm90LWEta2V5:\n");
+            err = CliTest.run(1, concat(a, "host-keys-set", host, "--dhchap-key-file", keyFile.toString()));
+            assertTrue(err[1].contains("HTTP 400") && !err[1].contains("bm90LWEta2V5"), err[1]);
+            assertTrue(CliTest.run(0, concat(a, "--json", "host-keys"))[0].contains("\"dhchapHash\" : \"sha384\""),
+                    "the refused rotation changed nothing");
+            CliTest.run(0, concat(a, "host-keys-remove", host));
+            assertTrue(!CliTest.run(0, concat(a, "host-keys"))[0].contains(host));
+        }
+    }
+
     @Test
     void provisionsThroughTheApiAsRpcPyDoes() throws Exception {
         Path state = dir.resolve("state");

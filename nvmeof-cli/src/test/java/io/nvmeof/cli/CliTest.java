@@ -81,11 +81,40 @@ class CliTest {
         Files.write(in, data);
         String err = run(0, "write", "-s", port, "-n", NQN, "--lba", "40", "-i", in.toString())[1];
         assertTrue(err.contains("wrote 100000 bytes as 196 blocks at LBA 40"), err);
-        run(0, "read", "-s", port, "-n", NQN, "--lba", "40", "-c", "196", "-o", out.toString());
+        run(0, "read", "-s", port, "-n", NQN, "--lba", "40", "--count", "196", "-o", out.toString());
         byte[] back = Files.readAllBytes(out);
         assertEquals(196 * 512, back.length);
         assertArrayEquals(data, Arrays.copyOf(back, data.length));
         assertArrayEquals(new byte[196 * 512 - data.length], Arrays.copyOfRange(back, data.length, back.length), "zero padding");
+    }
+
+    /**
+     * nvme-cli's -c/--block-count is 0-based; ours was -c/--count, 1-based: an nvme-cli user's "-c 7" read 7 blocks,
+     * not 8. Both spellings are there, each meaning what its users expect, and a bare -c is refused naming both.
+     */
+    @Test
+    void blockCountIsZeroBasedAsNvmeCliAndABareCIsRefused() throws Exception {
+        Path out = dir.resolve("eight.bin");
+        run(0, "read", "-s", port, "-n", NQN, "--block-count", "7", "-o", out.toString());
+        assertEquals(8 * 512, Files.size(out));
+        run(0, "read", "-s", port, "-n", NQN, "--count", "8", "-o", out.toString());
+        assertEquals(8 * 512, Files.size(out));
+        String err = run(1, "read", "-s", port, "-n", NQN, "-c", "7", "-o", out.toString())[1];
+        assertTrue(err.contains("-c 7 is ambiguous") && err.contains("--count N") && err.contains("--block-count N-1"), err);
+        err = run(1, "read", "-s", port, "-n", NQN, "--count", "8", "--block-count", "7", "-o", "-")[1];
+        assertTrue(err.contains("one of them"), err);
+    }
+
+    /** identify -H decodes the bit fields as nvme id-ctrl -H does (before: only raw numbers). */
+    @Test
+    void identifyHumanReadableDecodesTheBitFields() {
+        String out = run(0, "identify", "-s", port, "-n", NQN, "-H")[0];
+        assertTrue(out.contains("[3:3] : 1\tWrite Zeroes Supported"), out);
+        assertTrue(out.contains("[2:2] : 1\tData Set Management Supported"), out);
+        assertTrue(out.contains("Keyed SGL Data Block Descriptor"), out);
+        assertTrue(out.contains("  I/O Controller"), out);
+        assertTrue(out.contains("Keep Alive Supported, granularity"), out);
+        assertTrue(out.contains("ana       : optimized (ANA group 1)"), out);
     }
 
     @Test
@@ -185,7 +214,7 @@ class CliTest {
         assertTrue(r[1].contains("secrets the command line's configuration gives are taken from it"), r[1]);
         assertTrue(r[1].contains("left out of the printed configuration"), r[1]);
         assertFalse(r[0].contains("DHHC-1") || r[1].contains("DHHC-1"), "no secret printed");
-        String bad = run(1, "read", "-n", "nqn.x:y", "-c", "1", "-S", "DHHC-1:01:notbase64!!:")[1];
+        String bad = run(1, "read", "-n", "nqn.x:y", "--count", "1", "-S", "DHHC-1:01:notbase64!!:")[1];
         assertTrue(bad.contains("--dhchap-secret") && !bad.contains("notbase64"), bad);
     }
 
@@ -280,12 +309,12 @@ class CliTest {
 
     @Test
     void failuresAreOneClearLineAndNonZeroExit() {
-        String err = run(2, "read", "-s", port, "-n", "nqn.2026-11.io.nvmeof:missing", "-c", "1", "-o", "-")[1];
+        String err = run(2, "read", "-s", port, "-n", "nqn.2026-11.io.nvmeof:missing", "--count", "1", "-o", "-")[1];
         // The in-process target logs to the same stderr; the CLI's own output is the lines it prefixes.
         java.util.List<String> mine = err.lines().filter(l -> l.startsWith("nvmeof ")).toList();
         assertEquals(1, mine.size(), err);
         assertTrue(mine.get(0).startsWith("nvmeof read: ") && mine.get(0).contains("CONNECT_INVALID_PARAM"), err);
-        err = run(1, "read", "-s", port, "-n", NQN, "--lba", "131071", "-c", "2", "-o", "-")[1];
+        err = run(1, "read", "-s", port, "-n", NQN, "--lba", "131071", "--count", "2", "-o", "-")[1];
         assertTrue(err.contains("outside namespace 1"), err);
         run(1, "bench", "-s", port, "-n", NQN, "--rw", "sideways");
     }

@@ -158,7 +158,7 @@ class MultipathCliTest {
         Path back = dir.resolve("back.bin");
         Files.write(in, data);
         CliTest.run(0, "write", "--path", path1, "--path", path2, "-n", NQN, "--lba", "8", "-i", in.toString());
-        CliTest.run(0, "read", "--path", path2, "--path", path1, "-n", NQN, "--lba", "8", "-c", "137", "-o",
+        CliTest.run(0, "read", "--path", path2, "--path", path1, "-n", NQN, "--lba", "8", "--count", "137", "-o",
                 back.toString());
         assertArrayEquals(data, Arrays.copyOf(Files.readAllBytes(back), data.length));
     }
@@ -175,7 +175,7 @@ class MultipathCliTest {
                 "--lba", "64", "-i", in.toString())[1];
         assertTrue(err.contains("as 10241 blocks"), err);
         CliTest.run(0, "read", "--path", path1, "--path", path2, "--iopolicy", "round-robin", "-n", NQN, "--lba", "64",
-                "-c", "10241", "-o", back.toString());
+                "--count", "10241", "-o", back.toString());
         byte[] read = Files.readAllBytes(back);
         assertEquals(10241 * 512, read.length);
         assertArrayEquals(data, Arrays.copyOf(read, data.length));
