@@ -32,9 +32,9 @@ import picocli.CommandLine.Parameters;
 /** {@code nvmeof dataset}: put training data on namespaces and look at what is there. */
 @Command(name = "dataset", mixinStandardHelpOptions = true,
         description = "Import shards (WebDataset tar, TFRecord, fixed-size records) into namespaces as a dataset the"
-                + " loader reads; list, verify, or index a tar in place.",
+                + " loader reads; list, verify, read back (cat, export), or index a tar in place.",
         subcommands = {DatasetCommand.Import.class, DatasetCommand.Ls.class, DatasetCommand.Verify.class,
-                DatasetCommand.Index.class})
+                DatasetCommand.Index.class, DatasetReadCommands.Cat.class, DatasetReadCommands.Export.class})
 final class DatasetCommand {
 
     /**
