@@ -1,6 +1,6 @@
 package io.nvmeof.admin;
 
-import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.live.LiveConfiguration;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;

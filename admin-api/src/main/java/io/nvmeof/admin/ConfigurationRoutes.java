@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.nvmeof.admin.migration.KeyFiles;
 import io.nvmeof.admin.migration.Migration;
-import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.live.LiveConfiguration;
 import io.nvmeof.tgt.config.JsonErrors;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
@@ -123,8 +123,8 @@ final class ConfigurationRoutes {
             live.removeHostAuthentication(hostNqn(rc));
             return null;
         }, none -> "remove the security settings of host " + hostNqn(rc)));
-        on(rb, "listStatistics", rc -> reply(rc, 200, live::statistics));
-        on(rb, "getSubsystemStatistics", rc -> reply(rc, 200, () -> live.statistics(nqn(rc))));
+        on(rb, "listStatistics", rc -> reply(rc, 200, live.monitoring()::statistics));
+        on(rb, "getSubsystemStatistics", rc -> reply(rc, 200, () -> live.monitoring().statistics(nqn(rc))));
         on(rb, "listListeners", rc -> reply(rc, 200, live::listeners));
         on(rb, "addListener", rc -> {
             ListenerConfig l = body(rc, ListenerConfig.class);
@@ -151,7 +151,7 @@ final class ConfigurationRoutes {
             change(rc, 200, () -> live.setAnaState(id, group, state),
                     d -> "set ANA group " + d.group() + " " + d.state() + " on listener " + id);
         });
-        on(rb, "listControllers", rc -> reply(rc, 200, live::controllers));
+        on(rb, "listControllers", rc -> reply(rc, 200, live.monitoring()::controllers));
         on(rb, "disconnectController", rc -> {
             int cntlid = validated(rc).getPathParameters().get("cntlid").getInteger();
             change(rc, 204, () -> {

@@ -1,6 +1,6 @@
 package io.nvmeof.admin;
 
-import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.live.LiveConfiguration;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -16,7 +16,7 @@ final class Health {
     }
 
     static void answer(RoutingContext rc, LiveConfiguration live) {
-        List<String> problems = live.dataPathFailures();
+        List<String> problems = live.monitoring().dataPathFailures();
         JsonObject body = new JsonObject().put("status", problems.isEmpty() ? "UP" : "DOWN");
         if (!problems.isEmpty()) {
             body.put("problems", new JsonArray(problems));

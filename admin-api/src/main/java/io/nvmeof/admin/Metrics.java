@@ -1,7 +1,8 @@
 package io.nvmeof.admin;
 
-import io.nvmeof.tgt.LiveConfiguration;
-import io.nvmeof.tgt.LiveConfiguration.SubsystemStatistics;
+import io.nvmeof.tgt.live.LiveConfiguration;
+import io.nvmeof.tgt.live.TargetMonitoring;
+import io.nvmeof.tgt.live.TargetMonitoring.SubsystemStatistics;
 import io.nvmeof.tgt.core.IoStatistics;
 import io.nvmeof.tgt.core.NamespaceStatistics;
 import io.nvmeof.tgt.core.QueueStatistics;
@@ -51,7 +52,7 @@ final class Metrics {
     }
 
     private static MetricSnapshots collect(LiveConfiguration live) {
-        List<SubsystemStatistics> stats = live.statistics();
+        List<SubsystemStatistics> stats = live.monitoring().statistics();
         MetricSnapshots.Builder out = MetricSnapshots.builder();
         out.metricSnapshot(counter(stats, "nvmeof_namespace_read_commands", "Reads completed successfully", NamespaceStatistics::reads));
         out.metricSnapshot(counter(stats, "nvmeof_namespace_write_commands", "Writes completed successfully", NamespaceStatistics::writes));
@@ -63,11 +64,11 @@ final class Metrics {
         out.metricSnapshot(latency(stats));
         Map<String, Integer> controllers = new HashMap<>();
         Map<String, Integer> queues = new HashMap<>();
-        for (LiveConfiguration.ControllerView c : live.controllers()) {
+        for (TargetMonitoring.ControllerView c : live.monitoring().controllers()) {
             controllers.merge(c.subsystem(), 1, Integer::sum);
             queues.merge(c.subsystem(), c.ioQueues(), Integer::sum);
         }
-        perQueue(live.queueStatistics(), out);
+        perQueue(live.monitoring().queueStatistics(), out);
         out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_controllers", "Connected hosts (controllers)", controllers));
         out.metricSnapshot(perSubsystem(stats, "nvmeof_subsystem_io_queues", "Connected I/O queues, over every controller",
                 queues));
@@ -75,7 +76,7 @@ final class Metrics {
                 .help("Queues whose host completed DH-HMAC-CHAP (each queue of a connection counts)");
         CounterSnapshot.Builder authFailed = CounterSnapshot.builder().name("nvmeof_subsystem_authentication_failures")
                 .help("Queues whose host failed DH-HMAC-CHAP or did not authenticate in time");
-        for (LiveConfiguration.AuthenticationCounts a : live.authentications()) {
+        for (TargetMonitoring.AuthenticationCounts a : live.monitoring().authentications()) {
             Labels l = Labels.of("subsystem", a.nqn());
             authOk.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(l).value(a.successes()).build());
             authFailed.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(l).value(a.failures()).build());
@@ -86,7 +87,7 @@ final class Metrics {
                 .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.listeners().size()).build()).build());
         out.metricSnapshot(GaugeSnapshot.builder().name("nvmeof_data_path_failures")
                 .help("Poll groups and accept loops that have stopped while the target runs (/health names them)")
-                .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.dataPathFailures().size()).build())
+                .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(live.monitoring().dataPathFailures().size()).build())
                 .build());
         return out.build();
     }

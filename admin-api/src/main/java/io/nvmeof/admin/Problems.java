@@ -1,6 +1,6 @@
 package io.nvmeof.admin;
 
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;

@@ -9,7 +9,7 @@ import io.nvmeof.protocol.Completion;
 import io.nvmeof.protocol.Features;
 import io.nvmeof.protocol.Opcodes;
 import io.nvmeof.protocol.Status;
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;

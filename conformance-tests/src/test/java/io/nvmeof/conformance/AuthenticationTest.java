@@ -654,7 +654,7 @@ class AuthenticationTest {
     void aRotatedKeyAppliesFromTheNextTransactionAndAuthenticatedQueuesKeepServing() throws Exception {
         DhchapSecret oldKey = secret(32, null);
         DhchapSecret newKey = secret(48, DhchapHash.SHA384);
-        io.nvmeof.tgt.LiveConfiguration live = target.live();
+        io.nvmeof.tgt.live.LiveConfiguration live = target.live();
         live.setHostAuthentication(new HostConfig(ROTATED, oldKey.representation(), null, null, null));
         try (RawTcpHost authenticated = connect(ROTATED, 0, 0xFFFF); RawTcpHost midway = connect(ROTATED, 0, 0xFFFF)) {
             assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(authenticate(authenticated, rotatedSide(oldKey), 1)
@@ -701,7 +701,7 @@ class AuthenticationTest {
         } finally {
             try {
                 live.removeHostAuthentication(ROTATED);
-            } catch (io.nvmeof.tgt.LiveConfiguration.ConfigurationException alreadyRemoved) {
+            } catch (io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException alreadyRemoved) {
                 // removed by the test itself
             }
         }
@@ -711,7 +711,7 @@ class AuthenticationTest {
     @Test
     void theImportsAnswerCarriesNoSecret() {
         TargetConfig empty = new TargetConfig(null, null, null, null, null, null);
-        String json = target.live().importConfiguration(empty, io.nvmeof.tgt.LiveConfiguration.ImportMode.MERGE, true, n -> { })
+        String json = target.live().importConfiguration(empty, io.nvmeof.tgt.live.LiveConfiguration.ImportMode.MERGE, true, n -> { })
                 .config().toJson();
         assertFalse(json.contains("DHHC-1"), json);
     }

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import io.nvmeof.tgt.LiveConfiguration;
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
-import io.nvmeof.tgt.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.live.LiveConfiguration;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
 import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;

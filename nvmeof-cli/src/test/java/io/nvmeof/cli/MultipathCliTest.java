@@ -89,7 +89,7 @@ class MultipathCliTest {
         Thread remover = new Thread(() -> {
             try {
                 long until = System.nanoTime() + 30_000_000_000L;
-                while (target.live().controllers().size() < 2 && System.nanoTime() < until) {
+                while (target.live().monitoring().controllers().size() < 2 && System.nanoTime() < until) {
                     Thread.sleep(20);
                 }
                 Thread.sleep(1000);

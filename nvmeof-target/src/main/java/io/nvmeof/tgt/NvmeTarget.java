@@ -1,5 +1,8 @@
 package io.nvmeof.tgt;
 
+import io.nvmeof.tgt.live.ReferralChecks;
+import io.nvmeof.tgt.live.NamespaceIdentities;
+import io.nvmeof.tgt.live.LiveConfiguration;
 import io.nvmeof.protocol.AgronaAccess;
 import io.netty.channel.EventLoopGroup;
 import io.nvmeof.cpu.CpuList;
@@ -251,7 +254,7 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** A subsystem as {@code s} describes it, namespaces opened, not yet registered; checks everything first. */
-    Subsystem buildSubsystem(SubsystemConfig s) throws IOException {
+    public Subsystem buildSubsystem(SubsystemConfig s) throws IOException {
         if (s.nqn() == null) {
             throw new IllegalArgumentException("a subsystem has no nqn");
         }
@@ -336,7 +339,7 @@ public final class NvmeTarget implements AutoCloseable {
         return UUID.nameUUIDFromBytes((nqn + "/" + nsid + "/" + path).getBytes(StandardCharsets.UTF_8));
     }
 
-    Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
+    public Namespace openNamespace(String nqn, long nsid, NamespaceConfig n) throws IOException {
         int blockSize = n.blockSize() != null ? n.blockSize() : 512;
         String kind = n.backend() != null ? n.backend() : (n.path() != null ? "file" : "ram");
         String which = "namespace " + nsid + " of " + nqn;
@@ -461,7 +464,7 @@ public final class NvmeTarget implements AutoCloseable {
      * io.nvmeof.tgt.core.NamespaceDrain}), after RDMA listeners drop their registrations of its memory. The
      * namespace must already be out of {@code sub}.
      */
-    void retire(Namespace ns, Subsystem sub) {
+    public void retire(Namespace ns, Subsystem sub) {
         if (pollGroups.isShuttingDown()) {
             return; // the target is stopping: it closes every backend itself
         }
@@ -488,7 +491,7 @@ public final class NvmeTarget implements AutoCloseable {
      * Closes the backend of a namespace that was opened but never exported (refused, or an import undone), undoing what
      * opening it did to its file ({@link io.nvmeof.tgt.backend.BlockBackend#discard}).
      */
-    void discard(Namespace ns) {
+    public void discard(Namespace ns) {
         backends.remove(ns.backend());
         try {
             ns.backend().discard();
@@ -525,7 +528,7 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** Starts a listener; returns the port it is bound to (port 0 in {@code l}: any free one). */
-    int addListener(ListenerConfig l, int portId) throws IOException {
+    public int addListener(ListenerConfig l, int portId) throws IOException {
         var ana = io.nvmeof.tgt.core.AnaGroups.parseStates(l.ana()); // checked before anything binds
         // Applied before it binds: a host connecting at once must not read "optimized" for a group set otherwise.
         core.ana().apply(portId, ana);
@@ -569,7 +572,7 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** Stops the listener with this port ID and ends the connections made through it; false when there is none. */
-    boolean removeListener(int portId) {
+    public boolean removeListener(int portId) {
         return removeListener(portId, -1);
     }
 
@@ -577,7 +580,7 @@ public final class NvmeTarget implements AutoCloseable {
      * Stops the listener with this port ID bound to {@code port} (any port: -1). An import binds a new listener under
      * an ID before it removes the old one that had it, so the port tells the two apart.
      */
-    boolean removeListener(int portId, int port) {
+    public boolean removeListener(int portId, int port) {
         boolean removed = stopListener(portId, port);
         if (removed && tcpListeners.stream().noneMatch(t -> t.info() != null && t.info().portId() == portId)
                 && rdmaListeners.stream().noneMatch(r -> r.info() != null && r.info().portId() == portId)) {

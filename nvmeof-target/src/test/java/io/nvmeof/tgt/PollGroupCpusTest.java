@@ -8,8 +8,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.nvmeof.cpu.Affinity;
 import io.nvmeof.cpu.CpuList;
-import io.nvmeof.tgt.LiveConfiguration.ImportMode;
-import io.nvmeof.tgt.LiveConfiguration.ImportResult;
+import io.nvmeof.tgt.live.LiveConfiguration;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportResult;
 import io.nvmeof.tgt.config.TargetConfig;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -3,7 +3,7 @@ package io.nvmeof.admin.migration;
 import io.nvmeof.admin.migration.Migration.Imported;
 import io.nvmeof.admin.migration.Migration.JsonAt;
 import io.nvmeof.admin.migration.SpdkListenerImport.Transport;
-import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.live.LiveConfiguration;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;

@@ -2,7 +2,7 @@ package io.nvmeof.tgt.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.nvmeof.tgt.LiveConfiguration;
+import io.nvmeof.tgt.live.LiveConfiguration;
 import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;

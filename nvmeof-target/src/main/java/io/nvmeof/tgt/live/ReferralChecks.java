@@ -1,7 +1,7 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
-import static io.nvmeof.tgt.ConfigurationChecks.conflict;
-import static io.nvmeof.tgt.ConfigurationChecks.invalid;
+import static io.nvmeof.tgt.live.ConfigurationChecks.conflict;
+import static io.nvmeof.tgt.live.ConfigurationChecks.invalid;
 
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.log.DiscoveryLogEntry;
@@ -20,7 +20,7 @@ import java.util.Collection;
  * The checks of a referral's description ({@link ReferralConfig}), shared by the start, the single live changes and
  * imports, and its translation into what the discovery log lists ({@link DiscoveryReferral}).
  */
-final class ReferralChecks {
+public final class ReferralChecks {
     /** The port {@code nvme discover} assumes for NVMe/TCP discovery (IANA's), and for RDMA. */
     static final int TCP_DISCOVERY_PORT = 8009;
     static final int RDMA_DISCOVERY_PORT = 4420;
@@ -85,7 +85,7 @@ final class ReferralChecks {
      * Every referral of a document normalized, in order; two with one id, or two a host could not tell apart (same
      * transport, address, port and NQN), are refused.
      */
-    static java.util.List<ReferralConfig> normalizeAll(java.util.List<ReferralConfig> given) {
+    public static java.util.List<ReferralConfig> normalizeAll(java.util.List<ReferralConfig> given) {
         java.util.List<ReferralConfig> out = new java.util.ArrayList<>();
         java.util.Set<Integer> ids = new java.util.HashSet<>();
         java.util.Set<String> keys = new java.util.HashSet<>();
@@ -108,7 +108,7 @@ final class ReferralChecks {
     }
 
     /** The lowest id from 1 not in {@code taken}. */
-    static int freeId(java.util.Set<Integer> taken) {
+    public static int freeId(java.util.Set<Integer> taken) {
         int id = 1;
         while (taken.contains(id)) {
             id++;
@@ -117,7 +117,7 @@ final class ReferralChecks {
     }
 
     /** What the discovery log lists for a normalized referral with id {@code id}. */
-    static DiscoveryReferral toLogEntry(ReferralConfig r, int id) {
+    public static DiscoveryReferral toLogEntry(ReferralConfig r, int id) {
         InetAddress address = resolve(r.address());
         return new DiscoveryReferral(id,
                 "rdma".equals(r.transport()) ? DiscoveryLogEntry.TRTYPE_RDMA : DiscoveryLogEntry.TRTYPE_TCP,
@@ -137,7 +137,7 @@ final class ReferralChecks {
      * Refuses a referral to one of this target's own listeners: a host following it would read this log again, and
      * again (a loop nvme-cli only stops by remembering where it has been).
      */
-    static void refuseLoop(ReferralConfig normalized, Collection<ListenerInfo> own) {
+    public static void refuseLoop(ReferralConfig normalized, Collection<ListenerInfo> own) {
         InetAddress to = resolve(normalized.address());
         int trtype = "rdma".equals(normalized.transport()) ? DiscoveryLogEntry.TRTYPE_RDMA : DiscoveryLogEntry.TRTYPE_TCP;
         for (ListenerInfo l : own) {

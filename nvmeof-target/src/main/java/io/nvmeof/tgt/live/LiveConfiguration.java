@@ -1,10 +1,11 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
-import static io.nvmeof.tgt.ConfigurationChecks.checkSubsystem;
-import static io.nvmeof.tgt.ConfigurationChecks.conflict;
-import static io.nvmeof.tgt.ConfigurationChecks.invalid;
-import static io.nvmeof.tgt.ConfigurationChecks.normalizeListener;
-import static io.nvmeof.tgt.ConfigurationChecks.notFound;
+import io.nvmeof.tgt.NvmeTarget;
+import static io.nvmeof.tgt.live.ConfigurationChecks.checkSubsystem;
+import static io.nvmeof.tgt.live.ConfigurationChecks.conflict;
+import static io.nvmeof.tgt.live.ConfigurationChecks.invalid;
+import static io.nvmeof.tgt.live.ConfigurationChecks.normalizeListener;
+import static io.nvmeof.tgt.live.ConfigurationChecks.notFound;
 
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.auth.HostAuth;
@@ -18,9 +19,7 @@ import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;
 import io.nvmeof.tgt.core.Controller;
 import io.nvmeof.tgt.core.Namespace;
 import io.nvmeof.tgt.core.Subsystem;
-import io.nvmeof.tgt.core.SubmissionQueue;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -74,12 +73,6 @@ public final class LiveConfiguration {
         }
     }
 
-    /** A live controller (association), for listing. */
-    public record ControllerView(String subsystem, int cntlid, String hostNqn, String hostId, String transport,
-                                 String peer, int ioQueues, int queueDepth, long keepAliveTimeoutMs,
-                                 String connectedAt) {
-    }
-
     /**
      * How an imported document meets the live configuration: {@code REPLACE} makes the target exactly the document
      * (what it does not name is removed); {@code MERGE} adds what the document has and the target lacks, refusing
@@ -95,27 +88,8 @@ public final class LiveConfiguration {
                                TargetConfig config) {
     }
 
-    /** A subsystem's DH-HMAC-CHAP outcomes, per queue, since the target started. */
-    public record AuthenticationCounts(String nqn, long successes, long failures) {
-    }
-
-    /** Every subsystem's authentication outcomes (for /metrics). */
-    public List<AuthenticationCounts> authentications() {
-        List<AuthenticationCounts> out = new ArrayList<>();
-        for (String nqn : subsystemNames()) {
-            Subsystem sub = target.core().subsystem(nqn);
-            if (sub != null) {
-                out.add(new AuthenticationCounts(nqn, sub.authenticationSuccesses(), sub.authenticationFailures()));
-            }
-        }
-        return out;
-    }
-
-    /** A subsystem's namespaces' I/O statistics. */
-    public record SubsystemStatistics(String nqn, List<io.nvmeof.tgt.core.NamespaceStatistics> namespaces) {
-    }
-
     private final NvmeTarget target;
+    private final TargetMonitoring monitoring;
     /** The configuration document, saved before every change is made live. */
     private final ConfigurationDocument document;
 
@@ -126,8 +100,10 @@ public final class LiveConfiguration {
         void save(TargetConfig document) throws IOException;
     }
 
-    LiveConfiguration(NvmeTarget target, TargetConfig started) {
+    /** Made once per target, by {@link NvmeTarget#start}: the configuration it serves, changed live from here. */
+    public LiveConfiguration(NvmeTarget target, TargetConfig started) {
         this.target = target;
+        this.monitoring = new TargetMonitoring(target, this::subsystemNames);
         this.document = new ConfigurationDocument(target, started);
         // Saving may block: not on the poll group thread that ended the transition.
         target.core().ana().onTransitionExpired((port, group) -> java.util.concurrent.ForkJoinPool.commonPool()
@@ -687,75 +663,17 @@ public final class LiveConfiguration {
         LOG.info("host {}: security settings removed; it connects without authenticating", Nqn.display(hostNqn));
     }
 
-    // ------------------------------------------------------------------------------------------ statistics
-
-    /** Every connected I/O queue's counters, by subsystem, controller and QID. */
-    public List<io.nvmeof.tgt.core.QueueStatistics> queueStatistics() {
-        return io.nvmeof.tgt.core.QueueStatistics.of(target.core());
-    }
-
-    /** I/O statistics of every namespace, by subsystem (counted per queue without locks; summed here). */
-    public List<SubsystemStatistics> statistics() {
-        List<SubsystemStatistics> out = new ArrayList<>();
-        for (String nqn : subsystemNames()) {
-            Subsystem sub = target.core().subsystem(nqn);
-            if (sub != null) {
-                out.add(statisticsOf(sub));
-            }
-        }
-        return out;
-    }
-
-    /** One subsystem's. */
-    public SubsystemStatistics statistics(String nqn) {
-        Subsystem sub = target.core().subsystem(nqn);
-        if (sub == null || sub.isDiscovery()) {
-            throw notFound("subsystem " + Nqn.display(nqn) + " does not exist");
-        }
-        return statisticsOf(sub);
-    }
-
-    private static SubsystemStatistics statisticsOf(Subsystem sub) {
-        List<io.nvmeof.tgt.core.NamespaceStatistics> list = new ArrayList<>();
-        for (Namespace ns : sub.namespaces()) {
-            list.add(sub.statistics(ns));
-        }
-        return new SubsystemStatistics(sub.nqn(), list);
-    }
-
     private synchronized List<String> subsystemNames() {
         return List.copyOf(document.subsystems.keySet());
     }
 
-    /** What of the data path has stopped while the target runs (see {@link NvmeTarget#dataPathFailures}). */
-    public List<String> dataPathFailures() {
-        return target.dataPathFailures();
-    }
-
     // ------------------------------------------------------------------------------------------ controllers
 
-    /** The live associations, by subsystem and controller ID. */
-    public List<ControllerView> controllers() {
-        List<ControllerView> out = new ArrayList<>();
-        for (Controller c : target.core().controllers()) {
-            if (c.isDead() || c.isDiscovery()) {
-                continue;
-            }
-            SubmissionQueue admin = c.adminQueue();
-            int depth = 0;
-            for (int qid = 1; qid <= c.maxIoQueues(); qid++) {
-                SubmissionQueue q = c.queue(qid);
-                if (q != null) {
-                    depth = Math.max(depth, q.size());
-                }
-            }
-            out.add(new ControllerView(c.subsystem().nqn(), c.cntlid(), c.hostNqn(), uuid(c.hostId()),
-                    admin.transport().trtype() == io.nvmeof.protocol.log.DiscoveryLogEntry.TRTYPE_TCP ? "tcp" : "rdma", admin.transport().peer(), c.connectedIoQueues(),
-                    depth, c.kato(), c.connectedAt().toString()));
-        }
-        out.sort(Comparator.comparing(ControllerView::subsystem).thenComparingInt(ControllerView::cntlid));
-        return out;
+    /** What the target is doing (controllers, queues, I/O statistics, authentications), read without changing it. */
+    public TargetMonitoring monitoring() {
+        return monitoring;
     }
+
 
     /** Ends one association, as if the host had gone: every queue is closed. */
     public void disconnect(String nqn, int cntlid) {
@@ -782,8 +700,4 @@ public final class LiveConfiguration {
         }
     }
 
-    private static String uuid(byte[] b) {
-        ByteBuffer bb = ByteBuffer.wrap(b);
-        return new UUID(bb.getLong(), bb.getLong()).toString();
-    }
 }

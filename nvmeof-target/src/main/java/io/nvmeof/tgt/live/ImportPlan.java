@@ -1,4 +1,4 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
 import io.nvmeof.tgt.config.TargetConfig.HostConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;

@@ -1,4 +1,4 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
 import io.nvmeof.tgt.backend.FileBackend;
 import io.nvmeof.tgt.core.Namespace;
@@ -18,11 +18,11 @@ import java.util.Map;
  * nvme_global_check_duplicate_ids); a host may see every subsystem of the target, so the whole target is checked. An
  * identifier that is all zeroes is none (the host skips it), so it clashes with nothing.
  */
-final class NamespaceIdentities {
+public final class NamespaceIdentities {
     private static final HexFormat HEX = HexFormat.of();
 
     /** A namespace where it is, or would be, exported. */
-    record Placed(String nqn, Namespace ns) {
+    public record Placed(String nqn, Namespace ns) {
         String name() {
             return "namespace " + ns.nsid() + " of " + nqn;
         }
@@ -36,7 +36,7 @@ final class NamespaceIdentities {
     }
 
     /** Every namespace of the target's subsystems now. */
-    static List<Placed> live(TargetCore core) {
+    public static List<Placed> live(TargetCore core) {
         List<Placed> out = new ArrayList<>();
         for (Subsystem s : core.subsystems()) {
             if (!s.isDiscovery()) {
@@ -57,7 +57,7 @@ final class NamespaceIdentities {
      * The first clash among {@code namespaces} as a sentence naming both namespaces and saying what to do (the later
      * one is the one refused); null when there is none.
      */
-    static String clash(List<Placed> namespaces) {
+    public static String clash(List<Placed> namespaces) {
         Map<Key, Placed> seen = new HashMap<>();
         for (Placed p : namespaces) {
             for (Key k : keys(p.ns())) {

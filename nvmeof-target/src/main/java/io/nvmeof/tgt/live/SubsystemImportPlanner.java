@@ -1,11 +1,12 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
-import static io.nvmeof.tgt.ConfigurationChecks.checkNamespace;
-import static io.nvmeof.tgt.ConfigurationChecks.conflict;
-import static io.nvmeof.tgt.ConfigurationChecks.invalid;
-import static io.nvmeof.tgt.ImportStep.commitOnly;
+import io.nvmeof.tgt.NvmeTarget;
+import static io.nvmeof.tgt.live.ConfigurationChecks.checkNamespace;
+import static io.nvmeof.tgt.live.ConfigurationChecks.conflict;
+import static io.nvmeof.tgt.live.ConfigurationChecks.invalid;
+import static io.nvmeof.tgt.live.ImportStep.commitOnly;
 
-import io.nvmeof.tgt.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
 import io.nvmeof.tgt.config.TargetConfig.SubsystemConfig;

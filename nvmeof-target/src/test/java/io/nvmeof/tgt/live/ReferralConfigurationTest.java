@@ -1,14 +1,15 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
+import io.nvmeof.tgt.NvmeTarget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.nvmeof.protocol.fabrics.Nqn;
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException.Kind;
-import io.nvmeof.tgt.LiveConfiguration.ImportMode;
-import io.nvmeof.tgt.LiveConfiguration.ImportResult;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException.Kind;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportResult;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ReferralConfig;
 import io.nvmeof.tgt.core.DiscoveryReferral;

@@ -1,9 +1,9 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
 import java.util.Map;
 
 import io.nvmeof.protocol.fabrics.Nqn;
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.auth.HostAuth;
 import io.nvmeof.tgt.auth.HostSecurity;
 import io.nvmeof.tgt.auth.HostAuthRegistry;

@@ -1,10 +1,10 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
-import static io.nvmeof.tgt.ConfigurationChecks.conflict;
-import static io.nvmeof.tgt.ConfigurationChecks.invalid;
-import static io.nvmeof.tgt.ImportStep.commitOnly;
+import static io.nvmeof.tgt.live.ConfigurationChecks.conflict;
+import static io.nvmeof.tgt.live.ConfigurationChecks.invalid;
+import static io.nvmeof.tgt.live.ImportStep.commitOnly;
 
-import io.nvmeof.tgt.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
 import io.nvmeof.tgt.config.TargetConfig.ReferralConfig;
 import io.nvmeof.tgt.core.DiscoveryReferral;
 import io.nvmeof.tgt.core.ListenerInfo;

@@ -1,7 +1,8 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
-import io.nvmeof.tgt.LiveConfiguration.Store;
+import io.nvmeof.tgt.NvmeTarget;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.Store;
 import io.nvmeof.tgt.auth.HostAuth;
 import io.nvmeof.tgt.auth.HostSecurity;
 import io.nvmeof.tgt.config.TargetConfig;

@@ -1,11 +1,11 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
-import static io.nvmeof.tgt.ConfigurationChecks.invalid;
-import static io.nvmeof.tgt.ImportStep.commitOnly;
+import static io.nvmeof.tgt.live.ConfigurationChecks.invalid;
+import static io.nvmeof.tgt.live.ImportStep.commitOnly;
 
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.protocol.tls.ConfiguredPsk;
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.auth.HostAuth;
 import io.nvmeof.tgt.auth.HostAuthRegistry;
 import io.nvmeof.tgt.auth.HostSecurity;

@@ -1,4 +1,4 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
 /**
  * A unit of change of a {@link ConfigurationImport}: prepare may fail and is undone; commit may not fail. Every step

@@ -1,5 +1,6 @@
-package io.nvmeof.tgt;
+package io.nvmeof.tgt.live;
 
+import io.nvmeof.tgt.NvmeTarget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -8,9 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.nvmeof.tgt.LiveConfiguration.ConfigurationException;
-import io.nvmeof.tgt.LiveConfiguration.ImportMode;
-import io.nvmeof.tgt.LiveConfiguration.ImportResult;
+import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
+import io.nvmeof.tgt.live.LiveConfiguration.ImportResult;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.ListenerConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;
