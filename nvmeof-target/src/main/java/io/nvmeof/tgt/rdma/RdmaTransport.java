@@ -158,7 +158,7 @@ public final class RdmaTransport implements AutoCloseable {
     }
 
     /**
-     * Stops the listener. Ownership (docs/architecture in the README): a queue, its queue pair and CM id are released
+     * Stops the listener. Ownership (docs/architecture.md): a queue, its queue pair and CM id are released
      * on their poll group's thread; a group's CQ, channel and pool only after its thread has ended; the protection
      * domain only after every group's resources are gone. Whatever cannot be released so is leaked, with a warning.
      */
