@@ -107,20 +107,20 @@ final class ConfigurationRoutes {
             String host = validated(rc).getPathParameters().get("host").getString();
             change(rc, 204, () -> live.removeHost(nqn(rc), host), d -> "stop allowing host " + host + " on " + d.nqn());
         });
-        on(rb, "listHostAuthentications", rc -> reply(rc, 200, live::hostAuthentications));
-        on(rb, "getHostAuthentication", rc -> reply(rc, 200, () -> live.hostAuthentication(hostNqn(rc))));
+        on(rb, "listHostAuthentications", rc -> reply(rc, 200, live.hostSecrets()::hostAuthentications));
+        on(rb, "getHostAuthentication", rc -> reply(rc, 200, () -> live.hostSecrets().hostAuthentication(hostNqn(rc))));
         on(rb, "setHostAuthentication", rc -> {
             HostKeys k = body(rc, HostKeys.class);
             HostConfig given = new HostConfig(hostNqn(rc), k.dhchapKey(), k.dhchapCtrlKey(), k.dhchapHash(),
                     k.dhchapDhGroup(), k.tlsKey(), k.tlsKeyDerivation());
             // The audit line and the answer say what is set, never a secret.
-            change(rc, 200, () -> live.setHostAuthentication(given), d -> "set the security settings of host "
+            change(rc, 200, () -> live.hostSecrets().setHostAuthentication(given), d -> "set the security settings of host "
                     + d.nqn() + " (" + (d.dhchapKeySet() ? "DH-HMAC-CHAP " + d.dhchapHash() + ", group "
                     + d.dhchapDhGroup() + (d.dhchapCtrlKeySet() ? ", both ways" : "") : "no DH-HMAC-CHAP")
                     + (d.tlsKeySet() ? "; TLS key, " + d.tlsKeyDerivation() + " derivation" : "") + ")");
         });
         on(rb, "removeHostAuthentication", rc -> change(rc, 204, () -> {
-            live.removeHostAuthentication(hostNqn(rc));
+            live.hostSecrets().removeHostAuthentication(hostNqn(rc));
             return null;
         }, none -> "remove the security settings of host " + hostNqn(rc)));
         on(rb, "listStatistics", rc -> reply(rc, 200, live.monitoring()::statistics));

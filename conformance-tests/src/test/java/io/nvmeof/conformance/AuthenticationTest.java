@@ -655,7 +655,7 @@ class AuthenticationTest {
         DhchapSecret oldKey = secret(32, null);
         DhchapSecret newKey = secret(48, DhchapHash.SHA384);
         io.nvmeof.tgt.live.LiveConfiguration live = target.live();
-        live.setHostAuthentication(new HostConfig(ROTATED, oldKey.representation(), null, null, null));
+        live.hostSecrets().setHostAuthentication(new HostConfig(ROTATED, oldKey.representation(), null, null, null));
         try (RawTcpHost authenticated = connect(ROTATED, 0, 0xFFFF); RawTcpHost midway = connect(ROTATED, 0, 0xFFFF)) {
             assertEquals(AuthMessages.ID_SUCCESS1, AuthMessages.id(authenticate(authenticated, rotatedSide(oldKey), 1)
                     .success1));
@@ -663,7 +663,7 @@ class AuthenticationTest {
             assertEquals(Status.SUCCESS, authSend(midway, new Negotiate(2, 0, ALL_HASHES, ALL_GROUPS).encode()).status());
             Challenge c = Challenge.decode(authReceive(midway, 4096).data());
 
-            live.setHostAuthentication(new HostConfig(ROTATED, newKey.representation(), null, null, null));
+            live.hostSecrets().setHostAuthentication(new HostConfig(ROTATED, newKey.representation(), null, null, null));
 
             byte[] r1 = Dhchap.hostResponse(DhchapHash.SHA256, oldKey.transform(ROTATED), c.challenge(), c.seqnum(), 2,
                     0, ROTATED, SUB);
@@ -687,7 +687,7 @@ class AuthenticationTest {
 
             // Removed: the host's next Connect needs no secret; its authenticated queues keep serving, and a
             // re-authentication fails, since it has no secret here any more.
-            live.removeHostAuthentication(ROTATED);
+            live.hostSecrets().removeHostAuthentication(ROTATED);
             assertEquals(Status.SUCCESS, identify(midway), "an authenticated queue keeps serving after the removal");
             try (RawTcpHost open = new RawTcpHost(port)) {
                 open.initialize(0);
@@ -700,7 +700,7 @@ class AuthenticationTest {
             assertTrue(authenticated.closedByTarget());
         } finally {
             try {
-                live.removeHostAuthentication(ROTATED);
+                live.hostSecrets().removeHostAuthentication(ROTATED);
             } catch (io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException alreadyRemoved) {
                 // removed by the test itself
             }

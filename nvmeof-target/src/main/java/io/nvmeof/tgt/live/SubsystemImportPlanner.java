@@ -1,11 +1,11 @@
 package io.nvmeof.tgt.live;
 
-import io.nvmeof.tgt.NvmeTarget;
 import static io.nvmeof.tgt.live.ConfigurationChecks.checkNamespace;
 import static io.nvmeof.tgt.live.ConfigurationChecks.conflict;
 import static io.nvmeof.tgt.live.ConfigurationChecks.invalid;
 import static io.nvmeof.tgt.live.ImportStep.commitOnly;
 
+import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;

@@ -1,6 +1,5 @@
 package io.nvmeof.tgt.live;
 
-import io.nvmeof.tgt.NvmeTarget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -9,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.live.LiveConfiguration.ImportMode;
 import io.nvmeof.tgt.live.LiveConfiguration.ImportResult;
@@ -76,7 +76,7 @@ class ConfigurationImportTest {
         byte[] other = new byte[32];
         java.util.Arrays.fill(other, (byte) 1);
         String importedKey = io.nvmeof.protocol.auth.DhchapSecret.of(other, null).representation();
-        live.setHostAuthentication(new TargetConfig.HostConfig(kept, keptKey, null, null, null));
+        live.hostSecrets().setHostAuthentication(new TargetConfig.HostConfig(kept, keptKey, null, null, null));
         List<String> saved = new ArrayList<>();
         live.saveChangesWith(d -> saved.add(d.toJson()));
         TargetConfig before = live.export();
@@ -113,8 +113,8 @@ class ConfigurationImportTest {
         String host = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-00000000000d";
         String dhchap = io.nvmeof.protocol.auth.DhchapSecret.of(new byte[32], null).representation();
         String tls = io.nvmeof.protocol.tls.ConfiguredPsk.format(io.nvmeof.protocol.tls.TlsPskHash.SHA256, new byte[32]);
-        live.setHostAuthentication(new TargetConfig.HostConfig(host, null, null, null, null, tls, "legacy"));
-        LiveConfiguration.HostAuthenticationView v = live.setHostAuthentication(
+        live.hostSecrets().setHostAuthentication(new TargetConfig.HostConfig(host, null, null, null, null, tls, "legacy"));
+        HostSecrets.HostAuthenticationView v = live.hostSecrets().setHostAuthentication(
                 new TargetConfig.HostConfig(host, dhchap, null, null, null));
         assertTrue(v.tlsKeySet() && v.dhchapKeySet(), v.toString());
         assertEquals("legacy", v.tlsKeyDerivation());
@@ -125,7 +125,7 @@ class ConfigurationImportTest {
         live.importConfiguration(live.export().withHosts(List.of(new TargetConfig.HostConfig(host, null, null, null,
                 null, newTls, null))), ImportMode.MERGE, false, n -> { });
         assertNotNull(target.core().hostAuth().lookup(host), "a TLS key imported alone keeps the DH-HMAC-CHAP secret");
-        assertEquals("standard", live.hostAuthentication(host).tlsKeyDerivation(), "the new key's own derivation");
+        assertEquals("standard", live.hostSecrets().hostAuthentication(host).tlsKeyDerivation(), "the new key's own derivation");
     }
 
     /** Review finding H3: an import that changes only a listener's TLS changes the listener (it was ignored). */

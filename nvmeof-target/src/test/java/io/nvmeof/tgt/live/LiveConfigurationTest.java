@@ -1,12 +1,12 @@
 package io.nvmeof.tgt.live;
 
-import io.nvmeof.tgt.NvmeTarget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.config.TargetConfig;
 import io.nvmeof.tgt.config.TargetConfig.NamespaceConfig;

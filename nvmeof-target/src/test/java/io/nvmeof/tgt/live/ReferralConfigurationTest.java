@@ -1,10 +1,10 @@
 package io.nvmeof.tgt.live;
 
-import io.nvmeof.tgt.NvmeTarget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.nvmeof.tgt.NvmeTarget;
 import io.nvmeof.protocol.fabrics.Nqn;
 import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException;
 import io.nvmeof.tgt.live.LiveConfiguration.ConfigurationException.Kind;
