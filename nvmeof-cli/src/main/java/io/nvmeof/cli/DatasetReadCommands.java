@@ -88,7 +88,7 @@ final class DatasetReadCommands {
 
         @Override
         public Integer call() throws Exception {
-            if (Files.exists(dir) && (!Files.isDirectory(dir) || Files.list(dir).findAny().isPresent())) {
+            if (Files.exists(dir) && (!Files.isDirectory(dir) || hasEntries(dir))) {
                 throw new IllegalArgumentException(dir + " is not an empty directory: export writes into a new or empty"
                         + " one, so that nothing of yours is overwritten");
             }
@@ -121,6 +121,12 @@ final class DatasetReadCommands {
                 System.out.printf(Locale.ROOT, "%s: %d samples, %d files in %s%n", ds.name(), ds.sampleCount(), files, dir);
                 return 0;
             }
+        }
+    }
+
+    private static boolean hasEntries(Path dir) throws java.io.IOException {
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            return s.findAny().isPresent();
         }
     }
 

@@ -26,14 +26,14 @@ final class IdentifyFields {
     /** SGL Support (SGLS). */
     static List<String> sgls(long v) {
         List<String> out = new ArrayList<>();
-        String[][] bits = {{"21", "Transport SGL Data Block Descriptor"}, {"20", "Offset in an SGL Data Block's Address"},
-            {"19", "MPTR Holding an SGL Descriptor"}, {"18", "SGL Length Larger than the Data"},
-            {"17", "Byte-Aligned Contiguous Metadata Buffer"}, {"16", "SGL Bit Bucket Descriptor"},
-            {"2", "Keyed SGL Data Block Descriptor"}};
-        for (String[] b : bits) {
-            int bit = Integer.parseInt(b[0]);
-            boolean on = (v >>> bit & 1) != 0;
-            out.add(String.format("  [%d:%d] : %d\t%s %s", bit, bit, on ? 1 : 0, b[1], on ? "Supported" : "Not Supported"));
+        int[] bits = {21, 20, 19, 18, 17, 16, 2};
+        String[] names = {"Transport SGL Data Block Descriptor", "Offset in an SGL Data Block's Address",
+            "MPTR Holding an SGL Descriptor", "SGL Length Larger than the Data", "Byte-Aligned Contiguous Metadata Buffer",
+            "SGL Bit Bucket Descriptor", "Keyed SGL Data Block Descriptor"};
+        for (int i = 0; i < bits.length; i++) {
+            boolean on = (v >>> bits[i] & 1) != 0;
+            out.add(String.format("  [%d:%d] : %d\t%s %s", bits[i], bits[i], on ? 1 : 0, names[i],
+                    on ? "Supported" : "Not Supported"));
         }
         int sup = (int) (v & 3);
         String what = switch (sup) {

@@ -54,13 +54,13 @@ final class ReadCommand implements Callable<Integer> {
             throw new IllegalArgumentException("give the number of blocks as --count N (1-based) or --block-count N-1"
                     + " (0-based, as nvme-cli), one of them");
         }
-        long count = this.count != null ? this.count : blockCount + 1;
-        if (count <= 0) {
+        long blocks = count != null ? count : blockCount + 1;
+        if (blocks <= 0) {
             throw new IllegalArgumentException("--count must be at least 1 block (--block-count at least 0)");
         }
         try (ConnectedNamespace ns = conn.connectNamespace(nqn, nsid, conn.builder().ioQueues(1).queueDepth(4).build())) {
-            if (lba < 0 || lba + count > ns.blockCount()) {
-                throw new IllegalArgumentException("LBAs " + lba + ".." + (lba + count - 1) + " are outside namespace " + nsid
+            if (lba < 0 || lba + blocks > ns.blockCount()) {
+                throw new IllegalArgumentException("LBAs " + lba + ".." + (lba + blocks - 1) + " are outside namespace " + nsid
                         + " (" + ns.blockCount() + " blocks)");
             }
             int perIo = ns.chunkBlocks();
@@ -68,8 +68,8 @@ final class ReadCommand implements Callable<Integer> {
             OutputStream os = "-".equals(output) ? System.out : Files.newOutputStream(Path.of(output));
             try (WritableByteChannel ch = Channels.newChannel(os)) {
                 long done = 0;
-                while (done < count) {
-                    int n = (int) Math.min(perIo, count - done);
+                while (done < blocks) {
+                    int n = (int) Math.min(perIo, blocks - done);
                     buf.clear();
                     ns.read(lba + done, n, buf).get(conn.timeoutSeconds, TimeUnit.SECONDS);
                     buf.limit(n * ns.blockSize());
@@ -80,8 +80,8 @@ final class ReadCommand implements Callable<Integer> {
                 }
             }
             if (!"-".equals(output)) {
-                System.err.printf("read %d blocks (%d bytes) from LBA %d of namespace %d to %s%n", count,
-                        count * ns.blockSize(), lba, nsid, output);
+                System.err.printf("read %d blocks (%d bytes) from LBA %d of namespace %d to %s%n", blocks,
+                        blocks * ns.blockSize(), lba, nsid, output);
             }
             return 0;
         } catch (java.util.concurrent.ExecutionException e) {

@@ -45,11 +45,6 @@ public final class AgronaAccess {
         }
     }
 
-    /** Whether Agrona can reach the package now (the flag given, or {@link #ensure()} done). */
-    public static boolean reachable() {
-        return Object.class.getModule().isExported(PACKAGE, agronaModule());
-    }
-
     private static Module agronaModule() {
         // A class literal loads the class without initialising it: UnsafeApi's static initialiser is what fails.
         return org.agrona.UnsafeApi.class.getModule();
