@@ -181,19 +181,19 @@ ana 1 optimized; ana 2 inaccessible
 cli write --path $P1 --path $P2 -n $NQN -l 1024 -i /tmp/ana-d1.bin > "$RESULTS/$JOB-write1.log" 2>&1
 w=$?
 ana 1 inaccessible; ana 2 optimized
-cli read --path $P1 --path $P2 -n $NQN -l 1024 -c $(( (4 << 20) / BS )) -o /tmp/ana-d1.out > "$RESULTS/$JOB-read1.log" 2>&1
+cli read --path $P1 --path $P2 -n $NQN -l 1024 --count $(( (4 << 20) / BS )) -o /tmp/ana-d1.out > "$RESULTS/$JOB-read1.log" 2>&1
 r=$?
 check "d) 4 MiB written with 4421 inaccessible (through 4420) read back with 4420 inaccessible (through 4421): equal" \
   sh -c "[ $w = 0 ] && [ $r = 0 ] && cmp /tmp/ana-d1.bin /tmp/ana-d1.out || { tail -n 3 '$RESULTS/$JOB-write1.log' '$RESULTS/$JOB-read1.log'; false; }"
 ana 1 optimized; ana 2 optimized
 cli write --path $P1 --path $P2 --iopolicy round-robin -n $NQN -l 8192 -i /tmp/ana-d2.bin > "$RESULTS/$JOB-write2.log" 2>&1
 w=$?
-cli read --path $P1 --path $P2 --iopolicy round-robin -n $NQN -l 8192 -c $(( (8 << 20) / BS )) -o /tmp/ana-d2.out \
+cli read --path $P1 --path $P2 --iopolicy round-robin -n $NQN -l 8192 --count $(( (8 << 20) / BS )) -o /tmp/ana-d2.out \
   > "$RESULTS/$JOB-read2.log" 2>&1
 r=$?
 check "d) 8 MiB written and read back with both optimized, round-robin (1 MiB commands, alternating paths): equal" \
   sh -c "[ $w = 0 ] && [ $r = 0 ] && cmp /tmp/ana-d2.bin /tmp/ana-d2.out || { tail -n 3 '$RESULTS/$JOB-write2.log' '$RESULTS/$JOB-read2.log'; false; }"
-cli read --path $P1 --path $P2 --iopolicy round-robin -n $NQN -l 1024 -c $(( (4 << 20) / BS )) -o /tmp/ana-d1.again \
+cli read --path $P1 --path $P2 --iopolicy round-robin -n $NQN -l 1024 --count $(( (4 << 20) / BS )) -o /tmp/ana-d1.again \
   > "$RESULTS/$JOB-read3.log" 2>&1
 r=$?
 check "d) and the first 4 MiB read back through both paths (round-robin): equal" \
