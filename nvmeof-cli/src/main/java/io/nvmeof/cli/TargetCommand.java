@@ -60,6 +60,12 @@ final class TargetCommand implements Callable<Integer> {
             + " lower latency, at up to a core per busy poll group. 0, the default, blocks at once")
     Integer busyPollUs;
 
+    @Option(names = "--warm-up", paramLabel = "SECONDS", defaultValue = "10", description = "Before listening, run"
+            + " the target's own I/O path (a private namespace over loopback) until the JIT has compiled it, for at most"
+            + " this long, so that hosts' first seconds run as fast as later ones; 0: start cold. Default:"
+            + " ${DEFAULT-VALUE}")
+    double warmUpSeconds;
+
     @Option(names = "--print-config", description = "Print the effective configuration as JSON and exit")
     boolean printConfig;
 
@@ -172,8 +178,15 @@ final class TargetCommand implements Callable<Integer> {
             System.out.println(cfg.withHosts(null).toJson());
             return 0;
         }
+        if (warmUpSeconds < 0 || Double.isNaN(warmUpSeconds)) {
+            throw new IllegalArgumentException("--warm-up must be 0 (none) or more seconds, got " + warmUpSeconds);
+        }
+        NvmeTarget.BeforeListening warmUp = warmUpSeconds == 0 ? null : t -> {
+            System.err.println("warming up the I/O path before listening (--warm-up 0 skips it)...");
+            System.err.println(TargetWarmUp.run(t, warmUpSeconds).describe());
+        };
         // Reservations a host asked to persist through power loss are kept in the state directory, admin API or not.
-        NvmeTarget target = NvmeTarget.start(cfg, stateDirectory(stateDir));
+        NvmeTarget target = NvmeTarget.start(cfg, stateDirectory(stateDir), warmUp);
         if (state != null) {
             target.live().saveChangesWith(state::save);
         }

@@ -120,6 +120,16 @@ public final class NvmeTarget implements AutoCloseable {
         }
     }
 
+    /**
+     * Work on the built engine before it listens to any host: the command line's warm-up runs the I/O path through a
+     * private subsystem on a listener of its own, so that the first hosts meet compiled code (TargetWarmUp). What it
+     * adds it removes before it returns; it handles its own failures.
+     */
+    @FunctionalInterface
+    public interface BeforeListening {
+        void run(NvmeTarget target);
+    }
+
     /** Builds the target described by {@code config} and starts listening; reservations do not persist. */
     public static NvmeTarget start(TargetConfig config) throws IOException {
         return start(config, null);
@@ -131,6 +141,12 @@ public final class NvmeTarget implements AutoCloseable {
      * #RESERVATIONS_DIRECTORY}/.
      */
     public static NvmeTarget start(TargetConfig config, java.nio.file.Path stateDirectory) throws IOException {
+        return start(config, stateDirectory, null);
+    }
+
+    /** As {@link #start(TargetConfig, java.nio.file.Path)}, running {@code beforeListening} (may be null) first. */
+    public static NvmeTarget start(TargetConfig config, java.nio.file.Path stateDirectory,
+            BeforeListening beforeListening) throws IOException {
         TargetLimits d = TargetLimits.defaults();
         TargetLimits limits = new TargetLimits(
                 config.maxIoQueues() != null ? config.maxIoQueues() : d.maxIoQueues(),
@@ -194,6 +210,9 @@ public final class NvmeTarget implements AutoCloseable {
             }
             if (config.listeners() == null || config.listeners().isEmpty()) {
                 throw new IllegalArgumentException("the configuration has no listeners");
+            }
+            if (beforeListening != null) {
+                beforeListening.run(target);
             }
             int portId = 1;
             for (ListenerConfig l : config.listeners()) {
@@ -480,7 +499,9 @@ public final class NvmeTarget implements AutoCloseable {
                     LOG.warn("flushing removed namespace {} ({}): {}", ns.nsid(), ns.backend().describe(), e.getMessage());
                 }
                 release(ns);
-                LOG.info("namespace {} of {} drained; {} closed", ns.nsid(), sub.nqn(), ns.backend().describe());
+                if (!sub.quiet()) {
+                    LOG.info("namespace {} of {} drained; {} closed", ns.nsid(), sub.nqn(), ns.backend().describe());
+                }
             }, "nvmeof-namespace-close");
             t.setDaemon(true);
             t.start();

@@ -205,9 +205,11 @@ public final class FabricsCommands {
             if (sq.transport().tlsIdentity() != null) {
                 core.hostProven(c); // its own PSK: it is who it says
             }
-            LOG.info("controller {} of {} created for host {} from {} (KATO {} ms{})", c.cntlid(), subnqn,
-                    Nqn.display(hostnqn), sq.transport().peer(), kato,
-                    sq.transport().tlsIdentity() != null ? ", TLS" : "");
+            if (!subsystem.quiet()) {
+                LOG.info("controller {} of {} created for host {} from {} (KATO {} ms{})", c.cntlid(), subnqn,
+                        Nqn.display(hostnqn), sq.transport().peer(), kato,
+                        sq.transport().tlsIdentity() != null ? ", TLS" : "");
+            }
             req.completeWithResult(c.cntlid() | requireAuthentication(sq, subsystem, hostnqn, mustAuthenticate));
             return;
         }

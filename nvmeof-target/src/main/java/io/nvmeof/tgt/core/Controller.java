@@ -230,7 +230,9 @@ public final class Controller {
             // Complete only once nothing can still change the media: every I/O queue closed (a write running on
             // another poll group finishes first), the backend work they handed off done, and then the flush. Until
             // then the host, polling CSTS, sees "shutdown processing occurring".
-            LOG.info("controller {}: shutdown notification from {}", cntlid, Nqn.display(hostNqn));
+            if (!subsystem.quiet()) {
+                LOG.info("controller {}: shutdown notification from {}", cntlid, Nqn.display(hostNqn));
+            }
             csts = (csts & ~0xCL) | (long) ControllerRegisters.SHST_OCCURRING << 2;
             shutdownPending = true;
             closeIoQueues("controller shutdown");
@@ -326,8 +328,10 @@ public final class Controller {
             }
             csts = status;
         }
-        LOG.info("controller {}: shutdown complete{}", cntlid, failed > 0 ? " (" + failed
-                + " namespace(s) failed to flush: CSTS.CFS set)" : "");
+        if (!subsystem.quiet() || failed > 0) {
+            LOG.info("controller {}: shutdown complete{}", cntlid, failed > 0 ? " (" + failed
+                    + " namespace(s) failed to flush: CSTS.CFS set)" : "");
+        }
     }
 
     /** Binds an I/O queue; returns a status (the caller has checked the QID's range). */
@@ -440,7 +444,9 @@ public final class Controller {
             return;
         }
         tornDownNanos = System.nanoTime();
-        LOG.info("controller {} of {} (host {}) torn down: {}", cntlid, subsystem.nqn(), Nqn.display(hostNqn), reason);
+        if (!subsystem.quiet()) {
+            LOG.info("controller {} of {} (host {}) torn down: {}", cntlid, subsystem.nqn(), Nqn.display(hostNqn), reason);
+        }
         for (SubmissionQueue q : pendingQueues) {
             q.transport().close(reason);
         }

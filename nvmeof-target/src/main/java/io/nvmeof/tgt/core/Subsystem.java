@@ -17,6 +17,7 @@ public final class Subsystem {
     private final String model;
     private final int maxNamespaces;
     private volatile boolean allowAnyHost;
+    private volatile boolean quiet;
     private final Set<String> allowedHosts = ConcurrentHashMap.newKeySet();
     private final ConcurrentSkipListMap<Long, Namespace> namespaces = new ConcurrentSkipListMap<>();
     private final Map<Integer, Controller> controllers = new ConcurrentHashMap<>();
@@ -50,6 +51,13 @@ public final class Subsystem {
     public int maxNamespaces() { return maxNamespaces; }
     public boolean allowAnyHost() { return allowAnyHost; }
     public void allowAnyHost(boolean v) { allowAnyHost = v; }
+
+    /**
+     * A subsystem of the target's own, not the administrator's (the start-up warm-up's): its controllers' creation and
+     * end, and a listener that exports it alone, are not logged.
+     */
+    public boolean quiet() { return quiet; }
+    public void quiet(boolean v) { quiet = v; }
     private final java.util.concurrent.atomic.AtomicLong authenticationSuccesses = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong authenticationFailures = new java.util.concurrent.atomic.AtomicLong();
 

@@ -41,12 +41,16 @@ final class DataMover {
      * sent from (zero copy), and the receive buffer that a Write's in-capsule data is copied from into the namespace.
      */
     private final List<BorrowedMemoryBuf> views = new ArrayList<>();
+    private static final int VIEWS_EXPECTED = 128;
+
     /**
      * Free views, one list per kind of memory: a view keeps the NIO view it made for the first region it was given
-     * and re-points it at regions of the same capacity (namespace chunks; receive-buffer chunks).
+     * and re-points it at regions of the same capacity (namespace chunks; receive-buffer chunks). Sized for the Linux
+     * host's 128 commands in flight: a list that grows under the first busy host runs a branch its compiled code
+     * never saw, and that code is thrown away and made again (issue 53).
      */
-    private final ArrayDeque<BorrowedMemoryBuf> freeReadViews = new ArrayDeque<>();
-    private final ArrayDeque<BorrowedMemoryBuf> freeWriteViews = new ArrayDeque<>();
+    private final ArrayDeque<BorrowedMemoryBuf> freeReadViews = new ArrayDeque<>(VIEWS_EXPECTED);
+    private final ArrayDeque<BorrowedMemoryBuf> freeWriteViews = new ArrayDeque<>(VIEWS_EXPECTED);
     private final Consumer<BorrowedMemoryBuf> recycleReadView = v -> recycleView(freeReadViews, v);
     private final Consumer<BorrowedMemoryBuf> recycleWriteView = v -> recycleView(freeWriteViews, v);
     /** Statistics, read by the queue's getters: see there. */

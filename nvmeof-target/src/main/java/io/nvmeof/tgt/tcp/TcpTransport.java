@@ -107,9 +107,13 @@ public final class TcpTransport implements AutoCloseable {
                 addr instanceof Inet6Address ? DiscoveryLogEntry.ADRFAM_IPV6 : DiscoveryLogEntry.ADRFAM_IPV4,
                 address, Integer.toString(bound.getPort()), subsystems, options.tls());
         core.addListener(info);
-        LOG.info("NVMe/TCP listening on {}:{} (in-capsule data {} B, MAXH2CDATA {} B{})", address, bound.getPort(),
-                options.inlineDataSize(), options.maxH2CData(),
-                options.tls() == TlsMode.NONE ? "" : ", TLS " + options.tls().label());
+        boolean quiet = !subsystems.isEmpty() && subsystems.stream().allMatch(nqn -> core.subsystem(nqn) != null
+                && core.subsystem(nqn).quiet()); // the start-up warm-up's own: scripts wait for the real one's line
+        if (!quiet) {
+            LOG.info("NVMe/TCP listening on {}:{} (in-capsule data {} B, MAXH2CDATA {} B{})", address, bound.getPort(),
+                    options.inlineDataSize(), options.maxH2CData(),
+                    options.tls() == TlsMode.NONE ? "" : ", TLS " + options.tls().label());
+        }
         return info;
     }
 
