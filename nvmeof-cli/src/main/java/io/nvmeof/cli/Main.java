@@ -12,7 +12,7 @@ import picocli.CommandLine.Command;
         description = "User-space NVMe-over-Fabrics target and initiator.",
         subcommands = {TargetCommand.class, DiscoverCommand.class, IdentifyCommand.class, ReadCommand.class,
                 WriteCommand.class, BenchCommand.class, AdminCommand.class, DatasetCommand.class, LoaderBenchCommand.class,
-                CommandLine.HelpCommand.class, ClassDataTrainingCommand.class})
+                BenchReportCommand.class, CommandLine.HelpCommand.class, ClassDataTrainingCommand.class})
 public final class Main {
     static {
         // Before any command touches Agrona, so `java -jar nvmeof.jar` needs no JVM flag (AgronaAccess).
