@@ -36,8 +36,8 @@ class BenchReportTest {
         fixture("bench-ram.json");
         Files.writeString(dir.resolve("runs.tsv"), BenchRun.HEADER + "\n"
                 + "file randread 4k QD4\tfio on the file\t1\tfio-device.json\tfio --name=dev --rw=randread\n"
-                + "file randread 4k QD4\tours, TCP\t0\tbench-ram.json\t./nvmeof bench --qd 8\n"
-                + "ram randread 4k QD8\tours, TCP\t1\tbench-ram.json\t./nvmeof bench --qd 8\n");
+                + "ram randread 4k QD8\tours, TCP\t1\tbench-ram.json\t./nvmeof bench --qd 8\n"
+                + "file randread 4k QD4\tours, TCP\t0\tbench-ram.json\t./nvmeof bench --qd 8\n");
         BenchReport report = BenchReport.load(dir);
         Path md = report.write(dir, "test report", "On a test machine.");
         String text = Files.readString(md);
@@ -56,6 +56,8 @@ class BenchReportTest {
         assertTrue(text.contains("| file randread 4k QD4 | ours, TCP | 53,900 | 210.5 | 58 | "), text);
         assertTrue(text.contains(" | 15.26 | 15.62 | " + benchRatio + " |"), text);
         assertTrue(text.contains("| ram randread 4k QD8 | ours, TCP * | 53,900 |"), text);
+        // Listed apart, shown together: a configuration's series sit next to each other.
+        assertTrue(text.indexOf("| file randread 4k QD4 | ours, TCP |") < text.indexOf("| ram randread 4k QD8 |"), text);
         assertTrue(text.startsWith("# test report\n\nOn a test machine.\n"), text);
         assertTrue(text.contains("- file randread 4k QD4, fio on the file: `fio --name=dev --rw=randread`"), text);
         for (String png : List.of(BenchReport.IOPS_PNG, BenchReport.LATENCY_PNG)) {
