@@ -88,6 +88,7 @@ final class TargetWarmUp {
         try {
             try {
                 file = Files.createTempFile(directory, "nvmeof-warm-up", ".img");
+                file.toFile().deleteOnExit(); // Ctrl-C during the warm-up ends the JVM without the finally below
             } catch (java.io.IOException e) {
                 file = null; // no place for a file: the RAM namespace alone
             }

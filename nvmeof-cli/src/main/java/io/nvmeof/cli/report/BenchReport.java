@@ -76,7 +76,9 @@ public final class BenchReport {
             sb.append(preamble.strip()).append("\n\n");
         }
         sb.append("Each row is one run. \"vs reference\" is the row's IOPS over the IOPS of its configuration's reference")
-                .append(" row (marked *), measured by the same run of the script; CPU is user + system time per I/O.\n\n");
+                .append(" row (marked *), measured by the same run of the script. CPU is user + system time per I/O: the")
+                .append(" bench's whole process and the target's; fio's job thread only (fio's own accounting), so with")
+                .append(" our engine the initiator's event-loop thread in fio's process is not in it.\n\n");
         sb.append("| configuration | series | IOPS | MiB/s | p50 us | p99 us | p99.9 us | host CPU us/IO | target CPU us/IO"
                 + " | vs reference |\n");
         sb.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
