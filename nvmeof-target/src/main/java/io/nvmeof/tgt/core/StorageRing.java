@@ -292,6 +292,8 @@ public final class StorageRing implements AutoCloseable {
         return true;
     }
 
+    private long submissions;
+
     /**
      * Reaps what the kernel completed (their requests complete here), moves waiting requests into the ring as room
      * allows, and submits what is prepared. Returns the number of completions reaped.
@@ -304,6 +306,7 @@ public final class StorageRing implements AutoCloseable {
         if (ring.prepared() > 0) {
             try {
                 ring.submit();
+                submissions++;
             } catch (UringException e) {
                 // Errors of single requests come back as their completions; this is the ring itself (EBADF, EFAULT):
                 // nothing can be submitted, and the prepared requests stay for the next turn.
@@ -324,6 +327,11 @@ public final class StorageRing implements AutoCloseable {
     public int pollFromTask() {
         pollScheduled = false;
         return poll();
+    }
+
+    /** System calls that sent requests to the devices so far (an owner tells a poll that submitted by it). */
+    public long submissions() {
+        return submissions;
     }
 
     /** The owner has queued the next poll itself: requests that come before it need not ask for one. */

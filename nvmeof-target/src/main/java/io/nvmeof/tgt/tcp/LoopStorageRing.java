@@ -15,7 +15,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>How the loop polls it: a task that runs after the loop's current batch of socket reads (so a batch's commands
  * reach the device with one system call) reaps, submits, and queues itself again while requests are in the ring and
- * completions came within the last {@code spinNanos}, as SPDK's pollers do. When the device is slower than that, the
+ * completions came, or requests went to the device, within the last {@code spinNanos}, as SPDK's pollers do. A
+ * submission counts: at queue depth 1 the last completion is a host's round trip old when the next request goes in,
+ * and parking right after it cost two thread wake-ups per I/O (the waiter's, then the loop's), about 45 us on a
+ * 30 us device (issue 53; docs/performance.md). When the device is slower than that, the
  * loop stops polling (parks): the kernel's eventfd signal is turned on, and a small waiter thread, asleep on the
  * eventfd, queues the task again at the next completion. The signal is off while the loop polls, so the waiter is not
  * woken per completion. Exactly one of the loop and the waiter takes a park back ({@link #parked}'s compare-and-set),
@@ -42,12 +45,14 @@ final class LoopStorageRing {
     private final Thread waiter;
     private volatile boolean stopped;
     private boolean eventFdOn;
-    private long lastCompletion;
+    /** When the last completion was reaped or the last request submitted. */
+    private long lastActivity;
+    private long submissionsSeen;
     /** True while a poll runs: flushes asked for meanwhile wait for its end. */
     private boolean polling;
     private final ArrayList<FlowControl> toFlush = new ArrayList<>();
     /**
-     * How long the loop keeps polling the ring without a completion before it parks ({@code -Dnvmeof.uring.spinUs},
+     * How long the loop keeps polling the ring without a completion or a submission before it parks ({@code -Dnvmeof.uring.spinUs},
      * read when the ring is set up; default 50 us, about a fast device's read).
      */
     private final long spinNanos = Long.getLong("nvmeof.uring.spinUs", 50) * 1000;
@@ -122,13 +127,15 @@ final class LoopStorageRing {
             }
         }
         long now = System.nanoTime();
-        if (reaped > 0) {
-            lastCompletion = now;
+        long submitted = ring.submissions();
+        if (reaped > 0 || submitted != submissionsSeen) {
+            lastActivity = now;
+            submissionsSeen = submitted;
         }
         if (!ring.busy() || ring.pollIsQueued()) {
             return; // the next request asks for a poll, or one that came during this poll has
         }
-        if (now - lastCompletion < spinNanos) {
+        if (now - lastActivity < spinNanos) {
             ring.pollQueued();
             loop.execute(pollTask);
             return;
