@@ -40,7 +40,11 @@ done; done; done; done
 run_no=0
 TP=""
 stop_target() { [ -n "$TP" ] && kill "$TP" 2>/dev/null && wait "$TP" 2>/dev/null; TP=""; }
-trap stop_target EXIT
+trap 'stop_target; rm -f "$OUT/namespace.img"' EXIT
+json_string() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
+bytes_of() { # 1GiB, 1Gi, 1G (binary, as the target reads them) or bytes
+  local v=${1%B}; case $v in *i) numfmt --from=iec-i "$v" ;; *) numfmt --from=iec "$v" ;; esac
+}
 
 # start_target NAME BACKEND_JSON TLS_MODE: a fresh target (launcher, default warm-up) on TARGET_CPUS; waits for its port.
 start_target() {
@@ -54,8 +58,8 @@ JSON
   echo "report.sh: starting the target for $name (it warms up first)..." >&2
   taskset -c "$TARGET_CPUS" "$repo/nvmeof" target --no-admin --config "$OUT/$name.target.json" > "$OUT/$name.target.log" 2>&1 &
   TP=$!
-  for _ in $(seq 300); do
-    (: < /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return 0
+  for _ in $(seq 300); do # its own line, not the port: another process on the port must not pass for it
+    grep -q "target running" "$OUT/$name.target.log" && return 0
     kill -0 "$TP" 2>/dev/null || break
     sleep 0.2
   done
@@ -64,34 +68,35 @@ JSON
   exit 1
 }
 
-# record CONFIG SERIES REF FILE COMMAND...: runs the command (stdout to FILE), lists it in runs.tsv, shows progress.
+# record CONFIG SERIES REF FILE COMMAND...: runs the command (stdout to FILE), lists it in runs.tsv with the command
+# as it ran, and shows progress.
 record() {
   local config=$1 series=$2 ref=$3 file=$4; shift 4
   run_no=$((run_no + 1))
   printf 'report.sh: [%d/%d] %s, %s...' "$run_no" "$runs_total" "$config" "$series" >&2
   if "$@" > "$OUT/$file" 2> "$OUT/${file%.json}.err"; then
-    printf '%s\t%s\t%s\t%s\t%s\n' "$config" "$series" "$ref" "$file" "$*" >> "$RUNS"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$config" "$series" "$ref" "$file" "$(printf '%q ' "$@")" >> "$RUNS"
     python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; r=j["read"] if j["read"]["iops"]>0 else j["write"]; print(" %.0f IOPS" % r["iops"])' "$OUT/$file" >&2 2>/dev/null || echo >&2
   else
     echo " failed (see $OUT/${file%.json}.err); left out of the report" >&2
   fi
 }
 
-bench() { # bench RW BS QD [extra...]
+bench() { # bench RW BS QD [extra...]: our bench against the target
   local rw=$1 bs=$2 qd=$3; shift 3
-  taskset -c "$HOST_CPUS" "$repo/nvmeof" bench -a 127.0.0.1 -s $PORT -n $NQN -q $HOST --rw "$rw" --bs "$bs" --qd "$qd" \
-    --time "$T" --ramp "$RAMP" --target-pid "$TP" --json "$@"
+  CMD=(taskset -c "$HOST_CPUS" "$repo/nvmeof" bench -a 127.0.0.1 -s "$PORT" -n "$NQN" -q "$HOST" --rw "$rw" --bs "$bs"
+    --qd "$qd" --time "$T" --ramp "$RAMP" --target-pid "$TP" --json "$@")
 }
 
 fio_on() { # fio_on PATH RW BS QD: the device's own limit
-  taskset -c "$HOST_CPUS" fio --name=device --filename="$1" --rw="$2" --bs="$3" --iodepth="$4" --ioengine=io_uring \
-    --direct=1 --runtime="$T" --ramp_time="$RAMP" --time_based --output-format=json
+  CMD=(taskset -c "$HOST_CPUS" fio --name=device --filename="$1" --rw="$2" --bs="$3" --iodepth="$4" --ioengine=io_uring
+    --direct=1 --runtime="$T" --ramp_time="$RAMP" --time_based --output-format=json)
 }
 
 fio_engine() { # fio_engine RW BS QD: fio with our engine against the target
-  NVMEOF_FIO_CLASSPATH="$JAR" taskset -c "$HOST_CPUS" fio --name=engine --ioengine="external:$ENGINE" --thread=1 \
-    --trtype=tcp --traddr=127.0.0.1 --trsvcid=$PORT --subnqn=$NQN --hostnqn=$HOST \
-    --rw="$1" --bs="$2" --iodepth="$3" --runtime="$T" --ramp_time="$RAMP" --time_based --output-format=json
+  CMD=(env NVMEOF_FIO_CLASSPATH="$JAR" taskset -c "$HOST_CPUS" fio --name=engine --ioengine="external:$ENGINE"
+    --thread=1 --trtype=tcp --traddr=127.0.0.1 --trsvcid="$PORT" --subnqn="$NQN" --hostnqn="$HOST" --rw="$1" --bs="$2"
+    --iodepth="$3" --runtime="$T" --ramp_time="$RAMP" --time_based --output-format=json)
 }
 
 for backend in $BACKENDS; do
@@ -100,31 +105,36 @@ for backend in $BACKENDS; do
     file) dev="$OUT/namespace.img"; rm -f "$dev"
           # Written through, not allocated: reads of never-written extents return zeroes without touching the disk.
           echo "report.sh: writing the $FILE_SIZE file $dev..." >&2
-          dd if=/dev/zero of="$dev" bs=1M count=$(( $(numfmt --from=iec-i "${FILE_SIZE%B}") >> 20 )) oflag=direct \
-            status=none || { echo "report.sh: cannot write $dev" >&2; exit 1; }
-          ns="{ \"nsid\": 1, \"backend\": \"file\", \"path\": \"$dev\", \"blockSize\": 4096 }" ;;
-    block) dev="$BLOCK"; ns="{ \"nsid\": 1, \"backend\": \"block\", \"path\": \"$dev\" }" ;;
+          size=$(bytes_of "$FILE_SIZE") || { echo "report.sh: FILE_SIZE $FILE_SIZE is not a size (1GiB)" >&2; exit 1; }
+          dd if=/dev/zero of="$dev" bs=1M count=$(( size >> 20 )) oflag=direct status=none \
+            || { echo "report.sh: cannot write $dev" >&2; exit 1; }
+          ns="{ \"nsid\": 1, \"backend\": \"file\", \"path\": $(json_string "$dev"), \"blockSize\": 4096 }" ;;
+    block) dev="$BLOCK"; ns="{ \"nsid\": 1, \"backend\": \"block\", \"path\": $(json_string "$dev") }" ;;
     *) echo "report.sh: unknown backend '$backend' (ram, file, block)" >&2; exit 1 ;;
   esac
   # The device's own figures first, while no target holds it.
   if [ -n "$dev" ] && [ $have_fio = 1 ]; then
     for rw in $RWS; do for bs in $BSS; do for qd in $QDS; do
-      record "$backend $rw $bs QD$qd" "fio on the $backend" 1 "$backend-$rw-$bs-qd$qd-device.json" fio_on "$dev" "$rw" "$bs" "$qd"
+      fio_on "$dev" "$rw" "$bs" "$qd"
+      record "$backend $rw $bs QD$qd" "fio on the $backend" 1 "$backend-$rw-$bs-qd$qd-device.json" "${CMD[@]}"
     done; done; done
   fi
   start_target "$backend-tcp" "$ns" none
   for rw in $RWS; do for bs in $BSS; do for qd in $QDS; do
     ref=$([ "$backend" = ram ] && echo 1 || echo 0)
-    record "$backend $rw $bs QD$qd" "ours, NVMe/TCP" "$ref" "$backend-$rw-$bs-qd$qd-tcp.json" bench "$rw" "$bs" "$qd"
+    bench "$rw" "$bs" "$qd"
+    record "$backend $rw $bs QD$qd" "ours, NVMe/TCP" "$ref" "$backend-$rw-$bs-qd$qd-tcp.json" "${CMD[@]}"
     if [ "$backend" = ram ] && [ "$FIO_ENGINE" = 1 ] && [ $have_fio = 1 ] && [ -f "$ENGINE" ]; then
-      record "$backend $rw $bs QD$qd" "fio with our engine" 0 "$backend-$rw-$bs-qd$qd-fio-engine.json" fio_engine "$rw" "$bs" "$qd"
+      fio_engine "$rw" "$bs" "$qd"
+      record "$backend $rw $bs QD$qd" "fio with our engine" 0 "$backend-$rw-$bs-qd$qd-fio-engine.json" "${CMD[@]}"
     fi
   done; done; done
   stop_target
   if [ "$backend" = ram ] && [ "$TLS" = 1 ]; then
     start_target "$backend-tls" "$ns" required
     for rw in $RWS; do for bs in $BSS; do for qd in $QDS; do
-      record "$backend $rw $bs QD$qd" "ours, NVMe/TCP with TLS" 0 "$backend-$rw-$bs-qd$qd-tls.json" bench "$rw" "$bs" "$qd" --tls-key "$KEY"
+      bench "$rw" "$bs" "$qd" --tls-key "$KEY"
+      record "$backend $rw $bs QD$qd" "ours, NVMe/TCP with TLS" 0 "$backend-$rw-$bs-qd$qd-tls.json" "${CMD[@]}"
     done; done; done
     stop_target
   fi

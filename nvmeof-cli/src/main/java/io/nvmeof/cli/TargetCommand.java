@@ -178,13 +178,21 @@ final class TargetCommand implements Callable<Integer> {
             System.out.println(cfg.withHosts(null).toJson());
             return 0;
         }
-        if (warmUpSeconds < 0 || Double.isNaN(warmUpSeconds)) {
-            throw new IllegalArgumentException("--warm-up must be 0 (none) or more seconds, got " + warmUpSeconds);
+        if (!(warmUpSeconds >= 0 && warmUpSeconds <= 600)) {
+            throw new IllegalArgumentException("--warm-up must be 0 (none) to 600 seconds, got " + warmUpSeconds);
         }
-        NvmeTarget.BeforeListening warmUp = warmUpSeconds == 0 ? null : t -> {
-            System.err.println("warming up the I/O path before listening (--warm-up 0 skips it)...");
-            System.err.println(TargetWarmUp.run(t, warmUpSeconds).describe());
-        };
+        NvmeTarget.BeforeListening warmUp = null;
+        if (warmUpSeconds > 0 && cfg.listeners() != null) {
+            if (cfg.listeners().stream().noneMatch(l -> l.transport() == null || "tcp".equals(l.transport()))) {
+                System.err.println("warm-up skipped: it runs through NVMe/TCP, and no listener here is NVMe/TCP");
+            } else {
+                checkTcpPortsFree(cfg); // a port in use fails the start now, not after the warm-up
+                warmUp = t -> {
+                    System.err.println("warming up the I/O path before listening (--warm-up 0 skips it)...");
+                    System.err.println(TargetWarmUp.run(t, warmUpSeconds).describe());
+                };
+            }
+        }
         // Reservations a host asked to persist through power loss are kept in the state directory, admin API or not.
         NvmeTarget target = NvmeTarget.start(cfg, stateDirectory(stateDir), warmUp);
         if (state != null) {
@@ -212,6 +220,23 @@ final class TargetCommand implements Callable<Integer> {
         System.err.println("target running; Ctrl-C stops it");
         stopped.await();
         return 0;
+    }
+
+    /** Binds and closes each NVMe/TCP listener's address and port once, saying what the listener would say. */
+    private static void checkTcpPortsFree(TargetConfig cfg) {
+        for (TargetConfig.ListenerConfig l : cfg.listeners()) {
+            if (!(l.transport() == null || "tcp".equals(l.transport())) || l.port() == null || l.port() == 0) {
+                continue;
+            }
+            String address = l.address() != null ? l.address() : "127.0.0.1";
+            try (java.net.ServerSocket s = new java.net.ServerSocket()) {
+                s.setReuseAddress(true);
+                s.bind(new java.net.InetSocketAddress(address, l.port()));
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException("cannot listen on NVMe/TCP " + address + ":" + l.port() + ": "
+                        + e.getMessage() + " (is another target already using the port? pick another with --port)", e);
+            }
+        }
     }
 
     /**

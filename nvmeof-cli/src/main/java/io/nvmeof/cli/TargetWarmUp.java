@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -42,7 +43,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * poll groups, not the data: the subsystem, the listener and the temporary file are gone before any host can connect.
  */
 final class TargetWarmUp {
-    private static final String NQN = "nqn.2026-12.io.nvmeof:warm-up";
+    /**
+     * Names no one can guess: the subsystem (so it never collides with a configured one) and the one host it admits
+     * (a local process that connects to the private listener during the warm-up is refused).
+     */
+    private static final String NQN_PREFIX = "nqn.2026-12.io.nvmeof:warm-up-";
     /**
      * The queue depths each connection runs at in turn: fio's and SPDK perf's usual 32; nearly the Linux host's 128, so
      * that the pools and buffers that grow with the I/Os in flight grow here (the branch that grows them is then in
@@ -73,7 +78,10 @@ final class TargetWarmUp {
      * warm-up's sake: a target that cannot warm up starts cold.
      */
     static Result run(NvmeTarget target, double budgetSeconds) {
-        return run(target, budgetSeconds, Path.of(System.getProperty("java.io.tmpdir")));
+        // A disk, where there is one: /tmp is often tmpfs, which refuses O_DIRECT, and would warm the buffered path.
+        Path varTmp = Path.of("/var/tmp");
+        return run(target, budgetSeconds, Files.isDirectory(varTmp) && Files.isWritable(varTmp) ? varTmp
+                : Path.of(System.getProperty("java.io.tmpdir")));
     }
 
     /** As {@link #run(NvmeTarget, double)}, with the file namespace's temporary file in {@code directory}. */
@@ -130,18 +138,20 @@ final class TargetWarmUp {
         if (file != null) {
             namespaces.add(new NamespaceConfig(2L, "file", "64MiB", 4096, file.toString(), null));
         }
-        SubsystemConfig config = new SubsystemConfig(NQN, null, null, null, true, null, namespaces);
+        String nqn = NQN_PREFIX + UUID.randomUUID();
+        String host = "nqn.2014-08.org.nvmexpress:uuid:" + UUID.randomUUID();
+        SubsystemConfig config = new SubsystemConfig(nqn, null, null, null, false, List.of(host), namespaces);
         Subsystem subsystem = target.buildSubsystem(config);
         subsystem.quiet(true);
         target.core().addSubsystem(subsystem);
         int portId = privatePortId(target);
         try {
-            int port = target.addListener(new ListenerConfig(portId, "tcp", "127.0.0.1", 0, null, null, List.of(NQN),
+            int port = target.addListener(new ListenerConfig(portId, "tcp", "127.0.0.1", 0, null, null, List.of(nqn),
                     null), portId);
-            return drive(new TransportId("tcp", "127.0.0.1", port, NQN), start, deadline);
+            return drive(new TransportId("tcp", "127.0.0.1", port, nqn), host, start, deadline);
         } finally {
             target.removeListener(portId);
-            Subsystem removed = target.core().removeSubsystem(NQN);
+            Subsystem removed = target.core().removeSubsystem(nqn);
             if (removed != null) {
                 for (Namespace ns : removed.namespaces()) {
                     target.retire(ns, removed);
@@ -161,9 +171,9 @@ final class TargetWarmUp {
         return id;
     }
 
-    private static Result drive(TransportId id, long start, long deadline) throws Exception {
+    private static Result drive(TransportId id, String host, long start, long deadline) throws Exception {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        ConnectOptions options = ConnectOptions.builder().ioQueues(1).queueDepth(128).build();
+        ConnectOptions options = ConnectOptions.builder().hostNqn(host).ioQueues(1).queueDepth(128).build();
         long ios = 0;
         int connections = 0;
         while (System.nanoTime() < deadline) {

@@ -305,8 +305,9 @@ public final class StorageRing implements AutoCloseable {
         }
         if (ring.prepared() > 0) {
             try {
-                ring.submit();
-                submissions++;
+                if (ring.submit() > 0) { // 0: the kernel refused for now (EAGAIN, EBUSY): not activity
+                    submissions++;
+                }
             } catch (UringException e) {
                 // Errors of single requests come back as their completions; this is the ring itself (EBADF, EFAULT):
                 // nothing can be submitted, and the prepared requests stay for the next turn.
