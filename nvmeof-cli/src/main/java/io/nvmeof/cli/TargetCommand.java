@@ -188,6 +188,11 @@ final class TargetCommand implements Callable<Integer> {
             } else {
                 checkTcpPortsFree(cfg); // a port in use fails the start now, not after the warm-up
                 warmUp = t -> {
+                    String why = TargetWarmUp.notWorthIt();
+                    if (why != null) {
+                        System.err.println("warm-up skipped: " + why);
+                        return;
+                    }
                     System.err.println("warming up the I/O path before listening (--warm-up 0 skips it)...");
                     System.err.println(TargetWarmUp.run(t, warmUpSeconds).describe());
                 };

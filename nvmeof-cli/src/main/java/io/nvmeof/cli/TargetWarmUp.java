@@ -115,7 +115,7 @@ final class TargetWarmUp {
     }
 
     /** Null when the JIT has an optimizing tier to warm; otherwise why not. */
-    private static String notWorthIt() {
+    static String notWorthIt() {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
             return "this JVM has no JIT compiler to warm";
