@@ -58,6 +58,11 @@ final class TargetWarmUp {
     private static final int MIN_CONNECTIONS = 3;
     /** A connection during which the compiler used under this share of the wall time finds the path compiled. */
     private static final double QUIET_COMPILE_SHARE = 0.05;
+    /**
+     * The private listener's port ID: any is free, since no configured listener is bound yet, and they bind (under
+     * their own IDs) only after this one is removed and its ANA states forgotten.
+     */
+    private static final int PORT_ID = 0xFFFF;
 
     /** What a warm-up did, for the log line. */
     record Result(double seconds, long ios, int connections, boolean quiet, String skipped) {
@@ -144,7 +149,7 @@ final class TargetWarmUp {
         Subsystem subsystem = target.buildSubsystem(config);
         subsystem.quiet(true);
         target.core().addSubsystem(subsystem);
-        int portId = privatePortId(target);
+        int portId = PORT_ID;
         try {
             int port = target.addListener(new ListenerConfig(portId, "tcp", "127.0.0.1", 0, null, null, List.of(nqn),
                     null), portId);
@@ -158,17 +163,6 @@ final class TargetWarmUp {
                 }
             }
         }
-    }
-
-    /** A port ID no listener of the configuration has (they bind after the warm-up, under their own IDs). */
-    private static int privatePortId(NvmeTarget target) {
-        java.util.Set<Integer> taken = new java.util.HashSet<>();
-        target.core().listeners().forEach(l -> taken.add(l.portId()));
-        int id = 0xFFFF;
-        while (taken.contains(id)) {
-            id--;
-        }
-        return id;
     }
 
     private static Result drive(TransportId id, String host, long start, long deadline) throws Exception {
